@@ -1,0 +1,3 @@
+"""arkfs: browse and read ARK-named archives stored in XET content-addressed storage."""
+
+__version__ = "0.1.0"

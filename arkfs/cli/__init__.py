@@ -1,0 +1,5 @@
+"""The `arkfs` command line."""
+
+from arkfs.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,116 @@
+"""XET hashes: chunk, Merkle node, xorb, file and term verification hashes, and their string form."""
+
+from collections.abc import Iterable, Sequence
+
+import blake3
+
+from arkfs.xet.constants import (
+    DATA_KEY,
+    GLOBAL_DEDUP_MODULUS,
+    HASH_SIZE,
+    INTERNAL_NODE_KEY,
+    MAX_CHILDREN,
+    MEAN_BRANCHING_FACTOR,
+    VERIFICATION_KEY,
+    ZERO_KEY,
+)
+from arkfs.xet.errors import HashStringError
+
+ZERO_HASH = bytes(HASH_SIZE)
+
+
+def keyed_hash(key: bytes, data: bytes | memoryview) -> bytes:
+    """BLAKE3 keyed hash of data (32 bytes)."""
+    return blake3.blake3(data, key=key).digest()
+
+
+def chunk_hash(data: bytes | memoryview) -> bytes:
+    """Chunk Hashes: BLAKE3 keyed with DATA_KEY."""
+    return blake3.blake3(data, key=DATA_KEY).digest()
+
+
+def hash_to_string(h: bytes) -> str:
+    """Hash String Representation: four little-endian u64 values, 16 hex digits each."""
+    if len(h) != HASH_SIZE:
+        raise HashStringError(f"a hash is {HASH_SIZE} bytes, got {len(h)}")
+    return "".join(h[i : i + 8][::-1].hex() for i in range(0, HASH_SIZE, 8))
+
+
+def string_to_hash(s: str) -> bytes:
+    """Inverse of hash_to_string; raises HashStringError on anything but 64 hex digits."""
+    if len(s) != 2 * HASH_SIZE:
+        raise HashStringError(f"a XET hash string has 64 hex digits, got {len(s)} characters: {s!r}")
+    try:
+        raw = bytes.fromhex(s)
+    except ValueError:
+        raise HashStringError(f"not a hex string: {s!r}") from None
+    return b"".join(raw[i : i + 8][::-1] for i in range(0, HASH_SIZE, 8))
+
+
+def _u64_tail(h: bytes) -> int:
+    return int.from_bytes(h[24:32], "little")
+
+
+def _next_merge_cut(nodes: Sequence[tuple[bytes, int]], start: int) -> int:
+    """Merkle Tree Construction, Cut Point Determination: how many nodes from start to merge."""
+    n = len(nodes) - start
+    if n <= 2:
+        return n
+    end = min(MAX_CHILDREN, n)
+    for i in range(2, end):
+        if _u64_tail(nodes[start + i][0]) % MEAN_BRANCHING_FACTOR == 0:
+            return i + 1
+    return end
+
+
+def merged_hash(nodes: Iterable[tuple[bytes, int]]) -> tuple[bytes, int]:
+    """Internal Node Hash Function: hash of '{hash} : {size}\\n' lines, and the summed size."""
+    lines = []
+    total = 0
+    for h, size in nodes:
+        lines.append(f"{hash_to_string(h)} : {size}\n")
+        total += size
+    return keyed_hash(INTERNAL_NODE_KEY, "".join(lines).encode()), total
+
+
+def merkle_root(nodes: Sequence[tuple[bytes, int]]) -> bytes:
+    """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty."""
+    if not nodes:
+        return ZERO_HASH
+    level = list(nodes)
+    while len(level) > 1:
+        merged = []
+        i = 0
+        while i < len(level):
+            cut = i + _next_merge_cut(level, i)
+            merged.append(merged_hash(level[i:cut]))
+            i = cut
+        level = merged
+    return level[0][0]
+
+
+def xorb_hash(chunks: Sequence[tuple[bytes, int]]) -> bytes:
+    """Xorb Hash Computation: Merkle root of (chunk hash, chunk size)."""
+    return merkle_root(chunks)
+
+
+def file_hash(chunks: Sequence[tuple[bytes, int]]) -> bytes:
+    """File Hashes: Merkle root of the chunks, hashed once more with ZERO_KEY.
+
+    The empty file hashes to ZERO_HASH. The draft's "File Hashes" section says
+    keyed_hash(ZERO_KEY, ZERO_HASH), but hf_xet (the reference) and every stored XET file
+    use ZERO_HASH, and interoperating with them is what a file hash is for.
+    """
+    if not chunks:
+        return ZERO_HASH
+    return keyed_hash(ZERO_KEY, merkle_root(chunks))
+
+
+def verification_hash(chunk_hashes: Sequence[bytes]) -> bytes:
+    """Term Verification Hashes: VERIFICATION_KEY over the raw concatenated chunk hashes."""
+    return keyed_hash(VERIFICATION_KEY, b"".join(chunk_hashes))
+
+
+def is_global_dedup_eligible(h: bytes, first_in_file: bool) -> bool:
+    """Global Deduplication, Eligibility Criteria."""
+    return first_in_file or _u64_tail(h) % GLOBAL_DEDUP_MODULUS == 0

@@ -1,1 +1,1 @@
-"""The XET-GEARHASH-BLAKE3 formats as pure code: chunking, hashes, xorbs, shards, reconstructions."""
+"""XET-GEARHASH-BLAKE3 as pure code: chunking, hashes, xorbs, shards, reconstructions."""

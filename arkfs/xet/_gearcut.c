@@ -32,20 +32,32 @@ scan_buffer(const uint64_t *table, const uint8_t *data, Py_ssize_t n, uint64_t *
             continue;
         }
         /* Hash up to the first position where a boundary may be tested. */
-        while (i < n && pos + 1 < min_size) {
-            h = (h << 1) + table[data[i++]];
-            pos++;
+        if (pos + 1 < min_size) {
+            Py_ssize_t stop = i + (Py_ssize_t)(min_size - 1 - pos);
+            if (stop > n) stop = n;
+            pos += (uint64_t)(stop - i);
+            for (; i < stop; i++) h = (h << 1) + table[data[i]];
+            if (i == n) break;
         }
-        /* Test every byte until a boundary or the end of the data. */
-        while (i < n) {
-            h = (h << 1) + table[data[i++]];
-            pos++;
-            if ((h & mask) == 0 || pos >= max_size) {
-                cuts[ncuts++] = i;
-                h = 0;
-                pos = 0;
+        /* Test every byte up to the forced cut at max_size or the end of the data. */
+        Py_ssize_t stop = i + (Py_ssize_t)(max_size - pos);
+        int forced = stop <= n;
+        if (!forced) stop = n;
+        const uint8_t *p = data + i, *end = data + stop;
+        int found = 0;
+        while (p < end) {
+            h = (h << 1) + table[*p++];
+            if ((h & mask) == 0) {
+                found = 1;
                 break;
             }
+        }
+        pos += (uint64_t)(p - (data + i));
+        i = p - data;
+        if (found || forced) {
+            cuts[ncuts++] = i;
+            h = 0;
+            pos = 0;
         }
         if (ncuts == max_cuts) break;
     }

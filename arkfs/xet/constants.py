@@ -14,7 +14,9 @@ HASH_SIZE = 32
 
 # Hashing Methods: keys for domain separation
 DATA_KEY = bytes.fromhex("6697f5775b9550de3135cbaca597181c9de421109beb2b58b4d0b04b93adf229")
-INTERNAL_NODE_KEY = bytes.fromhex("017ec5c7a5472996fd946666b48a02e65ddd536f37c76dd2f86352e64a53713f")
+INTERNAL_NODE_KEY = bytes.fromhex(
+    "017ec5c7a5472996fd946666b48a02e65ddd536f37c76dd2f86352e64a53713f"
+)
 ZERO_KEY = bytes(32)
 VERIFICATION_KEY = bytes.fromhex("7f1857d6ce56ed66127ff913e7a5c3f3a4cd26d5b5db49e64124987f28fb94c3")
 

@@ -1,5 +1,6 @@
-"""XET hashes: chunk, Merkle node, xorb, file and term verification hashes, and their string form."""
+"""XET hashes: chunk, Merkle node, xorb, file and verification hashes, and their string form."""
 
+import struct
 from collections.abc import Iterable, Sequence
 
 import blake3
@@ -17,6 +18,7 @@ from arkfs.xet.constants import (
 from arkfs.xet.errors import HashStringError
 
 ZERO_HASH = bytes(HASH_SIZE)
+_FOUR_U64 = struct.Struct("<4Q")
 
 
 def keyed_hash(key: bytes, data: bytes | memoryview) -> bytes:
@@ -33,18 +35,20 @@ def hash_to_string(h: bytes) -> str:
     """Hash String Representation: four little-endian u64 values, 16 hex digits each."""
     if len(h) != HASH_SIZE:
         raise HashStringError(f"a hash is {HASH_SIZE} bytes, got {len(h)}")
-    return "".join(h[i : i + 8][::-1].hex() for i in range(0, HASH_SIZE, 8))
+    return "{:016x}{:016x}{:016x}{:016x}".format(*_FOUR_U64.unpack(h))
 
 
 def string_to_hash(s: str) -> bytes:
     """Inverse of hash_to_string; raises HashStringError on anything but 64 hex digits."""
     if len(s) != 2 * HASH_SIZE:
-        raise HashStringError(f"a XET hash string has 64 hex digits, got {len(s)} characters: {s!r}")
+        raise HashStringError(
+            f"a XET hash string has 64 hex digits, got {len(s)} characters: {s!r}"
+        )
     try:
         raw = bytes.fromhex(s)
     except ValueError:
         raise HashStringError(f"not a hex string: {s!r}") from None
-    return b"".join(raw[i : i + 8][::-1] for i in range(0, HASH_SIZE, 8))
+    return _FOUR_U64.pack(*_FOUR_U64.unpack(raw[::-1])[::-1])
 
 
 def _u64_tail(h: bytes) -> int:

@@ -1,0 +1,52 @@
+"""`arkfs xet ...`: XET tools that work on local files, with no server."""
+
+import argparse
+import sys
+
+from arkfs.cli.common import EXIT_OK, EXIT_USAGE
+from arkfs.xet.digest import Chunk, digest_stream
+from arkfs.xet.hashing import hash_to_string
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register `arkfs xet`."""
+    p = sub.add_parser("xet", help="hash files the way XET storage does (no server needed)")
+    xsub = p.add_subparsers(dest="xet_command", metavar="SUBCOMMAND", required=True)
+    h = xsub.add_parser(
+        "hash",
+        help="print the XET file hash of each file",
+        description="Print `<xet-hash>  <size>  <path>` for each file, like sha256sum. "
+        "The hash is the one hf_xet and the Hugging Face Hub give the same bytes.",
+        epilog="Example: arkfs xet hash --chunks model.safetensors",
+    )
+    h.add_argument("files", nargs="+", metavar="FILE", help="files to hash ('-' for stdin)")
+    h.add_argument(
+        "--chunks", action="store_true", help="also list each chunk: offset, length and hash"
+    )
+    h.set_defaults(func=run_hash)
+
+
+def run_hash(args: argparse.Namespace) -> int:
+    """Hash each file; report unreadable ones on stderr and exit 2 after the rest."""
+    status = EXIT_OK
+    for path in args.files:
+        chunk_lines: list[str] = []
+
+        def on_chunk(c: Chunk, lines: list[str] = chunk_lines) -> None:
+            if args.chunks:
+                lines.append(f"  {c.offset}  {c.size}  {hash_to_string(c.hash)}")
+
+        try:
+            if path == "-":
+                digest = digest_stream(sys.stdin.buffer, sha256=False, on_chunk=on_chunk)
+            else:
+                with open(path, "rb") as f:
+                    digest = digest_stream(f, sha256=False, on_chunk=on_chunk)
+        except OSError as exc:
+            print(f"arkfs: {path}: {exc.strerror or exc}", file=sys.stderr)
+            status = EXIT_USAGE
+            continue
+        print(f"{hash_to_string(digest.file_hash)}  {digest.size}  {path}")
+        for line in chunk_lines:
+            print(line)
+    return status

@@ -1,0 +1,94 @@
+"""Chunk compression schemes of the xorb format (spec: "Compression Schemes")."""
+
+import enum
+
+import lz4.frame
+
+from arkfs.xet.errors import CompressionError
+
+# How much of a chunk the ByteGrouping4 trial compresses before committing to the whole chunk.
+_BG4_SAMPLE = 16 * 1024
+
+
+class Compression(enum.IntEnum):
+    """Compression Type values of a chunk header."""
+
+    NONE = 0
+    LZ4 = 1
+    BG4_LZ4 = 2
+
+
+def byte_group_4(data: bytes) -> bytes:
+    """ByteGrouping4LZ4: bytes 0,4,8.. then 1,5,9.. then 2,6,.. then 3,7,.."""
+    return data[0::4] + data[1::4] + data[2::4] + data[3::4]
+
+
+def byte_ungroup_4(grouped: bytes) -> bytes:
+    """Inverse of byte_group_4; the first len % 4 groups are one byte longer."""
+    n = len(grouped)
+    base, extra = divmod(n, 4)
+    out = bytearray(n)
+    start = 0
+    for i in range(4):
+        size = base + (1 if i < extra else 0)
+        out[i::4] = grouped[start : start + size]
+        start += size
+    return bytes(out)
+
+
+def _lz4(data: bytes) -> bytes:
+    # One independent 256 KiB block per chunk, the frame settings hf_xet writes.
+    return lz4.frame.compress(
+        data, block_size=lz4.frame.BLOCKSIZE_MAX256KB, block_linked=False, store_size=False
+    )
+
+
+def compress(data: bytes, scheme: Compression) -> bytes:
+    """Compress data with one scheme."""
+    if scheme is Compression.NONE:
+        return data
+    if scheme is Compression.LZ4:
+        return _lz4(data)
+    return _lz4(byte_group_4(data))
+
+
+def compress_best(data: bytes) -> tuple[Compression, bytes]:
+    """Compression Selection: LZ4, or ByteGrouping4LZ4 where a sample shows it wins, else None."""
+    scheme = Compression.LZ4
+    if len(data) >= 4 * 1024:
+        sample = data[:_BG4_SAMPLE]
+        if len(_lz4(byte_group_4(sample))) < 0.9 * len(_lz4(sample)):
+            scheme = Compression.BG4_LZ4
+    packed = compress(data, scheme)
+    if len(packed) >= len(data):
+        return Compression.NONE, data
+    return scheme, packed
+
+
+def decompress(payload: bytes | memoryview, scheme: int, size: int) -> bytes:
+    """Decompress one chunk payload, refusing output that is not exactly size bytes."""
+    if scheme == Compression.NONE:
+        out = bytes(payload)
+    elif scheme in (Compression.LZ4, Compression.BG4_LZ4):
+        out = _lz4_exact(payload, size)
+        if scheme == Compression.BG4_LZ4:
+            out = byte_ungroup_4(out)
+    else:
+        raise CompressionError(f"unknown compression type {scheme}")
+    if len(out) != size:
+        raise CompressionError(f"chunk decompressed to {len(out)} bytes, header says {size}")
+    return out
+
+
+def _lz4_exact(payload: bytes | memoryview, size: int) -> bytes:
+    """Decode one LZ4 frame into at most size bytes (no decompression bombs)."""
+    decoder = lz4.frame.LZ4FrameDecompressor()
+    try:
+        out = decoder.decompress(bytes(payload), max_length=size)
+    except RuntimeError as exc:
+        raise CompressionError(f"corrupt LZ4 frame: {exc}") from None
+    if not decoder.eof:
+        raise CompressionError(f"LZ4 frame does not end within the declared {size} bytes")
+    if decoder.unused_data:
+        raise CompressionError(f"{len(decoder.unused_data)} bytes after the LZ4 frame")
+    return out

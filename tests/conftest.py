@@ -1,0 +1,15 @@
+"""Session-wide test settings: hf_xet writes its state into a temporary HF_HOME."""
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+_HF_HOME = tempfile.mkdtemp(prefix="arkfs-test-hf-")
+os.environ["HF_HOME"] = _HF_HOME
+os.environ["HF_XET_TELEMETRY_ENABLED"] = "false"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_HF_HOME, ignore_errors=True)

@@ -1,0 +1,66 @@
+"""Content-defined chunking: the C scanner against the spec's pseudo-code, fed in any pieces."""
+
+import itertools
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arkfs.xet.chunking import Chunker, chunk_stream, reference_chunk_lengths
+from arkfs.xet.constants import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
+from tests.support.corpus import corpus
+
+
+def lengths_fed_in(data: bytes, piece: int) -> list[int]:
+    pieces = (data[i : i + piece] for i in range(0, len(data), piece))
+    return [len(c) for c in chunk_stream(pieces)]
+
+
+def test_matches_reference_on_corpus() -> None:
+    for name, data in corpus().items():
+        data = data[:1_500_000]  # the reference is pure Python: keep it quick
+        expected = reference_chunk_lengths(data)
+        for piece in (1 << 30, 65536, 8191, 1):
+            if piece == 1 and len(data) > 300_000:
+                continue
+            assert lengths_fed_in(data, piece) == expected, (name, piece)
+
+
+def test_one_value_cuts_at_max_size() -> None:
+    data = b"\x07" * 1_000_000
+    lengths = lengths_fed_in(data, 1 << 20)
+    assert lengths == [MAX_CHUNK_SIZE] * 7 + [1_000_000 - 7 * MAX_CHUNK_SIZE]
+
+
+def test_small_inputs_are_one_chunk() -> None:
+    for n in (1, 100, MIN_CHUNK_SIZE - 1, MIN_CHUNK_SIZE):
+        assert lengths_fed_in(b"\x01" * n, 4096) == [n]
+    assert list(chunk_stream([b""])) == []
+
+
+def test_chunks_rebuild_the_input_and_respect_bounds() -> None:
+    data = random.Random(5).randbytes(3_000_000)
+    chunks = list(chunk_stream([data[:1234567], data[1234567:]]))
+    assert b"".join(chunks) == data
+    assert all(MIN_CHUNK_SIZE <= len(c) <= MAX_CHUNK_SIZE for c in chunks[:-1])
+
+
+def test_chunker_keeps_only_the_open_chunk() -> None:
+    chunker = Chunker()
+    rng = random.Random(9)
+    for _ in range(64):
+        chunker.feed(rng.randbytes(1 << 20))
+        assert sum(len(p) for p in chunker._open) < MAX_CHUNK_SIZE
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    size=st.integers(0, 400_000),
+    cuts=st.lists(st.integers(0, 400_000), max_size=8),
+)
+def test_any_split_gives_reference_boundaries(seed: int, size: int, cuts: list[int]) -> None:
+    data = random.Random(seed).randbytes(size)
+    bounds = sorted({0, size, *(c for c in cuts if c <= size)})
+    pieces = [data[a:b] for a, b in itertools.pairwise(bounds)]
+    assert [len(c) for c in chunk_stream(pieces)] == reference_chunk_lengths(data)

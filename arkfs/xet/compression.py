@@ -57,7 +57,7 @@ def compress_best(data: bytes) -> tuple[Compression, bytes]:
     scheme = Compression.LZ4
     if len(data) >= 4 * 1024:
         sample = data[:_BG4_SAMPLE]
-        if len(_lz4(byte_group_4(sample))) < 0.9 * len(_lz4(sample)):
+        if len(_lz4(byte_group_4(sample))) < len(_lz4(sample)):
             scheme = Compression.BG4_LZ4
     packed = compress(data, scheme)
     if len(packed) >= len(data):

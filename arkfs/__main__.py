@@ -1,0 +1,7 @@
+"""`python -m arkfs` runs the command line."""
+
+import sys
+
+from arkfs.cli import main
+
+sys.exit(main())

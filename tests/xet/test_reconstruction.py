@@ -1,0 +1,85 @@
+"""Reconstruction replies (v1 and v2 shapes) and range planning."""
+
+import pytest
+
+from arkfs.xet.errors import ReconstructionError
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.reconstruction import FetchRange, Reconstruction, Term, plan_range
+
+X1, X2 = bytes([1]) * 32, bytes([2]) * 32
+SIZES = {X1: [100, 200, 300, 400], X2: [50, 50, 50]}
+# A file of X1 chunks 1..4 (900 bytes) then X2 chunks 0..3 (150 bytes).
+TERMS = [Term(X1, 1, 4, 900), Term(X2, 0, 3, 150)]
+
+
+def plan(start: int, end: int) -> tuple[list[Term], int]:
+    return plan_range(TERMS, SIZES.__getitem__, start, end)
+
+
+def test_whole_file() -> None:
+    assert plan(0, 1050) == (TERMS, 0)
+
+
+def test_range_trimmed_to_chunks() -> None:
+    # Bytes 250..260 lie in X1 chunk 2 (file bytes 200..500).
+    assert plan(250, 260) == ([Term(X1, 2, 3, 300)], 50)
+    # Bytes 899..901 span the last X1 chunk and the first X2 chunk.
+    assert plan(899, 901) == ([Term(X1, 3, 4, 400), Term(X2, 0, 1, 50)], 399)
+    # Starting on a chunk boundary gives offset 0.
+    assert plan(900, 1050) == ([Term(X2, 0, 3, 150)], 0)
+
+
+def test_range_past_end_and_empty() -> None:
+    with pytest.raises(ReconstructionError, match="past the end"):
+        plan(1050, 2000)
+    with pytest.raises(ReconstructionError, match="empty"):
+        plan(5, 5)
+
+
+def rec() -> Reconstruction:
+    fetch = {
+        X1: (FetchRange("http://h/x1?sig=1", 1, 4, 108, 1099),),
+        X2: (
+            FetchRange("http://h/x2?sig=2", 0, 2, 0, 115),
+            FetchRange("http://h/x2", 2, 3, 116, 173),
+        ),
+    }
+    return Reconstruction((Term(X1, 1, 4, 900), Term(X2, 0, 2, 100), Term(X2, 2, 3, 50)), 7, fetch)
+
+
+def test_v1_and_v2_round_trip() -> None:
+    r = rec()
+    assert Reconstruction.from_json(r.to_v1()) == r
+    assert Reconstruction.from_json(r.to_v2()) == r
+    v2 = r.to_v2()
+    assert v2["xorbs"][hash_to_string(X2)][0]["ranges"][0] == {
+        "chunks": {"start": 0, "end": 2},
+        "bytes": {"start": 0, "end": 115},
+    }
+    assert r.fetch_for(Term(X2, 2, 3, 50)).url == "http://h/x2"
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda j: j.pop("terms"),
+        lambda j: j.__setitem__("offset_into_first_range", -1),
+        lambda j: j.__setitem__("offset_into_first_range", 900),
+        lambda j: j["terms"][0].__setitem__("hash", "zz"),
+        lambda j: j["terms"][0]["range"].__setitem__("end", 1),
+        lambda j: j["terms"][0].__setitem__("unpacked_length", "9"),
+        lambda j: j["fetch_info"].pop(hash_to_string(X1)),
+        lambda j: j["fetch_info"][hash_to_string(X2)][0]["url_range"].__setitem__("end", -3),
+        lambda j: j["fetch_info"][hash_to_string(X2)][0].__setitem__("url", 5),
+    ],
+)
+def test_malformed_replies(mutate) -> None:  # type: ignore[no-untyped-def]
+    j = rec().to_v1()
+    mutate(j)
+    with pytest.raises(ReconstructionError):
+        Reconstruction.from_json(j)
+
+
+def test_not_an_object() -> None:
+    with pytest.raises(ReconstructionError):
+        Reconstruction.from_json([1, 2])

@@ -209,7 +209,7 @@ def test_builder_limits() -> None:
 
 
 def test_chunk_region_offsets_in_footer() -> None:
-    _, blob = sample_xorb(n=3)
+    pairs, blob = sample_xorb(n=3)
     footer = parse_footer(blob)
     at = 0
     for i, (h, data) in enumerate(iter_chunks(blob[: footer.packed_ends[-1]])):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import print_table, write_results  # noqa: E402
-from benchmarks.hashing import bench_hash  # noqa: E402
+from benchmarks.common import print_table, write_results
+from benchmarks.hashing import bench_hash
 
 BENCHES = [bench_hash]
 

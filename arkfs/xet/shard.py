@@ -15,6 +15,7 @@ from typing import TypeVar
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashMismatchError, ShardFormatError
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string, keyed_hash, verification_hash
+from arkfs.xet.reconstruction import Term
 
 # Header, Magic Tag
 HF_APP_ID = b"HFRepoMetaData"
@@ -72,31 +73,18 @@ _Block = TypeVar("_Block", "FileBlock", "CasBlock")
 
 
 @dataclass(frozen=True, slots=True)
-class FileTerm:
-    """FileDataSequenceEntry: chunks [chunk_start, chunk_end) of a xorb, one term of a file.
-
-    Its CAS flags are reserved and MUST be 0, so they are not kept.
-    """
-
-    xorb_hash: bytes
-    unpacked_bytes: int
-    chunk_start: int
-    chunk_end: int
-
-
-@dataclass(frozen=True, slots=True)
 class FileBlock:
     """A file reconstruction: its terms, and per term a verification hash if present."""
 
     file_hash: bytes
-    terms: tuple[FileTerm, ...]
+    terms: tuple[Term, ...]  # FileDataSequenceEntry; its CAS flags MUST be 0, not kept
     verification: tuple[bytes, ...] | None = None  # FileVerificationEntry range hashes
     sha256: bytes | None = None  # FileMetadataExt, as hashlib's digest(); see _sha256_swap
 
     @property
     def size(self) -> int:
         """The file's length in bytes."""
-        return sum(t.unpacked_bytes for t in self.terms)
+        return sum(t.unpacked_length for t in self.terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,12 +179,10 @@ def _file_records(block: FileBlock) -> list[bytes]:
     )
     out = [_FILE_HEADER.pack(_hash(block.file_hash, "file hash"), flags, len(block.terms))]
     for t in block.terms:
-        if t.chunk_start >= t.chunk_end:
-            raise ValueError(f"term chunk range [{t.chunk_start}, {t.chunk_end}) is empty")
+        if t.start >= t.end:
+            raise ValueError(f"term chunk range [{t.start}, {t.end}) is empty")
         out.append(
-            _HASH_U32X4.pack(
-                _hash(t.xorb_hash, "xorb hash"), 0, t.unpacked_bytes, t.chunk_start, t.chunk_end
-            )
+            _HASH_U32X4.pack(_hash(t.xorb_hash, "xorb hash"), 0, t.unpacked_length, t.start, t.end)
         )
     if block.verification is not None:
         if len(block.verification) != len(block.terms):
@@ -385,7 +371,7 @@ def _parse_file_block(view: memoryview, pos: int, limit: int) -> tuple[FileBlock
             raise _error("term cas flags", at + _AT_FLAGS, cas_flags)
         if start >= end:
             raise _error("term chunk range", at + _AT_CHUNK_RANGE, (start, end))
-        terms.append(FileTerm(xorb_hash, size, start, end))
+        terms.append(Term(xorb_hash, start, end, size))
     pos = body + count * RECORD_SIZE
     verification = None
     if with_verification:
@@ -600,7 +586,7 @@ def verify_file_block(
     if block.verification is None:
         raise ValueError(f"file {hash_to_string(block.file_hash)} has no verification entries")
     for i, (term, expected) in enumerate(zip(block.terms, block.verification, strict=True)):
-        actual = verification_hash(chunk_hashes(term.xorb_hash, term.chunk_start, term.chunk_end))
+        actual = verification_hash(chunk_hashes(term.xorb_hash, term.start, term.end))
         if actual != expected:
             raise HashMismatchError(
                 f"file {hash_to_string(block.file_hash)} term {i} verification",

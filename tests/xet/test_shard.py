@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from arkfs.xet.errors import HashMismatchError, ShardFormatError
 from arkfs.xet.hashing import hash_to_string, keyed_hash, string_to_hash
+from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import (
     GLOBAL_DEDUP_ELIGIBLE,
     MAGIC_SEQUENCE,
     CasBlock,
     CasChunk,
     FileBlock,
-    FileTerm,
     Shard,
     ShardFooter,
     dedup_matches,
@@ -63,7 +63,7 @@ hashes = st.binary(min_size=32, max_size=32) | st.sampled_from([h(1), h(2), byte
 u32s = st.integers(0, U32)
 u64s = st.integers(0, U64)
 terms = st.integers(0, U32 - 1).flatmap(
-    lambda start: st.builds(FileTerm, hashes, u32s, st.just(start), st.integers(start + 1, U32))
+    lambda start: st.builds(Term, hashes, st.just(start), st.integers(start + 1, U32), u32s)
 )
 file_blocks = st.lists(terms, max_size=4).flatmap(
     lambda ts: st.builds(
@@ -116,7 +116,7 @@ def test_stored_form_without_footer_gets_computed_totals(shard: Shard) -> None:
 
 def test_footer_for_sums_bytes() -> None:
     shard = Shard(
-        files=(FileBlock(h(1), (FileTerm(h(2), 10, 0, 1), FileTerm(h(2), 5, 1, 2))),),
+        files=(FileBlock(h(1), (Term(h(2), 0, 1, 10), Term(h(2), 1, 2, 5))),),
         cas_blocks=(CasBlock(h(2), (), 100, 60), CasBlock(h(3), (), 7, 3)),
     )
     footer = footer_for(shard, chunk_hash_key=h(9), creation_timestamp=5, key_expiry=6)
@@ -128,11 +128,11 @@ def test_footer_for_sums_bytes() -> None:
 CONTENT = b"the file whose SHA-256 goes in the metadata extension"
 FILE_F = FileBlock(
     h(50),
-    (FileTerm(h(30), 1000, 0, 2), FileTerm(h(20), 500, 0, 1)),
+    (Term(h(30), 0, 2, 1000), Term(h(20), 0, 1, 500)),
     (h(61), h(62)),
     hashlib.sha256(CONTENT).digest(),
 )
-FILE_G = FileBlock(h(7), (FileTerm(h(30), 700, 2, 3),))
+FILE_G = FileBlock(h(7), (Term(h(30), 2, 3, 700),))
 XORB_X = CasBlock(
     h(30),
     (
@@ -319,8 +319,8 @@ def test_serializer_rejects_what_it_cannot_write() -> None:
         Shard(app_id=b"fifteen bytes!!"),
         Shard(app_id=b"a\0b"),
         Shard(files=(FileBlock(b"short", ()),)),
-        Shard(files=(FileBlock(h(1), (FileTerm(h(2), 1, 3, 3),)),)),
-        Shard(files=(FileBlock(h(1), (FileTerm(h(2), 1, 0, 1),), ()),)),
+        Shard(files=(FileBlock(h(1), (Term(h(2), 3, 3, 1),)),)),
+        Shard(files=(FileBlock(h(1), (Term(h(2), 0, 1, 1),), ()),)),
         Shard(cas_blocks=(CasBlock(h(1), (CasChunk(h(2), 0, 1, 1),), 1, 1),)),
         Shard(cas_blocks=(CasBlock(h(1), (CasChunk(b"", 0, 1),), 1, 1),)),
     ]
@@ -437,12 +437,12 @@ def spec_chunks(xorb_hash: bytes, start: int, end: int) -> list[bytes]:
 
 
 def test_verify_file_block_spec_vector() -> None:
-    block = FileBlock(h(1), (FileTerm(h(30), 10, 0, 2),), (SPEC_RANGE_HASH,))
+    block = FileBlock(h(1), (Term(h(30), 0, 2, 10),), (SPEC_RANGE_HASH,))
     verify_file_block(block, spec_chunks)
     # A second term over chunk 1 alone does not have the two-chunk range hash.
     two_terms = FileBlock(
         h(1),
-        (FileTerm(h(30), 10, 0, 2), FileTerm(h(30), 5, 1, 2)),
+        (Term(h(30), 0, 2, 10), Term(h(30), 1, 2, 5)),
         (SPEC_RANGE_HASH, SPEC_RANGE_HASH),
     )
     with pytest.raises(HashMismatchError) as info:

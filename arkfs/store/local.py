@@ -1,0 +1,636 @@
+"""LocalStore: xorbs and shards as files in one directory, the index in SQLite.
+
+Layout, every file named by the XET hash string of its content:
+    root/xorbs/<first 2 hex digits>/<xorb hash>   stored xorbs (chunk region and footer)
+    root/shards/<shard hash>                      shards as registered
+    root/index.sqlite                             shards, files, terms, dedup, bindings
+
+Crash safety rests on one ordering: what a row refers to is durable before the row commits.
+A xorb or shard file appears only whole (write_atomic), and a put returns only after the
+file, its directory entry and any index transaction are fsynced (WAL, synchronous=FULL).
+put_shard writes the shard file before the transaction that inserts it with its files and
+dedup chunks, and accepts only records whose xorbs are already stored. A crash therefore
+leaves at worst a temp file (removed on open) or a shard file that no row names yet (which
+a retry overwrites with the same bytes); neither is damage.
+"""
+
+import hashlib
+import os
+import sqlite3
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from arkfs.store.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
+from arkfs.store.base import (
+    Binding,
+    ChunkLocation,
+    DedupEntry,
+    FileRecord,
+    StoreStats,
+    dedup_problem,
+    file_problem,
+    hash_problem,
+)
+from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.xet.errors import HashMismatchError, XetError
+from arkfs.xet.hashing import hash_to_string, string_to_hash
+from arkfs.xet.reconstruction import Term
+from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_footer, parse_xorb
+
+SCHEMA_VERSION = 1
+INDEX_NAME = "index.sqlite"
+XORBS, SHARDS = "xorbs", "shards"
+FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
+
+_U32 = struct.Struct("<I")
+
+_SCHEMA = (
+    "CREATE TABLE schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE shards (
+        hash BLOB PRIMARY KEY,
+        size INTEGER NOT NULL,
+        sha256 BLOB NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE files (
+        hash BLOB PRIMARY KEY,
+        size INTEGER NOT NULL,
+        sha256 BLOB,
+        shard BLOB NOT NULL REFERENCES shards (hash)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE terms (
+        file BLOB NOT NULL REFERENCES files (hash),
+        seq INTEGER NOT NULL,
+        xorb BLOB NOT NULL,
+        chunk_start INTEGER NOT NULL,
+        chunk_end INTEGER NOT NULL,
+        unpacked_length INTEGER NOT NULL,
+        PRIMARY KEY (file, seq)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE dedup (
+        chunk BLOB NOT NULL,
+        xorb BLOB NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        shard BLOB NOT NULL REFERENCES shards (hash),
+        PRIMARY KEY (chunk, xorb)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE bindings (
+        ark TEXT PRIMARY KEY,
+        manifest BLOB NOT NULL,
+        erc TEXT NOT NULL,
+        updated REAL NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+
+@contextmanager
+def _sqlite_errors(index: Path) -> Iterator[None]:
+    """Turn sqlite3 errors into store errors that say what to do."""
+    try:
+        yield
+    except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+        raise  # a bug of the caller, such as use after close
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"index {index}: {exc}; retry, or check the disk and permissions") from exc
+    except sqlite3.DatabaseError as exc:
+        raise StoreCorrupt(f"index {index} is damaged ({exc}); restore it from a backup") from exc
+
+
+def _name(h: bytes, what: str) -> str:
+    """The hash string that names h; Rejected if h is not a hash."""
+    problem = hash_problem(f"{what} hash", h)
+    if problem:
+        raise Rejected(problem)
+    return hash_to_string(h)
+
+
+def _checked_footer(h: bytes, tail: bytes, xorb_size: int) -> XorbFooter:
+    """Parse and verify a footer from a xorb's tail; it must carry the xorb's own hash."""
+    footer = parse_footer(tail, xorb_size)
+    footer.verify()
+    if footer.xorb_hash != h:
+        raise HashMismatchError("xorb footer", hash_to_string(h), hash_to_string(footer.xorb_hash))
+    return footer
+
+
+class _FooterCache:
+    """Recently used xorb footers, bounded by their total number of chunks."""
+
+    def __init__(self, max_chunks: int) -> None:
+        self._max = max_chunks
+        self._total = 0
+        self._items: OrderedDict[bytes, XorbFooter] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, h: bytes) -> XorbFooter | None:
+        with self._lock:
+            footer = self._items.get(h)
+            if footer is not None:
+                self._items.move_to_end(h)
+            return footer
+
+    def put(self, h: bytes, footer: XorbFooter) -> None:
+        with self._lock:
+            if h in self._items:
+                return
+            self._items[h] = footer
+            self._total += footer.num_chunks
+            while self._total > self._max and len(self._items) > 1:
+                _, old = self._items.popitem(last=False)
+                self._total -= old.num_chunks
+
+
+class LocalStore:
+    """A store in a local directory; safe to share between threads and processes."""
+
+    def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
+        """Use LocalStore.open."""
+        self.root = root
+        self._index = root / INDEX_NAME
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._footers = _FooterCache(FOOTER_CACHE_CHUNKS)
+
+    @classmethod
+    def open(cls, root: Path | str, create: bool = True) -> "LocalStore":
+        """Open the store at root, creating it if allowed; remove leftovers of crashed writes."""
+        root = Path(root)
+        index = root / INDEX_NAME
+        if not index.exists():
+            if not create:
+                raise NotFound(f"no arkfs store at {root}: {INDEX_NAME} is missing")
+            _prepare_new_root(root)
+        with _sqlite_errors(index):
+            conn = sqlite3.connect(
+                index, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+                conn.execute("PRAGMA foreign_keys=ON")
+            except BaseException:
+                conn.close()
+                raise
+        store = cls(root, conn)
+        try:
+            store._init_schema(create)
+            store._ensure_layout()
+            for directory in store._temp_dirs():
+                remove_stale_temps(directory)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        """Close the index connection."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "LocalStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """One transaction on the index: rolled back on any error, committed otherwise."""
+        with self._lock, _sqlite_errors(self._index):
+            self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+
+    def _init_schema(self, create: bool) -> None:
+        with self._db(write=True) as db:
+            found = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+            if found is not None:
+                row = db.execute("SELECT version FROM schema_version").fetchone()
+                if row is None or row[0] != SCHEMA_VERSION:
+                    raise StoreError(
+                        f"the store at {self.root} has index schema version "
+                        f"{row[0] if row else 'unknown'}; this arkfs reads version "
+                        f"{SCHEMA_VERSION}: use the arkfs release that wrote it"
+                    )
+                return
+            if not create:
+                raise NotFound(f"no arkfs store at {self.root}: its index has no schema")
+            for statement in _SCHEMA:
+                db.execute(statement)
+            db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+        fsync_dir(self.root)  # the new index file's entry
+
+    def _ensure_layout(self) -> None:
+        """Create missing store directories, and make their entries durable."""
+        xorbs = self.root / XORBS
+        wanted = [self.root / SHARDS, xorbs, *(xorbs / f"{i:02x}" for i in range(256))]
+        parents = set()
+        for directory in wanted:
+            try:
+                directory.mkdir()
+            except FileExistsError:
+                continue
+            parents.add(directory.parent)
+        for parent in parents:
+            fsync_dir(parent)
+
+    def _temp_dirs(self) -> list[Path]:
+        xorbs = self.root / XORBS
+        return [
+            self.root,
+            self.root / SHARDS,
+            xorbs,
+            *sorted(d for d in xorbs.iterdir() if d.is_dir()),
+        ]
+
+    def _xorb_path(self, h: bytes) -> Path:
+        name = _name(h, "xorb")
+        return self.root / XORBS / name[:2] / name
+
+    # Xorbs
+
+    def has_xorb(self, h: bytes) -> bool:
+        """Is xorb h stored?"""
+        return self._xorb_path(h).is_file()
+
+    def put_xorb(self, h: bytes, stored: bytes) -> bool:
+        """Store xorb h in its stored form (chunk region and footer); False if already there."""
+        path = self._xorb_path(h)
+        if path.is_file():
+            return False
+        try:
+            footer = _checked_footer(h, stored, len(stored))
+        except XetError as exc:
+            raise Rejected(
+                f"xorb {path.name} not stored: {exc}; send the whole stored form "
+                "(chunk region and footer) under its own hash"
+            ) from None
+        self._write(path, stored)
+        self._footers.put(h, footer)
+        return True
+
+    def _write(self, path: Path, data: bytes) -> None:
+        try:
+            write_atomic(path, data)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write {path}: {exc.strerror or exc}; check free space and permissions"
+            ) from exc
+
+    def _open_xorb(self, h: bytes) -> tuple[int, int, str]:
+        """An open descriptor of xorb h, its size, and its name."""
+        path = self._xorb_path(h)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise NotFound(f"xorb {path.name} is not in the store at {self.root}") from None
+        return fd, os.fstat(fd).st_size, path.name
+
+    def _pread(self, fd: int, name: str, size: int, start: int, end: int) -> bytes:
+        data = os.pread(fd, end - start, start)
+        if len(data) != end - start:
+            raise StoreCorrupt(
+                f"xorb {name} shrank to {len(data) + start} bytes while read (was {size}); "
+                "run `arkfs store check`"
+            )
+        return data
+
+    def xorb_size(self, h: bytes) -> int:
+        """Size in bytes of stored xorb h."""
+        fd, size, _ = self._open_xorb(h)
+        os.close(fd)
+        return size
+
+    def read_xorb(self, h: bytes, start: int, end: int) -> bytes:
+        """Bytes [start, end) of stored xorb h; OutOfRange unless 0 <= start <= end <= size."""
+        fd, size, name = self._open_xorb(h)
+        try:
+            if not 0 <= start <= end <= size:
+                raise OutOfRange(f"bytes {start}..{end} are not within xorb {name} ({size} bytes)")
+            return self._pread(fd, name, size, start, end)
+        finally:
+            os.close(fd)
+
+    def xorb_footer(self, h: bytes) -> XorbFooter:
+        """The footer of stored xorb h, checked against its name; StoreCorrupt if damaged."""
+        footer = self._footers.get(h)
+        if footer is not None:
+            return footer
+        fd, size, name = self._open_xorb(h)
+        try:
+            if size < 4:
+                raise StoreCorrupt(f"xorb {name} is only {size} bytes; run `arkfs store check`")
+            tail_len = _U32.unpack(self._pread(fd, name, size, size - 4, size))[0] + 4
+            if tail_len > min(size, MAX_FOOTER_TAIL):
+                raise StoreCorrupt(
+                    f"xorb {name} ({size} bytes) claims a {tail_len}-byte footer; "
+                    "run `arkfs store check`"
+                )
+            tail = self._pread(fd, name, size, size - tail_len, size)
+        finally:
+            os.close(fd)
+        try:
+            footer = _checked_footer(h, tail, size)
+        except XetError as exc:
+            raise StoreCorrupt(f"xorb {name} is damaged: {exc}; run `arkfs store check`") from None
+        self._footers.put(h, footer)
+        return footer
+
+    # Shards, files, dedup
+
+    def put_shard(
+        self,
+        shard_hash: bytes,
+        data: bytes,
+        files: Sequence[FileRecord],
+        dedup: Sequence[DedupEntry],
+    ) -> bool:
+        """Store a shard with the files and dedup chunks it registers; False if already there.
+
+        Every record must agree with the footers of stored xorbs (Rejected otherwise, and
+        nothing is stored). The shard file is durable before the index rows commit.
+        """
+        name = _name(shard_hash, "shard")
+        with self._db() as db:
+            if _has_shard(db, shard_hash):
+                return False
+        for i, record in enumerate(files):
+            problem = file_problem(record, self.xorb_footer)
+            if problem:
+                raise Rejected(f"shard {name} not stored: file {i}: {problem}")
+        for i, entry in enumerate(dedup):
+            problem = dedup_problem(entry, self.xorb_footer)
+            if problem:
+                raise Rejected(f"shard {name} not stored: dedup entry {i}: {problem}")
+        self._write(self.root / SHARDS / name, data)
+        with self._db(write=True) as db:
+            if _has_shard(db, shard_hash):
+                return False  # another writer registered it meanwhile
+            db.execute(
+                "INSERT INTO shards (hash, size, sha256) VALUES (?, ?, ?)",
+                (shard_hash, len(data), hashlib.sha256(data).digest()),
+            )
+            for record in files:
+                inserted = db.execute(
+                    "INSERT INTO files (hash, size, sha256, shard) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT DO NOTHING",
+                    (record.file_hash, record.size, record.sha256, shard_hash),
+                ).rowcount
+                if inserted:
+                    db.executemany(
+                        "INSERT INTO terms VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            (record.file_hash, seq, t.xorb_hash, t.start, t.end, t.unpacked_length)
+                            for seq, t in enumerate(record.terms)
+                        ),
+                    )
+            db.executemany(
+                "INSERT INTO dedup (chunk, xorb, chunk_index, shard) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                ((e.chunk_hash, e.xorb_hash, e.chunk_index, shard_hash) for e in dedup),
+            )
+        return True
+
+    def has_file(self, file_hash: bytes) -> bool:
+        """Is a reconstruction of the file stored?"""
+        with self._db() as db:
+            return bool(db.execute("SELECT 1 FROM files WHERE hash = ?", (file_hash,)).fetchone())
+
+    def get_file(self, file_hash: bytes) -> FileRecord:
+        """The stored reconstruction of a file; NotFound if no shard registered it."""
+        with self._db() as db:
+            row = db.execute(
+                "SELECT size, sha256 FROM files WHERE hash = ?", (file_hash,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(
+                    f"file {_name(file_hash, 'file')} is not in the store: "
+                    "upload the shard that registers it"
+                )
+            terms = db.execute(
+                "SELECT xorb, chunk_start, chunk_end, unpacked_length FROM terms "
+                "WHERE file = ? ORDER BY seq",
+                (file_hash,),
+            ).fetchall()
+        return FileRecord(file_hash, row[0], row[1], tuple(Term(*t) for t in terms))
+
+    def dedup_lookup(self, chunk_hash: bytes) -> list[ChunkLocation]:
+        """Every stored location of a global-dedup chunk; empty if none."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT xorb, chunk_index FROM dedup WHERE chunk = ? ORDER BY xorb", (chunk_hash,)
+            ).fetchall()
+        return [ChunkLocation(*r) for r in rows]
+
+    # ARK bindings
+
+    def bind(self, binding: Binding) -> None:
+        """Bind an ARK to its manifest and ERC record, replacing an earlier binding."""
+        if not (isinstance(binding.ark, str) and binding.ark):
+            raise Rejected(f"an ARK binding needs a non-empty ARK string, got {binding.ark!r}")
+        if not (
+            isinstance(binding.manifest, bytes)
+            and isinstance(binding.erc, str)
+            and isinstance(binding.updated, int | float)
+        ):
+            raise Rejected(
+                f"the binding of {binding.ark} needs manifest bytes, ERC text and a Unix time"
+            )
+        with self._db(write=True) as db:
+            db.execute(
+                "INSERT INTO bindings (ark, manifest, erc, updated) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (ark) DO UPDATE SET manifest = excluded.manifest, "
+                "erc = excluded.erc, updated = excluded.updated",
+                (binding.ark, binding.manifest, binding.erc, binding.updated),
+            )
+
+    def get_binding(self, ark: str) -> Binding:
+        """The binding of an ARK (normalized key); NotFound if unbound."""
+        with self._db() as db:
+            row = db.execute(
+                "SELECT manifest, erc, updated FROM bindings WHERE ark = ?", (ark,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"{ark} is not bound in the store at {self.root}")
+        return Binding(ark, *row)
+
+    def list_bindings(self, prefix: str = "") -> list[str]:
+        """The bound ARKs that start with prefix, sorted."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT ark FROM bindings WHERE substr(ark, 1, ?) = ? ORDER BY ark",
+                (len(prefix), prefix),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    # Whole store
+
+    def _xorb_files(self) -> Iterator[tuple[Path, bytes | None]]:
+        """Every non-temp entry under xorbs/, with its hash if it is where a xorb belongs."""
+        for directory in sorted((self.root / XORBS).iterdir()):
+            if not directory.is_dir():
+                yield directory, None
+                continue
+            for path in sorted(directory.iterdir()):
+                if is_temp(path.name):
+                    continue
+                h = _hash_named(path)
+                yield path, (h if path.name[:2] == directory.name else None)
+
+    def stats(self) -> StoreStats:
+        """What the store holds."""
+        xorbs = xorb_bytes = 0
+        for path, h in self._xorb_files():
+            if h is not None:
+                xorbs += 1
+                xorb_bytes += path.stat().st_size
+        with self._db() as db:
+            shards, shard_bytes = db.execute(
+                "SELECT count(*), coalesce(sum(size), 0) FROM shards"
+            ).fetchone()
+            files, dedup, bindings = (
+                db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("files", "dedup", "bindings")
+            )
+        return StoreStats(xorbs, xorb_bytes, shards, shard_bytes, files, dedup, bindings)
+
+    def check(self, repair: bool = False) -> list[str]:
+        """One line per damage found: every xorb is parsed and hashed, every row followed.
+
+        repair only removes leftover temp files of interrupted writes (never the temp file
+        of a live writer); other damage needs a backup or a re-upload.
+        """
+        problems = self._check_temps(repair)
+        problems += self._check_index()
+        # Rows first: the xorbs they name were stored before they committed, so a put that
+        # runs during the check cannot make a row seem to point nowhere.
+        with self._db() as db:
+            file_hashes = [r[0] for r in db.execute("SELECT hash FROM files ORDER BY hash")]
+            dedup = [
+                DedupEntry(*r) for r in db.execute("SELECT chunk, xorb, chunk_index FROM dedup")
+            ]
+        sound: dict[bytes, bool] = {}
+        problems += self._check_xorbs(sound)
+        problems += self._check_shards()
+
+        def footer_of(h: bytes) -> XorbFooter:
+            if h not in sound:
+                raise NotFound("not stored")
+            if not sound[h]:
+                raise StoreCorrupt("see above")
+            return self.xorb_footer(h)
+
+        for fh in file_hashes:
+            problem = file_problem(self.get_file(fh), footer_of)
+            if problem:
+                problems.append(f"file {hash_to_string(fh)}: {problem}")
+        for entry in dedup:
+            problem = dedup_problem(entry, footer_of)
+            if problem:
+                problems.append(f"dedup chunk {hash_to_string(entry.chunk_hash)}: {problem}")
+        return problems
+
+    def _check_temps(self, repair: bool) -> list[str]:
+        problems = []
+        for directory in self._temp_dirs():
+            for path in stale_temps(directory):
+                if repair:
+                    path.unlink(missing_ok=True)
+                    problems.append(f"removed leftover temp file {path}")
+                else:
+                    problems.append(
+                        f"leftover temp file {path} from an interrupted write; "
+                        "`arkfs store check --repair` removes it"
+                    )
+        return problems
+
+    def _check_index(self) -> list[str]:
+        with self._db() as db:
+            integrity = [r[0] for r in db.execute("PRAGMA integrity_check")]
+            dangling = db.execute("PRAGMA foreign_key_check").fetchall()
+        problems = [f"index {self._index}: {line}" for line in integrity if line != "ok"]
+        problems += [
+            f"index {self._index}: a row of table {table} refers to a missing row of {parent}"
+            for table, _rowid, parent, _fk in dangling
+        ]
+        return problems
+
+    def _check_xorbs(self, sound: dict[bytes, bool]) -> list[str]:
+        """Parse and hash every stored xorb, noting in sound whether each one is."""
+        problems = []
+        for path, h in self._xorb_files():
+            if h is None:
+                problems.append(
+                    f"unexpected entry {path} among the xorbs; move it out of the store"
+                )
+                continue
+            try:
+                parse_xorb(path.read_bytes(), expected_hash=h)
+                sound[h] = True
+            except XetError as exc:
+                sound[h] = False
+                problems.append(
+                    f"xorb {path.name} is damaged ({exc}); restore {path} from a backup, "
+                    "or delete it and upload the xorb again"
+                )
+        return problems
+
+    def _check_shards(self) -> list[str]:
+        with self._db() as db:
+            rows = db.execute("SELECT hash, size, sha256 FROM shards ORDER BY hash").fetchall()
+        problems = []
+        for h, size, digest in rows:
+            path = self.root / SHARDS / hash_to_string(h)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                problems.append(f"shard {path.name} is indexed but its file {path} is missing")
+                continue
+            if len(data) != size or hashlib.sha256(data).digest() != digest:
+                problems.append(
+                    f"shard {path.name} is damaged: {path} differs from what was stored"
+                )
+        for path in (self.root / SHARDS).iterdir():
+            if not is_temp(path.name) and _hash_named(path) is None:
+                problems.append(
+                    f"unexpected entry {path} among the shards; move it out of the store"
+                )
+        return problems
+
+
+def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:
+    return db.execute("SELECT 1 FROM shards WHERE hash = ?", (shard_hash,)).fetchone() is not None
+
+
+def _hash_named(path: Path) -> bytes | None:
+    """The hash a regular file is named by (as hash_to_string spells it), or None."""
+    if not path.is_file():
+        return None
+    try:
+        h = string_to_hash(path.name)
+    except XetError:
+        return None
+    return h if hash_to_string(h) == path.name else None
+
+
+def _prepare_new_root(root: Path) -> None:
+    """Create root for a new store; refuse a directory that holds something else."""
+    root.mkdir(parents=True, exist_ok=True)
+    ours = {XORBS, SHARDS, INDEX_NAME, f"{INDEX_NAME}-wal", f"{INDEX_NAME}-shm"}
+    foreign = sorted(p.name for p in root.iterdir() if p.name not in ours and not is_temp(p.name))
+    if foreign:
+        raise StoreError(
+            f"{root} holds {', '.join(foreign[:3])} but no arkfs store; "
+            "create the store in an empty or new directory"
+        )
+    fsync_dir(root.parent)

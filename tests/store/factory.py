@@ -1,0 +1,42 @@
+"""Real xorbs, file records and shards for the store tests, built from a seeded RNG."""
+
+import hashlib
+import random
+from collections.abc import Sequence
+
+from arkfs.store.base import DedupEntry, FileRecord
+from arkfs.xet.hashing import chunk_hash, file_hash
+from arkfs.xet.reconstruction import Term
+from arkfs.xet.xorb import SerializedXorb, parse_xorb, serialize_xorb
+
+
+def random_xorb(rng: random.Random, chunks: int = 4, max_chunk: int = 8192) -> SerializedXorb:
+    """A xorb of random chunks, some of them compressible."""
+    data = []
+    for _ in range(chunks):
+        size = rng.randint(1, max_chunk)
+        data.append(rng.randbytes(size) if rng.random() < 0.5 else bytes([rng.randrange(4)]) * size)
+    return serialize_xorb([(chunk_hash(d), d) for d in data])
+
+
+def file_of(xorbs: Sequence[SerializedXorb]) -> FileRecord:
+    """The file made of every chunk of xorbs, in order: one whole-xorb term each."""
+    terms = tuple(Term(x.hash, 0, x.footer.num_chunks, x.footer.unpacked_ends[-1]) for x in xorbs)
+    chunks = [
+        pair
+        for x in xorbs
+        for pair in zip(x.footer.chunk_hashes, x.footer.chunk_sizes(), strict=True)
+    ]
+    content = b"".join(c for x in xorbs for c in parse_xorb(x.data).chunks)
+    return FileRecord(file_hash(chunks), len(content), hashlib.sha256(content).digest(), terms)
+
+
+def first_chunks(xorbs: Sequence[SerializedXorb]) -> list[DedupEntry]:
+    """Dedup entries for the first chunk of every xorb."""
+    return [DedupEntry(x.footer.chunk_hashes[0], x.hash, 0) for x in xorbs]
+
+
+def shard_blob(rng: random.Random) -> tuple[bytes, bytes]:
+    """Opaque shard bytes and a hash to name them by (the store does not parse shards)."""
+    data = rng.randbytes(rng.randint(48, 4096))
+    return chunk_hash(data), data

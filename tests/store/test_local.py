@@ -1,0 +1,448 @@
+"""LocalStore on real files: round trips, idempotence, rejection of bad input, check()."""
+
+import dataclasses
+import fcntl
+import random
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arkfs.store.atomic import write_atomic
+from arkfs.store.base import Binding, ChunkLocation, DedupEntry, FileRecord, Store
+from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.store.local import LocalStore, _FooterCache
+from arkfs.xet.hashing import ZERO_HASH, file_hash, hash_to_string
+from arkfs.xet.reconstruction import Term
+from arkfs.xet.xorb import SerializedXorb, parse_xorb
+from tests.store.factory import file_of, first_chunks, random_xorb, shard_blob
+
+
+@pytest.fixture
+def rng() -> random.Random:
+    return random.Random(1234)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[LocalStore]:
+    with LocalStore.open(tmp_path / "store") as s:
+        yield s
+
+
+def xorb_path(store: LocalStore, h: bytes) -> Path:
+    name = hash_to_string(h)
+    return store.root / "xorbs" / name[:2] / name
+
+
+def shard_path(store: LocalStore, h: bytes) -> Path:
+    return store.root / "shards" / hash_to_string(h)
+
+
+def snapshot(store: LocalStore) -> tuple[object, ...]:
+    """Everything a put could change: xorb and shard files, and the index contents."""
+    files = {
+        str(p.relative_to(store.root)): p.read_bytes()
+        for sub in ("xorbs", "shards")
+        for p in sorted((store.root / sub).rglob("*"))
+        if p.is_file()
+    }
+    return files, store.stats(), store.list_bindings()
+
+
+def put_file(
+    store: LocalStore, rng: random.Random, xorbs: int = 2
+) -> tuple[list[SerializedXorb], FileRecord, bytes]:
+    """Store xorbs and a shard registering the file made of them; return all three."""
+    xs = [random_xorb(rng) for _ in range(xorbs)]
+    for x in xs:
+        assert store.put_xorb(x.hash, x.data)
+    record = file_of(xs)
+    shard_hash, data = shard_blob(rng)
+    assert store.put_shard(shard_hash, data, [record], first_chunks(xs))
+    return xs, record, shard_hash
+
+
+def test_local_store_is_a_store(store: LocalStore) -> None:
+    assert isinstance(store, Store)
+
+
+def test_xorb_round_trip(store: LocalStore, rng: random.Random) -> None:
+    x = random_xorb(rng, chunks=6)
+    assert not store.has_xorb(x.hash)
+    assert store.put_xorb(x.hash, x.data) is True
+    assert store.put_xorb(x.hash, x.data) is False
+    assert store.has_xorb(x.hash)
+    assert store.xorb_size(x.hash) == len(x.data)
+    assert store.read_xorb(x.hash, 0, len(x.data)) == x.data
+    lo, hi = x.footer.packed_range(2, 4)
+    assert store.read_xorb(x.hash, lo, hi) == x.data[lo:hi]
+    assert store.read_xorb(x.hash, 7, 7) == b""
+    assert store.xorb_footer(x.hash) == x.footer
+    assert store.stats().xorbs == 1
+    assert store.stats().xorb_bytes == len(x.data)
+
+
+def test_footer_is_read_from_disk_by_a_new_instance(tmp_path: Path, rng: random.Random) -> None:
+    x = random_xorb(rng, chunks=3)
+    with LocalStore.open(tmp_path) as s:
+        s.put_xorb(x.hash, x.data)
+    with LocalStore.open(tmp_path, create=False) as s:
+        assert s.xorb_footer(x.hash) == x.footer
+        assert s.xorb_footer(x.hash) is s.xorb_footer(x.hash)
+
+
+def test_read_xorb_out_of_range(store: LocalStore, rng: random.Random) -> None:
+    x = random_xorb(rng)
+    store.put_xorb(x.hash, x.data)
+    size = len(x.data)
+    for start, end in [(-1, 4), (0, size + 1), (9, 8), (size + 1, size + 1)]:
+        with pytest.raises(
+            OutOfRange, match=rf"{start}\.\.{end} are not within xorb \w+ \({size} bytes\)"
+        ):
+            store.read_xorb(x.hash, start, end)
+
+
+def test_missing_xorb(store: LocalStore, rng: random.Random) -> None:
+    h = random_xorb(rng).hash
+    assert not store.has_xorb(h)
+    for call in (store.xorb_size, store.xorb_footer, lambda h: store.read_xorb(h, 0, 1)):
+        with pytest.raises(NotFound, match=hash_to_string(h)):
+            call(h)
+
+
+def test_put_xorb_rejects_bad_input_and_leaves_store_unchanged(
+    store: LocalStore, rng: random.Random
+) -> None:
+    x, other = random_xorb(rng), random_xorb(rng)
+    region = parse_xorb(x.data).region
+    before = snapshot(store)
+    bad = [
+        (other.hash, x.data),  # stored under another hash
+        (x.hash, region),  # the upload form, without footer
+        (x.hash, x.data[:-5] + bytes([x.data[-5] ^ 1]) + x.data[-4:]),  # damaged footer
+        (x.hash[:31], x.data),  # not a hash
+    ]
+    for h, data in bad:
+        with pytest.raises(Rejected):
+            store.put_xorb(h, data)
+    assert snapshot(store) == before
+
+
+def test_shard_round_trip(tmp_path: Path, rng: random.Random) -> None:
+    with LocalStore.open(tmp_path) as store:
+        xs, record, shard_hash = put_file(store, rng)
+        assert store.put_shard(shard_hash, b"ignored", [record], []) is False
+        assert store.has_file(record.file_hash)
+        assert store.get_file(record.file_hash) == record
+        entry = first_chunks(xs)[1]
+        assert store.dedup_lookup(entry.chunk_hash) == [ChunkLocation(xs[1].hash, 0)]
+        assert store.dedup_lookup(xs[1].footer.chunk_hashes[-1]) == (
+            [ChunkLocation(xs[1].hash, 0)] if xs[1].footer.num_chunks == 1 else []
+        )
+    with LocalStore.open(tmp_path, create=False) as store:
+        assert store.get_file(record.file_hash) == record
+        stats = store.stats()
+        assert (stats.xorbs, stats.shards, stats.files, stats.dedup_chunks) == (2, 1, 1, 2)
+        assert shard_path(store, shard_hash).is_file()
+        assert store.check() == []
+
+
+def test_empty_file_and_partial_terms(store: LocalStore, rng: random.Random) -> None:
+    x = random_xorb(rng, chunks=5)
+    store.put_xorb(x.hash, x.data)
+    sizes = x.footer.chunk_sizes()
+    middle = [(x.footer.chunk_hashes[i], sizes[i]) for i in (1, 2, 3)]
+    part = FileRecord(  # chunks 1..4, twice
+        file_hash(middle + middle),
+        2 * sum(sizes[1:4]),
+        None,
+        (Term(x.hash, 1, 4, sum(sizes[1:4])),) * 2,
+    )
+    empty = FileRecord(ZERO_HASH, 0, None, ())
+    assert store.put_shard(*shard_blob(rng), [part, empty], [])
+    assert store.get_file(part.file_hash) == part
+    assert store.get_file(ZERO_HASH) == empty
+
+
+def test_a_file_in_two_shards_keeps_its_first_record(store: LocalStore, rng: random.Random) -> None:
+    xs, record, _ = put_file(store, rng)
+    assert store.put_shard(*shard_blob(rng), [record], first_chunks(xs))
+    assert store.get_file(record.file_hash) == record
+    assert store.stats().shards == 2
+    assert store.check() == []
+
+
+def test_missing_file(store: LocalStore) -> None:
+    assert not store.has_file(ZERO_HASH)
+    with pytest.raises(NotFound, match="upload the shard"):
+        store.get_file(ZERO_HASH)
+    assert store.dedup_lookup(ZERO_HASH) == []
+
+
+def _bad_records(
+    xs: list[SerializedXorb], missing: SerializedXorb
+) -> list[tuple[list[FileRecord], list[DedupEntry], str]]:
+    good = file_of(xs)
+    t0 = good.terms[0]
+    n0 = xs[0].footer.num_chunks
+    return [
+        ([file_of([*xs, missing])], [], "is missing"),
+        ([dataclasses.replace(good, file_hash=ZERO_HASH)], [], "hash to"),
+        ([dataclasses.replace(good, size=good.size + 1)], [], "terms hold"),
+        ([dataclasses.replace(good, sha256=b"short")], [], "SHA-256"),
+        (
+            [dataclasses.replace(good, terms=(dataclasses.replace(t0, end=n0 + 1),))],
+            [],
+            "which has",
+        ),
+        (
+            [dataclasses.replace(good, terms=(dataclasses.replace(t0, start=1, end=1),))],
+            [],
+            "covers chunks",
+        ),
+        (
+            [
+                dataclasses.replace(
+                    good, terms=(dataclasses.replace(t0, unpacked_length=1), *good.terms[1:])
+                )
+            ],
+            [],
+            "claims 1 bytes",
+        ),
+        ([good], [DedupEntry(ZERO_HASH, xs[0].hash, 0)], "another hash"),
+        ([good], [DedupEntry(xs[0].footer.chunk_hashes[0], xs[0].hash, n0)], "outside"),
+        ([good], [DedupEntry(xs[0].footer.chunk_hashes[0], missing.hash, 0)], "is missing"),
+        ([good], [DedupEntry(b"x", xs[0].hash, 0)], "not a 32-byte hash"),
+    ]
+
+
+def test_put_shard_rejects_bad_records_and_leaves_store_unchanged(
+    store: LocalStore, rng: random.Random
+) -> None:
+    xs = [random_xorb(rng), random_xorb(rng)]
+    for x in xs:
+        store.put_xorb(x.hash, x.data)
+    before = snapshot(store)
+    for files, dedup, message in _bad_records(xs, random_xorb(rng)):
+        shard_hash, data = shard_blob(rng)
+        with pytest.raises(Rejected, match=message):
+            store.put_shard(shard_hash, data, files, dedup)
+        assert snapshot(store) == before
+    with pytest.raises(Rejected, match="shard hash"):
+        store.put_shard(b"short", b"data", [], [])
+    assert snapshot(store) == before
+
+
+def test_bindings(store: LocalStore) -> None:
+    first = Binding("ark:12345/x6np1wh8k", b"\x81\xa1a\x01", "erc:\nwho: A\n", 1.5)
+    store.bind(first)
+    store.bind(Binding("ark:12345/x6np1wh8q", b"", "erc:\n", 2.0))
+    store.bind(Binding("ark:67890/b", b"", "erc:\n", 3.0))
+    assert store.get_binding(first.ark) == first
+    newer = dataclasses.replace(first, manifest=b"\x80", updated=9.0)
+    store.bind(newer)
+    assert store.get_binding(first.ark) == newer
+    assert store.list_bindings() == ["ark:12345/x6np1wh8k", "ark:12345/x6np1wh8q", "ark:67890/b"]
+    assert store.list_bindings("ark:12345/") == ["ark:12345/x6np1wh8k", "ark:12345/x6np1wh8q"]
+    assert store.list_bindings("ark:12345/x6np1wh8k") == ["ark:12345/x6np1wh8k"]
+    assert store.list_bindings("ark:1%") == []
+    assert store.stats().bindings == 3
+    with pytest.raises(NotFound, match="not bound"):
+        store.get_binding("ark:12345/nope")
+    for bad in (Binding("", b"", "", 0.0), Binding("ark:1/a", "text", "", 0.0)):  # type: ignore[arg-type]
+        with pytest.raises(Rejected):
+            store.bind(bad)
+    assert store.stats().bindings == 3
+
+
+def test_open_refuses_what_is_not_a_store(tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="no arkfs store"):
+        LocalStore.open(tmp_path / "absent", create=False)
+    assert not (tmp_path / "absent").exists()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "notes.txt").write_text("mine")
+    with pytest.raises(StoreError, match=r"notes\.txt but no arkfs store"):
+        LocalStore.open(tmp_path / "home")
+    assert sorted(p.name for p in (tmp_path / "home").iterdir()) == ["notes.txt"]
+
+
+def test_open_refuses_another_schema_version(tmp_path: Path) -> None:
+    LocalStore.open(tmp_path).close()
+    with sqlite3.connect(tmp_path / "index.sqlite") as db:
+        db.execute("UPDATE schema_version SET version = 99")
+    with pytest.raises(StoreError, match="schema version 99"):
+        LocalStore.open(tmp_path)
+
+
+def test_open_reports_a_damaged_index(tmp_path: Path) -> None:
+    (tmp_path / "index.sqlite").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreCorrupt, match="restore it from a backup"):
+        LocalStore.open(tmp_path)
+
+
+def test_concurrent_threads(store: LocalStore) -> None:
+    records: list[FileRecord] = []
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            r = random.Random(seed)
+            for _ in range(5):
+                records.append(put_file(store, r)[1])
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all(store.get_file(r.file_hash) == r for r in records)
+    assert store.stats().files == 20
+    assert store.check() == []
+
+
+def test_footer_cache_is_bounded_by_chunks(rng: random.Random) -> None:
+    cache = _FooterCache(max_chunks=10)
+    footers = [random_xorb(rng, chunks=4).footer for _ in range(3)]
+    for f in footers:
+        cache.put(f.xorb_hash, f)
+    assert cache.get(footers[0].xorb_hash) is None
+    assert cache.get(footers[1].xorb_hash) is footers[1]
+    cache.put(footers[0].xorb_hash, footers[0])  # evicts footers[2], the least recently used
+    assert cache.get(footers[2].xorb_hash) is None
+    assert cache.get(footers[1].xorb_hash) is footers[1]
+
+
+def test_closed_store_raises_programming_error(tmp_path: Path) -> None:
+    store = LocalStore.open(tmp_path)
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.stats()
+
+
+def test_write_atomic_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    write_atomic(target, b"one")
+    write_atomic(target, memoryview(b"two"))
+    assert target.read_bytes() == b"two"
+    with pytest.raises(TypeError):
+        write_atomic(target, "text")  # type: ignore[arg-type]
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]
+    assert target.read_bytes() == b"two"
+
+
+# check()
+
+
+def test_check_finds_nothing_in_a_sound_store(store: LocalStore, rng: random.Random) -> None:
+    put_file(store, rng)
+    store.bind(Binding("ark:1/a", b"", "", 0.0))
+    assert store.check() == []
+
+
+def test_check_finds_a_flipped_byte_in_a_xorb(tmp_path: Path, rng: random.Random) -> None:
+    with LocalStore.open(tmp_path) as store:
+        xs, record, _ = put_file(store, rng)
+    path = xorb_path(store, xs[0].hash)
+    data = bytearray(path.read_bytes())
+    data[10] ^= 0x40
+    path.write_bytes(bytes(data))
+    with LocalStore.open(tmp_path) as store:
+        problems = store.check()
+        name = hash_to_string(xs[0].hash)
+        assert any(p.startswith(f"xorb {name} is damaged") for p in problems), problems
+        assert f"file {hash_to_string(record.file_hash)}: term 0: xorb {name} is damaged" in (
+            " ".join(problems)
+        )
+        assert len(problems) == 3  # the xorb, the file, the dedup entry
+
+
+def test_damaged_footer_is_corrupt_not_missing(tmp_path: Path, rng: random.Random) -> None:
+    with LocalStore.open(tmp_path) as store:
+        xs, _, _ = put_file(store, rng)
+    path = xorb_path(store, xs[0].hash)
+    data = bytearray(path.read_bytes())
+    data[-40] ^= 1  # a chunk boundary offset or the trailer
+    path.write_bytes(bytes(data))
+    with LocalStore.open(tmp_path) as store:
+        with pytest.raises(StoreCorrupt, match="store check"):
+            store.xorb_footer(xs[0].hash)
+        path.write_bytes(b"xyz")
+        with pytest.raises(StoreCorrupt, match="only 3 bytes"):
+            store.xorb_footer(xs[0].hash)
+
+
+def test_check_finds_a_deleted_xorb(store: LocalStore, rng: random.Random) -> None:
+    xs, record, _ = put_file(store, rng)
+    xorb_path(store, xs[1].hash).unlink()
+    name = hash_to_string(xs[1].hash)
+    assert store.check() == [
+        f"file {hash_to_string(record.file_hash)}: term 1: xorb {name} is missing",
+        f"dedup chunk {hash_to_string(xs[1].footer.chunk_hashes[0])}: xorb {name} is missing",
+    ]
+
+
+def test_check_finds_and_repairs_leftover_temp_files(tmp_path: Path) -> None:
+    LocalStore.open(tmp_path).close()
+    leftover = tmp_path / "xorbs" / "ab" / ".tmp-0123456789abcdef"
+    live = tmp_path / "shards" / ".tmp-fedcba9876543210"
+    leftover.write_bytes(b"half a xorb")
+    live.write_bytes(b"being written")
+    with open(live, "rb") as writer:  # a live writer holds its temp file locked
+        fcntl.flock(writer, fcntl.LOCK_EX)
+        with LocalStore.open(tmp_path) as store:
+            assert not leftover.exists()  # open removed it
+            assert live.exists()
+            leftover.write_bytes(b"another crash since")
+            problems = store.check()
+            assert len(problems) == 1
+            assert f"leftover temp file {leftover}" in problems[0]
+            assert store.check(repair=True) == [f"removed leftover temp file {leftover}"]
+            assert store.check() == []
+            assert live.exists()
+
+
+def test_check_finds_a_missing_or_damaged_shard(store: LocalStore, rng: random.Random) -> None:
+    _, _, gone = put_file(store, rng)
+    _, _, changed = put_file(store, rng)
+    shard_path(store, gone).unlink()
+    shard_path(store, changed).write_bytes(b"other bytes")
+    assert store.check() == [
+        f"shard {hash_to_string(h)} {what}"
+        for h, what in sorted(
+            [
+                (gone, f"is indexed but its file {shard_path(store, gone)} is missing"),
+                (changed, f"is damaged: {shard_path(store, changed)} differs from what was stored"),
+            ]
+        )
+    ]
+
+
+def test_check_finds_index_rows_pointing_nowhere(store: LocalStore, rng: random.Random) -> None:
+    put_file(store, rng)
+    with sqlite3.connect(store.root / "index.sqlite") as db:  # foreign keys off by default
+        db.execute("INSERT INTO terms VALUES (?, 0, ?, 0, 1, 1)", (ZERO_HASH, ZERO_HASH))
+        db.execute("INSERT INTO dedup VALUES (?, ?, 0, ?)", (ZERO_HASH, ZERO_HASH, b"no shard"))
+    problems = store.check()
+    assert "a row of table terms refers to a missing row of files" in " ".join(problems)
+    assert "a row of table dedup refers to a missing row of shards" in " ".join(problems)
+    assert f"dedup chunk {hash_to_string(ZERO_HASH)}: xorb" in problems[-1]
+
+
+def test_check_finds_unexpected_entries(store: LocalStore, rng: random.Random) -> None:
+    x = random_xorb(rng)
+    name = hash_to_string(x.hash)
+    misplaced = store.root / "xorbs" / ("00" if name[:2] != "00" else "01") / name
+    misplaced.write_bytes(x.data)
+    (store.root / "shards" / "README").write_text("hi")
+    problems = store.check()
+    assert problems == [
+        f"unexpected entry {misplaced} among the xorbs; move it out of the store",
+        f"unexpected entry {store.root / 'shards' / 'README'} among the shards; "
+        "move it out of the store",
+    ]
+    assert store.stats().xorbs == 0

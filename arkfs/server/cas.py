@@ -1,0 +1,318 @@
+"""The XET CAS API (spec: "CAS API"), as hf_xet 1.8 calls it, over an arkfs Store.
+
+Store calls block (SQLite, files), so each runs in a worker thread; so do xorb and shard
+validation, which hash every chunk.
+"""
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import blake3
+import trio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from arkfs.server.auth import Authorizer, Scope
+from arkfs.server.signing import UrlSigner
+from arkfs.store.base import DedupEntry, FileRecord, Store
+from arkfs.store.errors import NotFound, Rejected
+from arkfs.xet.constants import MAX_XORB_SIZE
+from arkfs.xet.errors import HashStringError, XetError
+from arkfs.xet.hashing import hash_to_string, string_to_hash
+from arkfs.xet.reconstruction import FetchRange, Reconstruction, plan_range
+from arkfs.xet.shard import (
+    GLOBAL_DEDUP_ELIGIBLE,
+    CasBlock,
+    CasChunk,
+    keyed_dedup_shard,
+    parse_shard,
+    serialize_stored,
+    verify_file_block,
+)
+from arkfs.xet.xorb import parse_xorb
+
+MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
+DEDUP_KEY_TTL = 3600
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
+T = TypeVar("T")
+
+
+class HttpError(Exception):
+    """An error reply: status and a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status, self.message = status, message
+        super().__init__(message)
+
+
+def error_response(status: int, message: str) -> Response:
+    """A JSON error body with a one-line reason."""
+    return JSONResponse({"error": message}, status_code=status)
+
+
+@dataclass
+class CasService:
+    """The CAS endpoints' shared state."""
+
+    store: Store
+    auth: Authorizer
+    signer: UrlSigner
+    limiter: trio.CapacityLimiter
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking work in a worker thread."""
+        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    def routes(self) -> list[Route]:
+        """Starlette routes of the CAS API."""
+        return [
+            Route("/v1/reconstructions/{file_id}", self.reconstruction_v1),
+            Route("/v2/reconstructions/{file_id}", self.reconstruction_v2),
+            Route("/v1/chunks/{prefix}/{chunk}", self.dedup),
+            Route("/v1/xorbs/{prefix}/{xorb}", self.upload_xorb, methods=["POST"]),
+            Route("/v1/shards", self.upload_shard, methods=["POST"]),
+            Route("/v1/telemetry", self.telemetry, methods=["POST"]),
+            Route("/v1/xorb-data/{xorb}", self.xorb_data, methods=["GET", "HEAD"]),
+        ]
+
+    # --- reads -------------------------------------------------------------------------
+
+    async def reconstruction_v1(self, request: Request) -> Response:
+        return await self._reconstruction(request, v2=False)
+
+    async def reconstruction_v2(self, request: Request) -> Response:
+        return await self._reconstruction(request, v2=True)
+
+    async def _reconstruction(self, request: Request, v2: bool) -> Response:
+        """Get File Reconstruction: only the terms that overlap the Range, trimmed to chunks."""
+        self.auth.require(request.headers.get("authorization"), Scope.READ)
+        fh = _hash_param(request.path_params["file_id"], "file id")
+        try:
+            record = await self.run(self.store.get_file, fh)
+        except NotFound:
+            raise HttpError(404, f"no file {hash_to_string(fh)} in this CAS") from None
+        start, end = parse_range(request.headers.get("range"), record.size)
+        rec = await self.run(self._plan, record, start, end, str(request.base_url))
+        body = rec.to_v2() if v2 else rec.to_v1()
+        return JSONResponse(body, headers={"Cache-Control": "private, no-store"})
+
+    def _plan(self, record: FileRecord, start: int, end: int, base_url: str) -> Reconstruction:
+        if record.size == 0:
+            return Reconstruction((), 0, {})
+        sizes: dict[bytes, list[int]] = {}
+
+        def chunk_sizes(h: bytes) -> list[int]:
+            if h not in sizes:
+                sizes[h] = self.store.xorb_footer(h).chunk_sizes()
+            return sizes[h]
+
+        terms, offset = plan_range(record.terms, chunk_sizes, start, end)
+        spans: dict[bytes, list[tuple[int, int]]] = {}
+        for t in terms:
+            spans.setdefault(t.xorb_hash, []).append((t.start, t.end))
+        fetch = {}
+        for xh, chunk_spans in spans.items():
+            footer = self.store.xorb_footer(xh)
+            url, _ = self.signer.sign(base_url, hash_to_string(xh))
+            ranges = []
+            for cs, ce in merge_spans(chunk_spans):
+                lo, hi = footer.packed_range(cs, ce)
+                ranges.append(FetchRange(url, cs, ce, lo, hi - 1))
+            fetch[xh] = tuple(ranges)
+        return Reconstruction(tuple(terms), offset, fetch)
+
+    async def xorb_data(self, request: Request) -> Response:
+        """Xorb bytes behind a signed URL, with Range and bounded caching (HTTP Caching Headers)."""
+        name = request.path_params["xorb"]
+        try:
+            left = self.signer.check(
+                name, request.query_params.get("expires", ""), request.query_params.get("sig", "")
+            )
+        except PermissionError as exc:
+            raise HttpError(403, str(exc)) from None
+        xh = _hash_param(name, "xorb hash")
+        try:
+            size = await self.run(self.store.xorb_size, xh)
+        except NotFound:
+            raise HttpError(404, f"no xorb {name}") from None
+        start, end = parse_range(request.headers.get("range"), size)
+        headers = {
+            "Cache-Control": f"public, immutable, max-age={left}",
+            "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + left)),
+            "ETag": f'"{name}"',
+            "Accept-Ranges": "bytes",
+        }
+        partial = request.headers.get("range") is not None
+        if partial:
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+        body = (
+            b""
+            if request.method == "HEAD"
+            else await self.run(self.store.read_xorb, xh, start, end)
+        )
+        headers["Content-Length"] = str(end - start)
+        return Response(
+            body,
+            status_code=206 if partial else 200,
+            headers=headers,
+            media_type="application/octet-stream",
+        )
+
+    async def dedup(self, request: Request) -> Response:
+        """Query Chunk Deduplication: a shard of the xorbs holding the chunk, keyed hashes."""
+        self.auth.require(request.headers.get("authorization"), Scope.READ)
+        ch = _hash_param(request.path_params["chunk"], "chunk hash")
+        blocks = await self.run(self._dedup_blocks, ch)
+        if not blocks:
+            raise HttpError(404, "chunk not tracked by global deduplication")
+        now = int(time.time())
+        key = blake3.blake3(self.signer.key + (now // DEDUP_KEY_TTL).to_bytes(8, "little")).digest()
+        shard = keyed_dedup_shard(
+            blocks, key, creation_timestamp=now, key_expiry=now + DEDUP_KEY_TTL
+        )
+        return Response(
+            serialize_stored(shard),
+            media_type="application/octet-stream",
+            headers={"Cache-Control": "private, max-age=3600", "Vary": "Authorization"},
+        )
+
+    def _dedup_blocks(self, chunk: bytes) -> list[CasBlock]:
+        """CAS blocks of every xorb that holds a global-dedup chunk."""
+        blocks = []
+        for xh in dict.fromkeys(loc.xorb_hash for loc in self.store.dedup_lookup(chunk)):
+            footer = self.store.xorb_footer(xh)
+            starts = [0, *footer.unpacked_ends[:-1]]
+            entries = tuple(
+                CasChunk(h, start, size, GLOBAL_DEDUP_ELIGIBLE if h == chunk else 0)
+                for h, start, size in zip(
+                    footer.chunk_hashes, starts, footer.chunk_sizes(), strict=True
+                )
+            )
+            size_on_disk = self.store.xorb_size(xh)
+            blocks.append(CasBlock(xh, entries, footer.unpacked_ends[-1], size_on_disk))
+        return blocks
+
+    # --- writes ------------------------------------------------------------------------
+
+    async def upload_xorb(self, request: Request) -> Response:
+        """Upload Xorb: validate format and hash (400 on any error), then store atomically."""
+        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        xh = _hash_param(request.path_params["xorb"], "xorb hash")
+        body = await read_body(request, MAX_XORB_SIZE, "xorb")
+        try:
+            parsed = await self.run(parse_xorb, body, xh)
+        except XetError as exc:
+            raise HttpError(400, f"invalid xorb: {exc}") from None
+        inserted = await self.run(self.store.put_xorb, xh, parsed.serialize())
+        return JSONResponse({"was_inserted": inserted})
+
+    async def upload_shard(self, request: Request) -> Response:
+        """Upload Shard: validate it against the stored xorbs, then register its files."""
+        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        body = await read_body(request, MAX_SHARD_SIZE, "shard")
+        records, dedup = await self.run(self._check_shard, body)
+        name = blake3.blake3(body).digest()
+        try:
+            inserted = await self.run(self.store.put_shard, name, body, records, dedup)
+        except Rejected as exc:
+            raise HttpError(400, str(exc)) from None
+        return JSONResponse({"result": 1 if inserted else 0})
+
+    def _check_shard(self, body: bytes) -> tuple[list[FileRecord], list[DedupEntry]]:
+        """Parse a shard and check its verification entries against the stored xorbs.
+
+        The store then checks each file against the xorb footers (put_shard) before storing.
+        """
+        try:
+            shard = parse_shard(body)
+        except XetError as exc:
+            raise HttpError(400, f"invalid shard: {exc}") from None
+        named = {t.xorb_hash for f in shard.files for t in f.terms}
+        named |= {b.xorb_hash for b in shard.cas_blocks}
+        footers = {}
+        for xh in named:
+            try:
+                footers[xh] = self.store.xorb_footer(xh)
+            except NotFound:
+                raise HttpError(
+                    400, f"shard references xorb {hash_to_string(xh)}, which was not uploaded"
+                ) from None
+        records = []
+        dedup = []
+        for block in shard.files:
+            if block.verification is not None:
+                try:
+                    verify_file_block(block, lambda h, s, e: footers[h].chunk_hashes[s:e])
+                except (XetError, IndexError) as exc:
+                    raise HttpError(400, f"shard verification entries: {exc}") from None
+            terms = block.terms
+            records.append(FileRecord(block.file_hash, block.size, block.sha256, terms))
+            if terms:  # Eligibility Criteria: the first chunk of every file
+                first = terms[0]
+                if first.start < footers[first.xorb_hash].num_chunks:
+                    ch = footers[first.xorb_hash].chunk_hashes[first.start]
+                    dedup.append(DedupEntry(ch, first.xorb_hash, first.start))
+        for cas in shard.cas_blocks:
+            dedup += (
+                DedupEntry(c.chunk_hash, cas.xorb_hash, i)
+                for i, c in enumerate(cas.chunks)
+                if c.global_dedup_eligible
+            )
+        return records, dedup
+
+    async def telemetry(self, request: Request) -> Response:
+        await request.body()
+        return JSONResponse({})
+
+
+def _hash_param(value: str, what: str) -> bytes:
+    try:
+        return string_to_hash(value)
+    except HashStringError:
+        raise HttpError(
+            400, f"malformed {what}: expected 64 hex digits, got {value[:80]!r}"
+        ) from None
+
+
+def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint chunk spans covering spans; overlapping or touching ones merge."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def parse_range(header: str | None, size: int) -> tuple[int, int]:
+    """An HTTP `Range: bytes=S-E` (E inclusive) as [start, end); 416 when not satisfiable."""
+    if header is None:
+        return 0, size
+    m = _RANGE.match(header.strip())
+    if not m:
+        raise HttpError(416, f"unsupported Range header {header[:80]!r}: use bytes=START-END")
+    start = int(m.group(1))
+    end = min(int(m.group(2)) + 1, size) if m.group(2) else size
+    if start >= size or start >= end:
+        raise HttpError(416, f"range starts at {start}, past the end ({size} bytes)")
+    return start, end
+
+
+async def read_body(request: Request, limit: int, what: str) -> bytes:
+    """The request body, refusing (413) anything over limit bytes before reading it all."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HttpError(413, f"{what} of {declared} bytes exceeds the {limit}-byte limit")
+    parts = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
+        parts.append(part)
+    return b"".join(parts)

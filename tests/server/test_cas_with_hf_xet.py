@@ -1,0 +1,74 @@
+"""hf_xet against `arkfs serve`: it uploads to our CAS and reads back byte-identical."""
+
+import random
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.corpus import write_corpus
+from tests.support.hfxet import download_file, download_range, upload_files
+from tests.support.server import arkfs_server
+
+TOKENS = "reader read\nwriter write\n"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("cas")
+    (root / "tokens").write_text(TOKENS)
+    (root / "files").mkdir()
+    paths = write_corpus(root / "files")
+    big = root / "files" / "random-24MiB"
+    big.write_bytes(random.Random(24).randbytes(24 * 1024 * 1024))
+    paths["random-24MiB"] = big
+    with arkfs_server(root / "store", "--tokens", str(root / "tokens")) as (url, _proc):
+        names = sorted(n for n in paths if n != "empty")
+        metas = upload_files(url, [paths[n] for n in names], token="writer")
+        yield url, {n: (paths[n], *m) for n, m in zip(names, metas, strict=True)}
+
+
+def test_whole_files_read_back_identical(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    url, files = served
+    for name, (path, file_hash, size) in files.items():
+        out = tmp_path / name
+        download_file(url, file_hash, size, out, token="reader")
+        assert out.read_bytes() == path.read_bytes(), name
+
+
+def test_ranges_read_back_identical(served) -> None:  # type: ignore[no-untyped-def]
+    url, files = served
+    path, file_hash, size = files["random-24MiB"]
+    data = path.read_bytes()
+    rng = random.Random(1)
+    for _ in range(12):
+        start = rng.randrange(size)
+        end = min(size, start + rng.choice([1, 100, 65536, 200_000, 3_000_000]))
+        got = download_range(url, file_hash, size, start, end, token="reader")
+        assert got == data[start:end], (start, end)
+
+
+def test_auth_statuses(served) -> None:  # type: ignore[no-untyped-def]
+    url, files = served
+    _, file_hash, _ = files["text"]
+    r = httpx.get(f"{url}/v1/reconstructions/{file_hash}")
+    assert r.status_code == 401
+    r = httpx.get(f"{url}/v1/reconstructions/{file_hash}", headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 401
+    r = httpx.post(f"{url}/v1/shards", content=b"x", headers={"Authorization": "Bearer reader"})
+    assert r.status_code == 403
+    r = httpx.get(
+        f"{url}/v1/reconstructions/{file_hash}", headers={"Authorization": "Bearer reader"}
+    )
+    assert r.status_code == 200
+    assert r.headers["cache-control"] == "private, no-store"
+
+
+def test_range_past_end_is_416(served) -> None:  # type: ignore[no-untyped-def]
+    url, files = served
+    _, file_hash, size = files["text"]
+    r = httpx.get(
+        f"{url}/v1/reconstructions/{file_hash}",
+        headers={"Authorization": "Bearer reader", "Range": f"bytes={size}-{size + 10}"},
+    )
+    assert r.status_code == 416

@@ -1,0 +1,52 @@
+"""File names to ARK qualifier components and back, losslessly.
+
+Letters, digits and `= ~ * + @ _ $` stay as they are; every other character, including
+'%', '-', '.', spaces and non-ASCII, becomes uppercase %-escapes of its UTF-8 octets
+(undecodable bytes of a POSIX name, held as surrogate escapes by os.fsdecode, too). The
+result is a normalized component, so no two file names share an ARK.
+
+A '.' in a file name is never a variant separator: `report.pdf` becomes `report%2Epdf`.
+Publishing `x/report.pdf` would declare that an object `x/report` exists with
+`report.pdf` as its variant (ARKs that Reveal Object Variants), which the files of an
+archive do not promise, and a dotted directory (`v1.2/a`) would have its suffix moved
+to the end by normalization. Concealing a reserved character by %-encoding it is what
+the spec allows (Normalization and Lexical Equivalence).
+"""
+
+import re
+
+from arkfs.ark.errors import FilenameError
+from arkfs.ark.repertoire import UNRESERVED, check_segment, percent_encode
+
+_ESCAPES = re.compile(r"(?:%[0-9A-F]{2})+")
+
+
+def filename_to_qualifier(name: str) -> str:
+    """The qualifier component for one file name (not a path)."""
+    _check_filename(name, name)
+    try:
+        return "".join(char if char in UNRESERVED else percent_encode(char) for char in name)
+    except UnicodeEncodeError as exc:
+        raise FilenameError(
+            f"file name {name!r} holds a lone surrogate that is not an os.fsdecode escape"
+        ) from exc
+
+
+def qualifier_to_filename(component: str) -> str:
+    """The file name of one normalized qualifier component, e.g. from `Ark.components`."""
+    check_segment(component, "qualifier component")
+    name = _ESCAPES.sub(
+        lambda run: bytes.fromhex(run[0].replace("%", "")).decode("utf-8", "surrogateescape"),
+        component,
+    )
+    _check_filename(name, component)
+    return name
+
+
+def _check_filename(name: str, source: str) -> None:
+    """Raise unless name can be one POSIX file name; source is what it came from."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise FilenameError(
+            f"{source!r} is not a usable file name: it must not be empty, '.' or '..', "
+            "nor contain '/' or NUL"
+        )

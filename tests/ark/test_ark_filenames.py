@@ -1,0 +1,92 @@
+"""File names to qualifier components and back."""
+
+import pytest
+from hypothesis import given
+
+from arkfs.ark import (
+    CharacterError,
+    FilenameError,
+    PercentEscapeError,
+    filename_to_qualifier,
+    normalize,
+    parse,
+    qualifier_to_filename,
+)
+from tests.ark.strategies import file_names
+
+
+@pytest.mark.parametrize(
+    ("name", "qualifier"),
+    [
+        ("s5", "s5"),
+        ("report.pdf", "report%2Epdf"),
+        ("my file-1.txt", "my%20file%2D1%2Etxt"),
+        ("100%", "100%25"),
+        ("Orgelbüchlein", "Orgelb%C3%BCchlein"),
+        (".hidden", "%2Ehidden"),
+        ("a=b~c*d+e@f_g$h", "a=b~c*d+e@f_g$h"),
+        ("q?a#b", "q%3Fa%23b"),
+        ("\udcff", "%FF"),
+    ],
+)
+def test_examples(name: str, qualifier: str) -> None:
+    assert filename_to_qualifier(name) == qualifier
+    assert qualifier_to_filename(qualifier) == name
+
+
+def test_dots_are_not_variants_and_hyphens_are_not_dropped() -> None:
+    ark = (
+        parse("ark:12345/x54")
+        .child(filename_to_qualifier("v1.2"))
+        .child(filename_to_qualifier("a-b.tar.gz"))
+    )
+    assert ark.variants == () and str(ark) == "ark:12345/x54/v1%2E2/a%2Db%2Etar%2Egz"
+    assert [qualifier_to_filename(c) for c in ark.components] == ["v1.2", "a-b.tar.gz"]
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\0b", "\ud800"])
+def test_names_that_are_not_file_names(name: str) -> None:
+    with pytest.raises(FilenameError):
+        filename_to_qualifier(name)
+
+
+@pytest.mark.parametrize(
+    ("qualifier", "error", "message"),
+    [
+        ("%2F", FilenameError, "not a usable file name"),
+        ("%2E%2E", FilenameError, "not a usable file name"),
+        ("a%00", FilenameError, "not a usable file name"),
+        ("a.b", CharacterError, "'.'"),
+        ("a/b", CharacterError, "'/'"),
+        ("x%2e", PercentEscapeError, "uppercase hex"),
+    ],
+)
+def test_qualifiers_that_are_not_file_names(
+    qualifier: str, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        qualifier_to_filename(qualifier)
+
+
+@given(file_names)
+def test_file_name_round_trip_through_a_normalized_ark(name: str) -> None:
+    qualifier = filename_to_qualifier(name)
+    key = f"ark:12345/x54/{qualifier}"
+    assert normalize(key) == key
+    assert qualifier_to_filename(parse(key).components[0]) == name
+
+
+@given(file_names, file_names)
+def test_different_file_names_never_share_a_qualifier(a: str, b: str) -> None:
+    if a != b:
+        assert filename_to_qualifier(a) != filename_to_qualifier(b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("a-b", "ab"), ("a.b", "a%2Eb"), ("a b", "ab"), ("A", "a"), ("%41", "A"), ("a\u2010b", "a-b")],
+)
+def test_names_an_ark_would_confuse_stay_apart(a: str, b: str) -> None:
+    assert normalize(f"ark:1/x/{filename_to_qualifier(a)}") != normalize(
+        f"ark:1/x/{filename_to_qualifier(b)}"
+    )

@@ -25,7 +25,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     with arkfs_server(root / "store", "--tokens", str(root / "tokens")) as (url, _proc):
         names = sorted(n for n in paths if n != "empty")
         metas = upload_files(url, [paths[n] for n in names], token="writer")
-        yield url, {n: (paths[n], *m) for n, m in zip(names, metas, strict=True)}
+        yield url, {n: (paths[n], m.hash, m.file_size) for n, m in zip(names, metas, strict=True)}
 
 
 def test_whole_files_read_back_identical(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

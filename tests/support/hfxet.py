@@ -3,22 +3,20 @@
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import hf_xet
 
 
-def upload_files(
-    endpoint: str, paths: Sequence[Path], token: str = "test-token"
-) -> list[tuple[str, int]]:
-    """Upload paths with hf_xet; return (hash string, size) of each, in order."""
+def upload_files(endpoint: str, paths: Sequence[Path], token: str = "test-token") -> list[Any]:
+    """Upload paths with hf_xet; return its info of each (.hash, .file_size, .sha256)."""
     session = hf_xet.XetSession()
     expiry = int(time.time()) + 3600
     with session.new_upload_commit(
         endpoint=endpoint, token=token, token_expiry_unix_secs=expiry
     ) as commit:
         uploads = [commit.start_upload_file(str(p)) for p in paths]
-    infos = [u.result().xet_info for u in uploads]
-    return [(info.hash, info.file_size) for info in infos]
+    return [u.result().xet_info for u in uploads]
 
 
 def _expiry() -> int:

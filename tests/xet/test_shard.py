@@ -474,8 +474,7 @@ def test_hf_xet_upload_shard_parses_and_reserializes(tmp_path: Path) -> None:
     assert parse_shard(serialize_stored(shard)).files == shard.files
     by_hash = {f.file_hash: f for f in shard.files}
     chunks = {b.xorb_hash: [c.chunk_hash for c in b.chunks] for b in shard.cas_blocks}
-    for (name, content), result in zip(contents.items(), results, strict=True):
-        info = result.xet_info
+    for (name, content), info in zip(contents.items(), results, strict=True):
         block = by_hash[string_to_hash(info.hash)]
         assert block.size == len(content)
         verify_file_block(block, lambda x, start, end: chunks[x][start:end])

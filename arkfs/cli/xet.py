@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from contextlib import nullcontext
 
 from arkfs.cli.common import EXIT_OK, EXIT_USAGE
 from arkfs.xet.digest import Chunk, digest_stream
@@ -33,15 +34,11 @@ def run_hash(args: argparse.Namespace) -> int:
         chunk_lines: list[str] = []
 
         def on_chunk(c: Chunk, lines: list[str] = chunk_lines) -> None:
-            if args.chunks:
-                lines.append(f"  {c.offset}  {c.size}  {hash_to_string(c.hash)}")
+            lines.append(f"  {c.offset}  {c.size}  {hash_to_string(c.hash)}")
 
         try:
-            if path == "-":
-                digest = digest_stream(sys.stdin.buffer, sha256=False, on_chunk=on_chunk)
-            else:
-                with open(path, "rb") as f:
-                    digest = digest_stream(f, sha256=False, on_chunk=on_chunk)
+            with nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb") as f:
+                digest = digest_stream(f, sha256=False, on_chunk=on_chunk if args.chunks else None)
         except OSError as exc:
             print(f"arkfs: {path}: {exc.strerror or exc}", file=sys.stderr)
             status = EXIT_USAGE

@@ -47,3 +47,7 @@ class AnvlError(ArkError, ValueError):
 
 class ErcError(ArkError, ValueError):
     """An ANVL record or JSON mapping that is not a well-formed ERC."""
+
+
+class ManifestError(ArkError):
+    """An archive manifest that is malformed, inconsistent or of an unknown version."""

@@ -18,20 +18,15 @@ from starlette.routing import Route
 
 from arkfs.server.auth import Authorizer, Scope
 from arkfs.server.signing import UrlSigner
-from arkfs.store.base import DedupEntry, FileRecord, Store
+from arkfs.store.base import Store
 from arkfs.store.errors import NotFound, Rejected
+from arkfs.store.plan import dedup_blocks, plan_reconstruction, shard_records
 from arkfs.xet.constants import MAX_XORB_SIZE
 from arkfs.xet.errors import HashStringError, XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
-from arkfs.xet.reconstruction import FetchRange, Reconstruction, plan_range
 from arkfs.xet.shard import (
-    GLOBAL_DEDUP_ELIGIBLE,
-    CasBlock,
-    CasChunk,
     keyed_dedup_shard,
-    parse_shard,
     serialize_stored,
-    verify_file_block,
 )
 from arkfs.xet.xorb import parse_xorb
 
@@ -96,34 +91,17 @@ class CasService:
         except NotFound:
             raise HttpError(404, f"no file {hash_to_string(fh)} in this CAS") from None
         start, end = parse_range(request.headers.get("range"), record.size)
-        rec = await self.run(self._plan, record, start, end, str(request.base_url))
+        base_url = str(request.base_url)
+        rec = await self.run(
+            plan_reconstruction,
+            self.store,
+            record,
+            start,
+            end,
+            lambda xh: self.signer.sign(base_url, hash_to_string(xh))[0],
+        )
         body = rec.to_v2() if v2 else rec.to_v1()
         return JSONResponse(body, headers={"Cache-Control": "private, no-store"})
-
-    def _plan(self, record: FileRecord, start: int, end: int, base_url: str) -> Reconstruction:
-        if record.size == 0:
-            return Reconstruction((), 0, {})
-        sizes: dict[bytes, list[int]] = {}
-
-        def chunk_sizes(h: bytes) -> list[int]:
-            if h not in sizes:
-                sizes[h] = self.store.xorb_footer(h).chunk_sizes()
-            return sizes[h]
-
-        terms, offset = plan_range(record.terms, chunk_sizes, start, end)
-        spans: dict[bytes, list[tuple[int, int]]] = {}
-        for t in terms:
-            spans.setdefault(t.xorb_hash, []).append((t.start, t.end))
-        fetch = {}
-        for xh, chunk_spans in spans.items():
-            footer = self.store.xorb_footer(xh)
-            url, _ = self.signer.sign(base_url, hash_to_string(xh))
-            ranges = []
-            for cs, ce in merge_spans(chunk_spans):
-                lo, hi = footer.packed_range(cs, ce)
-                ranges.append(FetchRange(url, cs, ce, lo, hi - 1))
-            fetch[xh] = tuple(ranges)
-        return Reconstruction(tuple(terms), offset, fetch)
 
     async def xorb_data(self, request: Request) -> Response:
         """Xorb bytes behind a signed URL, with Range and bounded caching (HTTP Caching Headers)."""
@@ -166,7 +144,7 @@ class CasService:
         """Query Chunk Deduplication: a shard of the xorbs holding the chunk, keyed hashes."""
         self.auth.require(request.headers.get("authorization"), Scope.READ)
         ch = _hash_param(request.path_params["chunk"], "chunk hash")
-        blocks = await self.run(self._dedup_blocks, ch)
+        blocks = await self.run(dedup_blocks, self.store, ch)
         if not blocks:
             raise HttpError(404, "chunk not tracked by global deduplication")
         now = int(time.time())
@@ -179,22 +157,6 @@ class CasService:
             media_type="application/octet-stream",
             headers={"Cache-Control": "private, max-age=3600", "Vary": "Authorization"},
         )
-
-    def _dedup_blocks(self, chunk: bytes) -> list[CasBlock]:
-        """CAS blocks of every xorb that holds a global-dedup chunk."""
-        blocks = []
-        for xh in dict.fromkeys(loc.xorb_hash for loc in self.store.dedup_lookup(chunk)):
-            footer = self.store.xorb_footer(xh)
-            starts = [0, *footer.unpacked_ends[:-1]]
-            entries = tuple(
-                CasChunk(h, start, size, GLOBAL_DEDUP_ELIGIBLE if h == chunk else 0)
-                for h, start, size in zip(
-                    footer.chunk_hashes, starts, footer.chunk_sizes(), strict=True
-                )
-            )
-            size_on_disk = self.store.xorb_size(xh)
-            blocks.append(CasBlock(xh, entries, footer.unpacked_ends[-1], size_on_disk))
-        return blocks
 
     # --- writes ------------------------------------------------------------------------
 
@@ -214,55 +176,13 @@ class CasService:
         """Upload Shard: validate it against the stored xorbs, then register its files."""
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         body = await read_body(request, MAX_SHARD_SIZE, "shard")
-        records, dedup = await self.run(self._check_shard, body)
         name = blake3.blake3(body).digest()
         try:
+            records, dedup = await self.run(shard_records, self.store, body)
             inserted = await self.run(self.store.put_shard, name, body, records, dedup)
         except Rejected as exc:
             raise HttpError(400, str(exc)) from None
         return JSONResponse({"result": 1 if inserted else 0})
-
-    def _check_shard(self, body: bytes) -> tuple[list[FileRecord], list[DedupEntry]]:
-        """Parse a shard and check its verification entries against the stored xorbs.
-
-        The store then checks each file against the xorb footers (put_shard) before storing.
-        """
-        try:
-            shard = parse_shard(body)
-        except XetError as exc:
-            raise HttpError(400, f"invalid shard: {exc}") from None
-        named = {t.xorb_hash for f in shard.files for t in f.terms}
-        named |= {b.xorb_hash for b in shard.cas_blocks}
-        footers = {}
-        for xh in named:
-            try:
-                footers[xh] = self.store.xorb_footer(xh)
-            except NotFound:
-                raise HttpError(
-                    400, f"shard references xorb {hash_to_string(xh)}, which was not uploaded"
-                ) from None
-        records = []
-        dedup = []
-        for block in shard.files:
-            if block.verification is not None:
-                try:
-                    verify_file_block(block, lambda h, s, e: footers[h].chunk_hashes[s:e])
-                except (XetError, IndexError) as exc:
-                    raise HttpError(400, f"shard verification entries: {exc}") from None
-            terms = block.terms
-            records.append(FileRecord(block.file_hash, block.size, block.sha256, terms))
-            if terms:  # Eligibility Criteria: the first chunk of every file
-                first = terms[0]
-                if first.start < footers[first.xorb_hash].num_chunks:
-                    ch = footers[first.xorb_hash].chunk_hashes[first.start]
-                    dedup.append(DedupEntry(ch, first.xorb_hash, first.start))
-        for cas in shard.cas_blocks:
-            dedup += (
-                DedupEntry(c.chunk_hash, cas.xorb_hash, i)
-                for i, c in enumerate(cas.chunks)
-                if c.global_dedup_eligible
-            )
-        return records, dedup
 
     async def telemetry(self, request: Request) -> Response:
         await request.body()
@@ -276,17 +196,6 @@ def _hash_param(value: str, what: str) -> bytes:
         raise HttpError(
             400, f"malformed {what}: expected 64 hex digits, got {value[:80]!r}"
         ) from None
-
-
-def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted, disjoint chunk spans covering spans; overlapping or touching ones merge."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int]:

@@ -1,0 +1,103 @@
+"""The Backend interface: one archive side, embedded (a local store) or remote (`arkfs serve`).
+
+Everything is async and runs on trio; a backend offloads its own blocking work. Reads give
+hints (reconstructions, fetch URLs), never trusted bytes: callers verify every chunk
+against its hash. Errors are BackendError subclasses with one-line messages.
+"""
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from arkfs.ark.erc import Erc
+from arkfs.ark.manifest import Manifest
+from arkfs.xet.reconstruction import FetchRange, Reconstruction
+from arkfs.xet.shard import Shard
+from arkfs.xet.xorb import XorbFooter
+
+
+class BackendError(Exception):
+    """Base class: something a backend could not do; the message says what to do."""
+
+
+class NotBound(BackendError, LookupError):
+    """No archive is bound to that ARK, or no file has that hash."""
+
+
+class Unreachable(BackendError):
+    """The server did not answer (after retries): connection refused, timeouts, 5xx."""
+
+
+class Unauthorized(BackendError):
+    """The server refused the token (401) or its scope (403)."""
+
+
+class BadReply(BackendError):
+    """The server's reply or the stored data is malformed or fails verification."""
+
+
+class Refused(BackendError):
+    """The backend refused what we sent (a 4xx other than auth): the message says why."""
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A bound archive: its manifest and ERC record."""
+
+    manifest: Manifest
+    erc: Erc
+    updated: float
+
+
+class Backend(Protocol):
+    """An archive side: the NMA (bindings) and the CAS (files, xorbs, dedup)."""
+
+    name: str  # for messages and cache keys: the base URL, or 'embedded:<dir>'
+
+    async def archive(self, ark: str) -> Archive:
+        """The archive bound to a normalized ark:NAAN/Name; NotBound if none."""
+        ...
+
+    async def list_archives(self, prefix: str = "") -> list[str]:
+        """Normalized ARKs of the bound archives starting with prefix (e.g. 'ark:12345/')."""
+        ...
+
+    async def bind(self, manifest: Manifest, erc: Erc) -> None:
+        """Bind manifest.ark to manifest and erc; every file hash must be in the CAS."""
+        ...
+
+    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+        """Terms and fetch ranges covering bytes [start, end) of a file (end > start)."""
+        ...
+
+    async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:
+        """The packed bytes of fr (byte_start..byte_end inclusive) of a xorb.
+
+        Returns exactly byte_end - byte_start + 1 bytes or raises; an expired URL raises
+        Unauthorized, and the caller asks for a new reconstruction.
+        """
+        ...
+
+    async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:
+        """The footer of a xorb, located through any of its fetch ranges; checked against
+        the xorb hash (footer.verify and name) before it is returned."""
+        ...
+
+    async def has_file(self, file_hash: bytes, size: int) -> bool:
+        """Does the CAS hold a reconstruction of that file with that size?"""
+        ...
+
+    async def query_dedup(self, chunk_hash: bytes) -> Shard | None:
+        """Global deduplication: a shard (keyed hashes) of xorbs holding the chunk, or None."""
+        ...
+
+    async def upload_xorb(self, xorb_hash: bytes, data: bytes) -> bool:
+        """Store a serialized xorb; False if it was already there."""
+        ...
+
+    async def upload_shard(self, data: bytes) -> bool:
+        """Register a shard (upload form); False if it was already there."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and threads."""
+        ...

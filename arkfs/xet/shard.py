@@ -149,7 +149,7 @@ def _sha256_swap(h: bytes) -> bytes:
     return _LE_U64X4.pack(*_BE_U64X4.unpack(h))
 
 
-def _keyed(key: bytes, h: bytes) -> bytes:
+def keyed_chunk_hash(key: bytes, h: bytes) -> bytes:
     """Chunk Hash Key Usage: an all-zero key means chunk hashes are stored as they are."""
     return h if key == ZERO_HASH else keyed_hash(key, h)
 
@@ -544,7 +544,12 @@ def keyed_dedup_shard(
         CasBlock(
             b.xorb_hash,
             tuple(
-                CasChunk(_keyed(key, c.chunk_hash), c.byte_range_start, c.unpacked_bytes, c.flags)
+                CasChunk(
+                    keyed_chunk_hash(key, c.chunk_hash),
+                    c.byte_range_start,
+                    c.unpacked_bytes,
+                    c.flags,
+                )
                 for c in b.chunks
             ),
             b.num_bytes_in_cas,
@@ -566,7 +571,7 @@ def dedup_matches(
     if footer is not None and now > footer.key_expiry:
         return {}
     key = ZERO_HASH if footer is None else footer.chunk_hash_key
-    wanted = {_keyed(key, h): h for h in chunk_hashes}
+    wanted = {keyed_chunk_hash(key, h): h for h in chunk_hashes}
     matches: dict[bytes, tuple[bytes, int]] = {}
     for block in shard.cas_blocks:
         for i, chunk in enumerate(block.chunks):

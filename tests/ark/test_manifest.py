@@ -1,0 +1,120 @@
+"""Archive manifests: round trips, validation, and entry ARKs."""
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arkfs.ark.erc import Erc, Segment
+from arkfs.ark.errors import ManifestError
+from arkfs.ark.manifest import (
+    VERSION,
+    Entry,
+    Kind,
+    Manifest,
+    build,
+    entry_ark,
+    entry_erc,
+    entry_path,
+)
+from arkfs.ark.normalization import parse
+
+ARK = "ark:12345/x6np1wh8k"
+H1, H2 = bytes(range(32)), bytes(range(1, 33))
+
+
+def sample() -> Manifest:
+    return build(
+        ARK,
+        [
+            Entry("c3", Kind.DIR, 0, 0o755, 10),
+            Entry("c3/s5.v7.xsl", Kind.FILE, 5, 0o644, 20, H1, H2),
+            Entry("c3/link", Kind.SYMLINK, 9, 0o777, 30, target="s5.v7.xsl"),
+            Entry("empty", Kind.FILE, 0, 0o600, 40, H2),
+        ],
+        123.5,
+        token_url="http://x/v1/token",
+    )
+
+
+def test_msgpack_and_json_round_trip() -> None:
+    m = sample()
+    assert Manifest.from_msgpack(m.to_msgpack()) == m
+    assert Manifest.from_json(m.to_json()) == m
+    assert m.total_size == 5
+    assert [e.name for e in m.children("c3")] == ["link", "s5.v7.xsl"]
+    assert m.entry("c3/s5.v7.xsl").st_mode == 0o100644  # type: ignore[union-attr]
+
+
+names = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0"), min_size=1, max_size=12
+).filter(lambda n: n not in (".", ".."))
+
+
+@given(st.lists(names, min_size=1, max_size=4))
+def test_entry_ark_and_path_are_inverse(parts: list[str]) -> None:
+    archive = parse(ARK)
+    path = "/".join(parts)
+    ark = entry_ark(archive, path)
+    assert entry_path(archive, parse(str(ark))) == path
+
+
+def test_typed_variants_fold_into_the_file_name() -> None:
+    archive = parse(ARK)
+    assert entry_path(archive, parse(f"{ARK}/c3/s5.v7.xsl")) == "c3/s5.v7.xsl"
+    assert entry_path(archive, parse("ark:12345/other/c3")) is None
+
+
+def test_entry_erc_tells_the_archive_story_of_the_part() -> None:
+    erc = Erc(who="Lab", what="Sines", when="2026", support=Segment(what="kept forever"))
+    e = sample().entry("c3/s5.v7.xsl")
+    assert e is not None
+    part = entry_erc(erc, parse(ARK), e)
+    assert (part.who, part.when, part.what) == ("Lab", "2026", "Sines: c3/s5.v7.xsl")
+    assert part.where == f"{ARK}/c3/s5%2Ev7%2Exsl"
+    assert part.support == erc.support
+
+
+def _mutated(**changes: object) -> bytes:
+    obj = msgpack.unpackb(sample().to_msgpack(), raw=False)
+    obj.update(changes)
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\xc1garbage", "not valid msgpack"),
+        (msgpack.packb([1, 2]), "not an arkfs manifest"),
+        (_mutated(version=VERSION + 1), "upgrade arkfs"),
+        (_mutated(ark="ark:12345/x6np1wh8k/sub"), "normalized ark:NAAN/Name"),
+        (_mutated(ark="not an ark"), "manifest ARK"),
+        (_mutated(entries=[["a/b", "file", 1, 0o644, 0, H1, None, None]]), "parent directory"),
+        (
+            _mutated(
+                entries=[
+                    ["b", "dir", 0, 0o755, 0, None, None, None],
+                    ["a", "dir", 0, 0o755, 0, None, None, None],
+                ]
+            ),
+            "sorted",
+        ),
+        (_mutated(entries=[["a", "file", 1, 0o644, 0, b"short", None, None]]), "32-byte XET hash"),
+        (_mutated(entries=[["a", "dir", 0, 0o755, 0, H1, None, None]]), "32-byte XET hash"),
+        (_mutated(entries=[["..", "dir", 0, 0o755, 0, None, None, None]]), "file names"),
+        (_mutated(entries=[["a", "fifo", 0, 0o755, 0, None, None, None]]), "unknown kind"),
+        (_mutated(entries=[["a", "file", -1, 0o644, 0, H1, None, None]]), "out of range"),
+        (_mutated(entries=[["a", "file", "1", 0o644, 0, H1, None, None]]), "integer"),
+        (_mutated(entries=[["a", "symlink", 1, 0o777, 0, None, None, None]]), "target"),
+    ],
+)
+def test_malformed_manifests_are_refused_with_a_reason(data: bytes, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_msgpack(data)
+
+
+def test_malformed_json_hash_is_refused() -> None:
+    obj = sample().to_json()
+    obj["entries"][1]["xet_hash"] = "zz"
+    with pytest.raises(ManifestError, match="malformed hash"):
+        Manifest.from_json(obj)

@@ -1,0 +1,161 @@
+"""HTTP plumbing of the remote backend: one pooled httpx client, and retries with backoff.
+
+Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter,
+within a bounded number of attempts and a bounded time, so a dead server fails with
+Unreachable in bounded time (the mount turns that into EIO). Every other reply goes back to
+the caller, which maps its status. Messages name origins, never URLs: fetch URLs carry
+signatures, and no header (so no token) ever reaches a message.
+"""
+
+import json
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import trio
+
+from arkfs import __version__
+from arkfs.backend.base import BadReply, Refused, Unauthorized, Unreachable
+
+CONNECT_TIMEOUT = 5.0
+MAX_MESSAGE = 200
+
+# httpx logs every request line at INFO, and fetch URLs are signed: keep them out of logs.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to retry a request whose failure may be transient."""
+
+    attempts: int = 6  # the first try and 5 retries
+    first_delay: float = 0.2  # doubles after each retry, up to max_delay, with jitter
+    max_delay: float = 2.0
+    budget: float = 15.0  # no attempt starts later than this after the first one
+
+
+def make_client(timeout: float) -> httpx.AsyncClient:
+    """One client for all requests: HTTP/1.1 keep-alive, room for ~16 parallel fetches.
+
+    timeout bounds each connect, read, write and pool wait (httpx times each operation, so
+    a long transfer that keeps moving is not cut off); connects give up after 5 s at most.
+    """
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
+        limits=httpx.Limits(max_connections=32, max_keepalive_connections=16, keepalive_expiry=30),
+        follow_redirects=True,
+        headers={"User-Agent": f"arkfs/{__version__}"},
+    )
+
+
+def origin(url: str) -> str:
+    """scheme://host[:port] of a URL: what messages name instead of the URL itself."""
+    try:
+        u = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "an invalid URL"
+    port = f":{u.port}" if u.port is not None else ""
+    return f"{u.scheme}://{u.host}{port}"
+
+
+def one_line(text: str) -> str:
+    """The first line of text, shortened to fit in an error message."""
+    line = text.strip().split("\n", 1)[0].strip()
+    return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 3] + "..."
+
+
+def server_message(resp: httpx.Response) -> str:
+    """The reason an error reply gives: its JSON "error" member, else its text or status."""
+    try:
+        obj = resp.json()
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and isinstance(obj.get("error"), str):
+        return one_line(obj["error"])
+    return one_line(resp.text) or f"HTTP {resp.status_code} {resp.reason_phrase}"
+
+
+def raise_for_status(resp: httpx.Response, what: str) -> None:
+    """Raise the BackendError a non-2xx reply means (after the caller handled its own cases)."""
+    status = resp.status_code
+    if 200 <= status < 300:
+        return
+    where, msg = origin(str(resp.request.url)), server_message(resp)
+    if status == 401:
+        raise Unauthorized(
+            f"{what}: {where} refused the token ({msg}); pass a valid --token or set ARKFS_TOKEN"
+        )
+    if status == 403:
+        raise Unauthorized(f"{what}: {where} refused access ({msg}); use a token with that scope")
+    raise Refused(f"{what}: {where} answered HTTP {status}: {msg}")
+
+
+def json_reply(resp: httpx.Response, what: str) -> dict[str, Any]:
+    """The JSON object a reply holds; BadReply if it holds something else."""
+    try:
+        obj = json.loads(resp.content)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadReply(
+            f"{what}: {origin(str(resp.request.url))} sent malformed JSON ({one_line(str(exc))})"
+        ) from None
+    if not isinstance(obj, dict):
+        raise BadReply(
+            f"{what}: {origin(str(resp.request.url))} sent JSON {type(obj).__name__}, not an object"
+        )
+    return obj
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    """Seconds a 429 or 503 asks us to wait (Retry-After in seconds), if it says."""
+    value = resp.headers.get("retry-after", "")
+    return float(value) if value.isdigit() else None
+
+
+def _transport_reason(exc: httpx.TransportError) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer in time ({type(exc).__name__})"
+    return one_line(str(exc)) or type(exc).__name__
+
+
+async def send(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    policy: RetryPolicy,
+    *,
+    headers: dict[str, str] | None = None,
+    content: bytes | None = None,
+) -> httpx.Response:
+    """Send a request, retrying transient failures; the first reply that is not 429 or 5xx.
+
+    Raises Unreachable once the attempts or the time budget are spent.
+    """
+    started = trio.current_time()
+    delay = policy.first_delay
+    for attempt in range(1, policy.attempts + 1):
+        wait = min(delay, policy.max_delay) * random.uniform(0.5, 1.5)
+        try:
+            resp = await client.request(method, url, headers=headers, content=content)
+        except (
+            httpx.InvalidURL,
+            httpx.UnsupportedProtocol,
+            httpx.TooManyRedirects,
+            httpx.DecodingError,
+        ) as exc:  # retrying cannot help
+            raise BadReply(f"{origin(url)}: {one_line(str(exc)) or type(exc).__name__}") from None
+        except httpx.TransportError as exc:
+            reason = _transport_reason(exc)
+            hint = "is `arkfs serve` running?"
+        else:
+            if resp.status_code != 429 and resp.status_code < 500:
+                return resp
+            reason = f"HTTP {resp.status_code} ({server_message(resp)})"
+            hint = "retry later, or see the server's log"
+            wait = max(wait, _retry_after(resp) or 0.0)
+        if attempt == policy.attempts or trio.current_time() - started + wait > policy.budget:
+            break
+        await trio.sleep(wait)
+        delay *= 2
+    raise Unreachable(f"cannot reach {origin(url)}: {reason}, tried {attempt} times; {hint}")

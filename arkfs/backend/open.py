@@ -1,0 +1,60 @@
+"""Which backend a command uses: a server URL, or an embedded store directory."""
+
+import os
+from pathlib import Path
+
+import httpx
+
+from arkfs.backend.base import Backend, BackendError
+from arkfs.backend.embedded import EmbeddedBackend
+from arkfs.backend.remote import RemoteBackend
+from arkfs.store.errors import NotFound, StoreError
+from arkfs.store.local import LocalStore
+
+
+def default_store_dir() -> Path:
+    """$ARKFS_STORE, else $XDG_DATA_HOME/arkfs/store, else ~/.local/share/arkfs/store."""
+    explicit = os.environ.get("ARKFS_STORE")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    # The XDG spec says to ignore a relative XDG_DATA_HOME.
+    data = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
+    return data / "arkfs" / "store"
+
+
+def open_backend(
+    server: str | None, store: Path | None, token: str | None, *, create: bool
+) -> Backend:
+    """A RemoteBackend for server, else an EmbeddedBackend on store (or the default store).
+
+    token falls back to $ARKFS_TOKEN; it is used with a server only. create allows making
+    a new embedded store.
+    """
+    if server is not None and store is not None:
+        raise BackendError(
+            "give either a server URL (--server) or a store directory (--store), not both"
+        )
+    if server is not None:
+        try:
+            url = httpx.URL(server)
+        except httpx.InvalidURL:
+            url = httpx.URL()
+        if url.scheme not in ("http", "https") or not url.host:
+            raise BackendError(
+                f"server {server!r} is not an http:// or https:// URL; "
+                "give one like http://127.0.0.1:8080"
+            )
+        return RemoteBackend(server, token or os.environ.get("ARKFS_TOKEN") or None)
+    root = store if store is not None else default_store_dir()
+    try:
+        return EmbeddedBackend(LocalStore.open(root, create=create))
+    except NotFound:
+        raise BackendError(
+            f"no arkfs store at {root}: publish into it first (`arkfs publish DIR --store "
+            f"{root}`), or give --server URL"
+        ) from None
+    except StoreError as exc:
+        raise BackendError(str(exc)) from None
+    except OSError as exc:
+        raise BackendError(f"cannot open the store at {root}: {exc.strerror or exc}") from None

@@ -1,0 +1,389 @@
+"""RemoteBackend: `arkfs serve` (an NMA with a XET CAS) over HTTP, with httpx on trio.
+
+The NMA half (manifests, ERC records, bindings) is asked with the user's token. CAS calls
+carry a short-lived token from `GET {base}/v1/token/{read|write}` and go to the casUrl it
+names; the token is renewed a minute before it expires, and once on a 401. A server without
+that route (404) takes the user's token directly on its own base URL. Fetch URLs are signed
+and get no Authorization header. Tokens live in private fields only: no repr or message
+shows one.
+"""
+
+import math
+import time
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+
+import httpx
+import msgpack
+import trio
+
+from arkfs.ark.erc import Erc
+from arkfs.ark.errors import ErcError, ManifestError
+from arkfs.ark.manifest import Manifest
+from arkfs.backend.base import Archive, BadReply, NotBound, Refused, Unauthorized
+from arkfs.backend.http import (
+    RetryPolicy,
+    json_reply,
+    make_client,
+    origin,
+    raise_for_status,
+    send,
+    server_message,
+)
+from arkfs.xet.errors import XetError
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.reconstruction import FetchRange, Reconstruction
+from arkfs.xet.shard import Shard, parse_shard
+from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_footer
+
+MANIFEST_TYPE = "application/vnd.arkfs.manifest+msgpack"
+TOKEN_MARGIN = 60.0  # renew a CAS token this long before it expires
+READ, WRITE = "read", "write"
+
+
+@dataclass
+class _CasAccess:
+    """Where CAS calls go and the token they carry, until refresh_at (Unix time)."""
+
+    url: str
+    token: str | None = field(repr=False)
+    refresh_at: float
+    renewable: bool  # from the token route, so a 401 is worth one renewal
+
+
+def _bearer(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _updated(resp: httpx.Response, default: float) -> float:
+    """When the binding changed: the reply's Last-Modified, else default."""
+    value = resp.headers.get("last-modified")
+    try:
+        return parsedate_to_datetime(value).timestamp() if value else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _content_range(header: str | None) -> tuple[int, int, int] | None:
+    """(first, last, size) of a `Content-Range: bytes first-last/size` header, or None."""
+    if not header or not header.startswith("bytes "):
+        return None
+    span, _, size = header[len("bytes ") :].partition("/")
+    first, _, last = span.partition("-")
+    if not (first.isdigit() and last.isdigit() and size.isdigit()):
+        return None
+    return int(first), int(last), int(size)
+
+
+class RemoteBackend:
+    """The archive side behind an HTTP base URL.
+
+    retries and retry_time bound the retries of a request (see arkfs.backend.http);
+    timeout bounds each connect, read and write.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        retries: int = 5,
+        timeout: float = 10.0,
+        retry_time: float = 15.0,
+    ) -> None:
+        if retries < 0 or timeout <= 0:
+            raise ValueError(f"retries must be >= 0 and timeout > 0, got {retries} and {timeout}")
+        self.name = base_url.rstrip("/")
+        self.bytes_fetched = 0  # bytes of every reply body, for statistics
+        self._token = token
+        self._policy = RetryPolicy(attempts=retries + 1, budget=retry_time)
+        self._client = make_client(timeout)
+        self._access: dict[str, _CasAccess] = {}
+        self._access_lock = trio.Lock()
+        self._v2 = True  # until the CAS shows it has no /v2/reconstructions
+
+    def __repr__(self) -> str:
+        return f"RemoteBackend({self.name!r})"
+
+    async def _send(
+        self, method: str, url: str, headers: dict[str, str], content: bytes | None = None
+    ) -> httpx.Response:
+        resp = await send(self._client, method, url, self._policy, headers=headers, content=content)
+        self.bytes_fetched += len(resp.content)
+        return resp
+
+    async def _nma(
+        self, method: str, url: str, headers: dict[str, str], content: bytes | None = None
+    ) -> httpx.Response:
+        """A request to the NMA, with the user's token."""
+        return await self._send(method, url, {**headers, **_bearer(self._token)}, content)
+
+    # --- CAS tokens ------------------------------------------------------------------------
+
+    async def _cas_access(self, scope: str) -> _CasAccess:
+        async with self._access_lock:
+            access = self._access.get(scope)
+            if access is None or time.time() >= access.refresh_at:
+                access = self._access[scope] = await self._new_access(scope)
+            return access
+
+    async def _new_access(self, scope: str) -> _CasAccess:
+        """Ask the token route for a CAS token; without one, use the user's token on base."""
+        what = f"CAS {scope} token"
+        resp = await self._send("GET", f"{self.name}/v1/token/{scope}", _bearer(self._token))
+        if resp.status_code == 404:
+            return _CasAccess(self.name, self._token, math.inf, renewable=False)
+        raise_for_status(resp, what)
+        obj = json_reply(resp, what)
+        token, exp, cas_url = obj.get("accessToken"), obj.get("exp"), obj.get("casUrl")
+        if not (
+            isinstance(token, str)
+            and token
+            and isinstance(exp, int | float)
+            and not isinstance(exp, bool)
+            and isinstance(cas_url, str)
+            and cas_url
+        ):
+            raise BadReply(f"{what}: {self.name} did not send accessToken, exp and casUrl")
+        margin = min(TOKEN_MARGIN, max(exp - time.time(), 0.0) / 2)
+        url = str(httpx.URL(self.name + "/").join(cas_url)).rstrip("/")
+        return _CasAccess(url, token, exp - margin, renewable=True)
+
+    async def _cas(
+        self,
+        method: str,
+        path: str,
+        scope: str,
+        headers: dict[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> httpx.Response:
+        """A CAS request with a CAS token; a 401 renews a renewable token once."""
+        for _ in range(2):
+            access = await self._cas_access(scope)
+            resp = await self._send(
+                method, access.url + path, {**(headers or {}), **_bearer(access.token)}, content
+            )
+            if resp.status_code != 401 or not access.renewable:
+                break
+            if self._access.get(scope) is access:
+                del self._access[scope]
+        return resp
+
+    # --- NMA -------------------------------------------------------------------------------
+
+    async def archive(self, ark: str) -> Archive:
+        """The manifest (msgpack) and the ERC record (`?info`, JSON) bound to ark."""
+        url = f"{self.name}/{ark}"
+        what = f"manifest of {ark}"
+        resp = await self._nma("GET", url, {"Accept": MANIFEST_TYPE})
+        if resp.status_code == 404:
+            raise NotBound(f"no archive is bound to {ark} at {self.name}")
+        raise_for_status(resp, what)
+        kind = resp.headers.get("content-type", "").split(";")[0].strip()
+        if kind != MANIFEST_TYPE:
+            raise BadReply(
+                f"{what}: {self.name} answered with {kind or 'no content type'}, "
+                f"not {MANIFEST_TYPE}; is it an arkfs server?"
+            )
+        try:
+            manifest = await trio.to_thread.run_sync(Manifest.from_msgpack, resp.content)
+        except ManifestError as exc:
+            raise BadReply(f"{what} from {self.name}: {exc}") from None
+        if manifest.ark != ark:
+            raise BadReply(f"{self.name} answered {ark} with the manifest of {manifest.ark}")
+        info = await self._nma("GET", url + "?info", {"Accept": "application/json"})
+        if info.status_code == 404:
+            raise NotBound(f"no archive is bound to {ark} at {self.name}")
+        raise_for_status(info, f"ERC record of {ark}")
+        obj = json_reply(info, f"ERC record of {ark}")
+        if obj.get("ark") != ark:
+            raise BadReply(f"{self.name} answered {ark}?info about {obj.get('ark')!r}")
+        try:
+            erc = Erc.from_json(obj.get("erc"))
+        except ErcError as exc:
+            raise BadReply(f"ERC record of {ark} from {self.name}: {exc}") from None
+        return Archive(manifest, erc, _updated(resp, manifest.created))
+
+    async def list_archives(self, prefix: str = "") -> list[str]:
+        url = str(httpx.URL(f"{self.name}/arks", params={"prefix": prefix}))
+        resp = await self._nma("GET", url, {"Accept": "application/json"})
+        raise_for_status(resp, "list of archives")
+        arks = json_reply(resp, "list of archives").get("arks")
+        if not (isinstance(arks, list) and all(isinstance(a, str) for a in arks)):
+            raise BadReply(f"list of archives: {self.name} sent no list of ARK strings")
+        return arks
+
+    async def bind(self, manifest: Manifest, erc: Erc) -> None:
+        """PUT the manifest and ERC record; the server checks the files are in its CAS."""
+        body = msgpack.packb(
+            {"manifest": manifest.to_msgpack(), "erc": erc.to_anvl()}, use_bin_type=True
+        )
+        resp = await self._nma(
+            "PUT", f"{self.name}/{manifest.ark}", {"Content-Type": "application/msgpack"}, body
+        )
+        raise_for_status(resp, f"binding of {manifest.ark}")
+
+    # --- CAS reads -------------------------------------------------------------------------
+
+    async def _reconstruction_reply(
+        self, name: str, headers: dict[str, str] | None
+    ) -> httpx.Response:
+        """/v2/reconstructions, falling back to /v1 on 404 or 501 as hf_xet does."""
+        if self._v2:
+            resp = await self._cas("GET", f"/v2/reconstructions/{name}", READ, headers)
+            if resp.status_code not in (404, 501):
+                return resp
+        resp = await self._cas("GET", f"/v1/reconstructions/{name}", READ, headers)
+        if self._v2 and resp.is_success:
+            self._v2 = False  # v1 knows a file v2 did not: this CAS has no v2
+        return resp
+
+    def _parse_reconstruction(self, resp: httpx.Response, what: str) -> Reconstruction:
+        try:
+            return Reconstruction.from_json(json_reply(resp, what))
+        except XetError as exc:
+            raise BadReply(f"{what} from {origin(str(resp.request.url))}: {exc}") from None
+
+    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+        name = hash_to_string(file_hash)
+        what = f"reconstruction of file {name}"
+        resp = await self._reconstruction_reply(name, {"Range": f"bytes={start}-{end - 1}"})
+        where = origin(str(resp.request.url))
+        if resp.status_code == 404:
+            raise NotBound(f"the CAS at {where} holds no file {name}")
+        if resp.status_code == 416:
+            raise Refused(f"bytes {start}..{end} of file {name} are past its end ({where})")
+        raise_for_status(resp, what)
+        rec = self._parse_reconstruction(resp, what)
+        if not rec.terms:
+            raise BadReply(f"{what}: {where} sent no terms for bytes {start}..{end}")
+        return rec
+
+    def _check_fetch(self, resp: httpx.Response, what: str) -> None:
+        """Map the status of a signed-URL GET: refused means expired, so re-plan."""
+        where = origin(str(resp.request.url))
+        if resp.status_code in (401, 403):
+            raise Unauthorized(
+                f"{what}: {where} refused the fetch URL ({server_message(resp)}); "
+                "the fetch URL expired: ask for a new reconstruction"
+            )
+        if resp.status_code in (404, 416):
+            raise BadReply(
+                f"{what}: {where} answered HTTP {resp.status_code} to a URL of a "
+                f"reconstruction ({server_message(resp)})"
+            )
+        raise_for_status(resp, what)
+
+    async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:
+        want = fr.byte_end - fr.byte_start + 1
+        what = f"xorb {hash_to_string(xorb_hash)} bytes {fr.byte_start}..{fr.byte_end}"
+        resp = await self._send("GET", fr.url, {"Range": f"bytes={fr.byte_start}-{fr.byte_end}"})
+        self._check_fetch(resp, what)
+        data = resp.content
+        if resp.status_code == 200:  # the whole xorb: the server ignored Range
+            data = data[fr.byte_start : fr.byte_end + 1]
+        if len(data) != want:
+            raise BadReply(
+                f"{what}: {origin(fr.url)} sent {len(data)} bytes, not {want} "
+                f"(HTTP {resp.status_code})"
+            )
+        return data
+
+    async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:
+        """Any footer fits in the xorb's last MAX_FOOTER_TAIL bytes: GET them as a suffix range.
+
+        The xorb's size, which parse_footer needs, comes from Content-Range.
+        """
+        name = hash_to_string(xorb_hash)
+        what = f"footer of xorb {name}"
+        where = origin(fr.url)
+        resp = await self._send("GET", fr.url, {"Range": f"bytes=-{MAX_FOOTER_TAIL}"})
+        self._check_fetch(resp, what)
+        tail = resp.content
+        size = len(tail)
+        if resp.status_code == 206:
+            span = _content_range(resp.headers.get("content-range"))
+            if span is None or span[1] + 1 != span[2] or span[1] - span[0] + 1 != len(tail):
+                raise BadReply(
+                    f"{what}: {where} sent {len(tail)} bytes that are not the xorb's end "
+                    f"(Content-Range {resp.headers.get('content-range')!r})"
+                )
+            size = span[2]
+        try:
+            footer = parse_footer(tail, size)
+            footer.verify()
+        except XetError as exc:
+            raise BadReply(f"{what} from {where}: {exc}") from None
+        if footer.xorb_hash != xorb_hash:
+            raise BadReply(
+                f"{what}: {where} sent the footer of xorb {hash_to_string(footer.xorb_hash)}"
+            )
+        return footer
+
+    async def has_file(self, file_hash: bytes, size: int) -> bool:
+        """Probe v1 reconstructions, which every CAS has.
+
+        Terms do not state a file's size, so two probes decide it: byte size-1 must exist
+        and byte size must be past the end (416). An empty file has no byte to probe: a
+        request without Range must answer with no terms.
+        """
+        name = hash_to_string(file_hash)
+        what = f"lookup of file {name}"
+        path = f"/v1/reconstructions/{name}"
+        if size == 0:
+            resp = await self._cas("GET", path, READ)
+            if resp.status_code == 404:
+                return False
+            raise_for_status(resp, what)
+            return not self._parse_reconstruction(resp, what).terms
+        last = await self._cas("GET", path, READ, {"Range": f"bytes={size - 1}-{size - 1}"})
+        if last.status_code in (404, 416):
+            return False
+        raise_for_status(last, what)
+        past = await self._cas("GET", path, READ, {"Range": f"bytes={size}-{size}"})
+        if past.status_code == 416:
+            return True
+        raise_for_status(past, what)
+        return False
+
+    async def query_dedup(self, chunk_hash: bytes) -> Shard | None:
+        name = hash_to_string(chunk_hash)
+        resp = await self._cas("GET", f"/v1/chunks/default/{name}", READ)
+        if resp.status_code == 404:
+            return None
+        raise_for_status(resp, f"dedup query of chunk {name}")
+        try:
+            return await trio.to_thread.run_sync(parse_shard, resp.content)
+        except XetError as exc:
+            raise BadReply(f"dedup query of chunk {name}: {exc}") from None
+
+    # --- CAS writes ------------------------------------------------------------------------
+
+    async def upload_xorb(self, xorb_hash: bytes, data: bytes) -> bool:
+        what = f"upload of xorb {hash_to_string(xorb_hash)}"
+        resp = await self._cas(
+            "POST",
+            f"/v1/xorbs/default/{hash_to_string(xorb_hash)}",
+            WRITE,
+            {"Content-Type": "application/octet-stream"},
+            data,
+        )
+        raise_for_status(resp, what)
+        inserted = json_reply(resp, what).get("was_inserted")
+        if not isinstance(inserted, bool):
+            raise BadReply(f"{what}: {origin(str(resp.request.url))} sent no was_inserted flag")
+        return inserted
+
+    async def upload_shard(self, data: bytes) -> bool:
+        what = "upload of a shard"
+        resp = await self._cas(
+            "POST", "/v1/shards", WRITE, {"Content-Type": "application/octet-stream"}, data
+        )
+        raise_for_status(resp, what)
+        result = json_reply(resp, what).get("result")
+        if result not in (0, 1) or isinstance(result, bool):
+            raise BadReply(f"{what}: {origin(str(resp.request.url))} sent no result 0 or 1")
+        return result == 1
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

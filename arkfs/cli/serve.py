@@ -10,7 +10,11 @@ import trio
 from arkfs.cli.common import BadInput
 from arkfs.server.app import run_server
 from arkfs.server.auth import Authorizer, TokensFileError
+from arkfs.server.signing import UrlSigner
+from arkfs.server.tokens import DEFAULT_TTL, TokenIssuer, derive_key
 from arkfs.store.local import LocalStore
+
+MIN_KEY_BYTES = 32
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -18,7 +22,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p = sub.add_parser(
         "serve",
         help="serve a store over HTTP: ARK resolver and XET CAS",
-        description="Serve the XET CAS API (the one hf_xet speaks) over a store directory. "
+        description="Serve a store directory on one base URL: the ARK resolver "
+        "(GET /ark:NAAN/Name..., ?info, PUT to bind, /arks, /.well-known/ark), the XET CAS "
+        "API that hf_xet speaks, and GET /v1/token[/read|/write] for short-lived tokens. "
         "Reads need a read token unless --open-read; writes always need a write token.",
         epilog="Example: arkfs serve --store ~/arkstore --port 8080 --open-read "
         "--tokens tokens.txt   (tokens.txt: one `TOKEN read|write` per line)",
@@ -28,6 +34,19 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
     p.add_argument("--open-read", action="store_true", help="let anyone read without a token")
     p.add_argument("--tokens", type=Path, help="file of `TOKEN SCOPE` lines (scope read or write)")
+    p.add_argument(
+        "--key-file",
+        type=Path,
+        help=f"secret key (at least {MIN_KEY_BYTES} bytes) that signs derived tokens and xorb "
+        "URLs, so they survive restarts and work across servers sharing it "
+        "(default: a new random key at each start)",
+    )
+    p.add_argument(
+        "--token-ttl",
+        type=int,
+        default=DEFAULT_TTL,
+        help=f"lifetime in seconds of tokens from /v1/token (default {DEFAULT_TTL})",
+    )
     p.set_defaults(func=run)
 
 
@@ -39,8 +58,13 @@ def run(args: argparse.Namespace) -> int:
         print(
             "arkfs: no --tokens and no --open-read: every request will be refused", file=sys.stderr
         )
+    if args.token_ttl <= 0:
+        raise BadInput(f"--token-ttl must be a positive number of seconds, got {args.token_ttl}")
+    key = _read_key(args.key_file) if args.key_file else None
+    issuer = TokenIssuer(derive_key(key, "tokens") if key else None, args.token_ttl)
+    signer = UrlSigner(derive_key(key, "xorb urls") if key else None)
     try:
-        auth = Authorizer.from_file(args.tokens, args.open_read)
+        auth = Authorizer.from_file(args.tokens, args.open_read, issuer)
     except TokensFileError as exc:
         raise BadInput(str(exc)) from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -48,8 +72,22 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(run_server, store, auth, args.host, args.port)
+            binds = await nursery.start(run_server, store, auth, args.host, args.port, signer)
             print(f"arkfs: serving {args.store} on {binds[0]}", flush=True)
 
     trio.run(main)
     return 0
+
+
+def _read_key(path: Path) -> bytes:
+    """The secret key in path; BadInput if missing or too short."""
+    try:
+        key = path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read key file {path}: {exc.strerror or exc}") from None
+    if len(key) < MIN_KEY_BYTES:
+        raise BadInput(
+            f"key file {path} holds {len(key)} bytes; use at least {MIN_KEY_BYTES} random "
+            f"bytes, e.g. `head -c 32 /dev/urandom > {path}`"
+        )
+    return key

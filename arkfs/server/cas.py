@@ -21,7 +21,7 @@ from arkfs.server.signing import UrlSigner
 from arkfs.store.base import Store
 from arkfs.store.errors import NotFound, Rejected
 from arkfs.store.plan import dedup_blocks, plan_reconstruction, shard_records
-from arkfs.xet.constants import MAX_XORB_SIZE
+from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.errors import HashStringError, XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.shard import (
@@ -32,15 +32,15 @@ from arkfs.xet.xorb import parse_xorb
 
 MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
 DEDUP_KEY_TTL = 3600
-_RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
 T = TypeVar("T")
 
 
 class HttpError(Exception):
-    """An error reply: status and a one-line reason."""
+    """An error reply: status, a one-line reason, and any headers it needs."""
 
-    def __init__(self, status: int, message: str) -> None:
-        self.status, self.message = status, message
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self.status, self.message, self.headers = status, message, headers or {}
         super().__init__(message)
 
 
@@ -164,7 +164,7 @@ class CasService:
         """Upload Xorb: validate format and hash (400 on any error), then store atomically."""
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         xh = _hash_param(request.path_params["xorb"], "xorb hash")
-        body = await read_body(request, MAX_XORB_SIZE, "xorb")
+        body = await read_body(request, MAX_XORB_ACCEPTED, "xorb")
         try:
             parsed = await self.run(parse_xorb, body, xh)
         except XetError as exc:
@@ -199,16 +199,30 @@ def _hash_param(value: str, what: str) -> bytes:
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int]:
-    """An HTTP `Range: bytes=S-E` (E inclusive) as [start, end); 416 when not satisfiable."""
+    """An HTTP Range as [start, end); 416 (with `Content-Range: bytes */size`) if unsatisfiable.
+
+    Takes `bytes=S-E` (E inclusive, clipped to the end), `bytes=S-`, and the suffix form
+    `bytes=-N`: the last N bytes, or the whole object when N >= size (RFC 9110, 14.1.2).
+    """
     if header is None:
         return 0, size
+    unsatisfiable = {"Content-Range": f"bytes */{size}"}
     m = _RANGE.match(header.strip())
-    if not m:
-        raise HttpError(416, f"unsupported Range header {header[:80]!r}: use bytes=START-END")
+    if not m or not (m.group(1) or m.group(2)):
+        raise HttpError(
+            416,
+            f"unsupported Range header {header[:80]!r}: use bytes=START-END or bytes=-LENGTH",
+            unsatisfiable,
+        )
+    if not m.group(1):
+        length = int(m.group(2))
+        if length == 0 or size == 0:
+            raise HttpError(416, f"empty suffix range of a {size}-byte object", unsatisfiable)
+        return max(size - length, 0), size
     start = int(m.group(1))
     end = min(int(m.group(2)) + 1, size) if m.group(2) else size
     if start >= size or start >= end:
-        raise HttpError(416, f"range starts at {start}, past the end ({size} bytes)")
+        raise HttpError(416, f"range starts at {start}, past the end ({size} bytes)", unsatisfiable)
     return start, end
 
 

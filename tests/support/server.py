@@ -7,6 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
+import msgpack
+
+from arkfs.ark.manifest import Manifest
 from tests.support.cli import ARKFS
 
 
@@ -48,3 +52,14 @@ def _wait_for_line(proc: subprocess.Popen[str], timeout: float) -> str:
     if "serving" not in line:
         raise RuntimeError(f"arkfs serve failed: {line}{proc.stderr.read()}")  # type: ignore[union-attr]
     return line
+
+
+def put_archive(
+    url: str, manifest: bytes, erc: str, token: str, ark: str | None = None
+) -> httpx.Response:
+    """PUT a bind request (msgpack manifest bytes, ERC text) to ark (default: the manifest's)."""
+    target = ark or Manifest.from_msgpack(manifest).ark
+    body = msgpack.packb({"manifest": manifest, "erc": erc}, use_bin_type=True)
+    return httpx.put(
+        f"{url}/{target}", content=body, headers={"Authorization": f"Bearer {token}"}, timeout=60
+    )

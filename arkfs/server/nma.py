@@ -1,0 +1,523 @@
+"""The ARK name mapping authority (NMA) of `arkfs serve`: archives, their parts, their ERCs.
+
+Routes, on the same base URL as the CAS; the resolver service path is "/":
+
+- `GET /ark:NAAN/Name[/components][.variants]` (read scope). Any equivalent spelling
+  reaches the same object (Normalization and Lexical Equivalence). The archive is the
+  binding of `ark:NAAN/Name`; components name a path inside it, with file names escaped
+  as `filename_to_qualifier` does (`c3/s5%2Ev7%2Exsl`) or typed plainly (`c3/s5.v7.xsl`).
+  Replies name objects by that escaped, normalized form.
+  - Inflected with `?info` or `??` (THUMP): the ERC record as text/plain ANVL with
+    THUMP-Status and Link headers; as JSON `{"ark", "erc"}` with `Accept: application/json`
+    or `&format=json` (`?info&format=json`). A bare `?` cannot be told apart from no
+    query once hypercorn has parsed the request, so it gets the object itself.
+  - The archive root, by content negotiation: the manifest as msgpack
+    (application/vnd.arkfs.manifest+msgpack, application/msgpack, application/x-msgpack)
+    or JSON (application/json, or `?format=json`), with cas_url (base URL, no trailing
+    slash) and token_url (base URL + `v1/token`) filled in when unset; otherwise an HTML
+    landing page with the ERC and the root listing. Last-Modified is the binding time.
+  - A directory: an HTML listing, or `{"ark", "entries"}` JSON when asked.
+  - A file: its bytes, every chunk verified, with Range (206, 416), ETag (the XET hash),
+    Repr-Digest (when the manifest has the SHA-256) and Last-Modified (its mtime). Damage
+    found before the headers go out is a 500; after, the connection is dropped.
+  - A symlink: 302 to the ARK of its target when that is inside the archive, else 404.
+- `PUT /ark:NAAN/Name` (write scope): bind an archive. Body: msgpack
+  `{"manifest": <manifest msgpack bytes>, "erc": <ANVL text>}`; every file must already be
+  in the CAS with its size. Answers `{"ark", "files", "bytes"}`; 413 over 256 MiB.
+- `GET /arks?prefix=ark:NAAN/` (read scope): `{"arks": [...]}`, sorted normalized ARKs.
+- `GET /.well-known/ark` (no token): the service path "/" on the first line, as the spec
+  asks (IANA Considerations), then `#` comment lines with the NAANs served here and the
+  URL template.
+
+HEAD works wherever GET does. Errors on these routes are one line of text/plain naming
+the ARK or the problem: 400 malformed ARK or bind, 401/403 token, 404 unknown ARK or
+path, 416 range, 500 damaged store. (The CAS routes answer errors as JSON.)
+"""
+
+import html
+import json
+import logging
+import mimetypes
+import posixpath
+import re
+import time
+from base64 import b64encode
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from email.utils import formatdate
+from typing import Any, TypeVar
+
+import msgpack
+import trio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from arkfs.ark.erc import Erc
+from arkfs.ark.errors import ArkError
+from arkfs.ark.identifier import Ark
+from arkfs.ark.manifest import (
+    MAX_MANIFEST_SIZE,
+    Entry,
+    Kind,
+    Manifest,
+    entry_ark,
+    entry_erc,
+    entry_path,
+)
+from arkfs.ark.normalization import parse
+from arkfs.ark.thump import info_response
+from arkfs.server.auth import AuthError, Authorizer, Scope
+from arkfs.server.cas import HttpError, parse_range, read_body
+from arkfs.store.base import Binding, FileRecord, Store
+from arkfs.store.errors import NotFound, StoreError
+from arkfs.store.files import check_file, read_file
+from arkfs.xet.hashing import ZERO_HASH, hash_to_string
+
+log = logging.getLogger("arkfs.serve")
+
+HTML = "text/html"
+JSON = "application/json"
+MSGPACK = "application/vnd.arkfs.manifest+msgpack"
+MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
+MAX_BIND_BODY = MAX_MANIFEST_SIZE
+ARCHIVE_CACHE = 16  # parsed manifests kept in memory
+T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _ArkRoute(Route):
+    """Matches `/ark:...` with the label in any letter case (The ARK Label Part)."""
+
+    def __init__(self, endpoint: Handler, methods: list[str]) -> None:
+        super().__init__("/ark:{rest:path}", endpoint, methods=methods)
+        self.path_regex = re.compile(r"^/ark:(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A bound archive, parsed: its ARK, manifest, ERC record, and when it was bound."""
+
+    ark: Ark
+    manifest: Manifest
+    erc: Erc
+    updated: float
+
+
+@dataclass
+class NmaService:
+    """The NMA endpoints' shared state; archives are cached until rebound."""
+
+    store: Store
+    auth: Authorizer
+    limiter: trio.CapacityLimiter
+    _archives: OrderedDict[str, Archive] = field(default_factory=OrderedDict)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking work in a worker thread."""
+        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    def routes(self) -> list[Route]:
+        """Starlette routes of the NMA."""
+        return [
+            Route("/.well-known/ark", _text_errors(self.well_known)),
+            Route("/arks", _text_errors(self.list_arks)),
+            _ArkRoute(_text_errors(self.ark), methods=["GET", "PUT"]),
+        ]
+
+    # --- discovery ---------------------------------------------------------------------
+
+    async def well_known(self, request: Request) -> Response:
+        """Finding a Resolver Service: the service path, then NAANs and template as comments."""
+        arks = await self.run(self.store.list_bindings, "")
+        naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in arks})
+        base = str(request.base_url)
+        lines = [
+            _service_path(request),
+            "# arkfs resolver: append a Compact ARK to the service path above",
+            f"# naans: {' '.join(naans)}",
+            f"# template: {base}ark:{{naan}}/{{name}}",
+        ]
+        return Response("\n".join(lines) + "\n", media_type="text/plain")
+
+    async def list_arks(self, request: Request) -> Response:
+        """The bound archives whose normalized ARK starts with ?prefix=."""
+        self.auth.require(request.headers.get("authorization"), Scope.READ)
+        arks = await self.run(self.store.list_bindings, request.query_params.get("prefix", ""))
+        return JSONResponse({"arks": arks})
+
+    # --- ARKs --------------------------------------------------------------------------
+
+    async def ark(self, request: Request) -> Response:
+        """GET (or HEAD) an ARK-named object or its metadata; PUT binds an archive."""
+        ark = _request_ark(request)
+        if request.method == "PUT":
+            return await self.bind(request, ark)
+        self.auth.require(request.headers.get("authorization"), Scope.READ)
+        archive = await self.archive(ark.base)
+        path = entry_path(archive.ark, ark)
+        entry = archive.manifest.entry(path) if path else None
+        if path is None or (path and entry is None):
+            raise HttpError(404, f"{ark} is not in archive {archive.ark}")
+        query = request.url.query
+        # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
+        # that are answered like it ('??' arrives as the query '?').
+        if query.split("&", 1)[0] in ("info", "?"):
+            return self.info(request, archive, entry)
+        if entry is None:
+            return await self.root(request, archive)
+        if entry.kind is Kind.DIR:
+            return self.directory(request, archive, entry)
+        if entry.kind is Kind.SYMLINK:
+            return self.symlink(request, archive, entry)
+        return await self.file(request, archive, entry)
+
+    async def archive(self, ark: Ark) -> Archive:
+        """The archive bound to ark (a base ARK), parsed once per binding."""
+        key = str(ark)
+        try:
+            binding = await self.run(self.store.get_binding, key)
+        except NotFound:
+            raise HttpError(404, f"{key} is not bound on this server") from None
+        cached = self._archives.get(key)
+        if cached is not None and cached.updated == binding.updated:
+            self._archives.move_to_end(key)
+            return cached
+        try:
+            manifest = await self.run(Manifest.from_msgpack, binding.manifest)
+            erc = Erc.from_anvl(binding.erc)
+        except ArkError as exc:
+            raise HttpError(
+                500, f"the stored binding of {key} is damaged ({exc}); bind it again"
+            ) from None
+        archive = Archive(ark, manifest, erc, binding.updated)
+        self._archives[key] = archive
+        while len(self._archives) > ARCHIVE_CACHE:
+            self._archives.popitem(last=False)
+        return archive
+
+    def info(self, request: Request, archive: Archive, entry: Entry | None) -> Response:
+        """The ERC record of the archive or of one of its entries (THUMP)."""
+        ark = entry_ark(archive.ark, entry.path) if entry else archive.ark
+        erc = entry_erc(archive.erc, archive.ark, entry) if entry else archive.erc
+        headers, body = info_response(ark, erc, service_path=_service_path(request))
+        if _choose(request, ("text/plain", JSON)) == JSON:
+            headers["Content-Type"] = JSON
+            body = json.dumps({"ark": str(ark), "erc": erc.to_json()})
+        headers["Vary"] = "Accept"
+        return Response(body, headers=headers)
+
+    async def root(self, request: Request, archive: Archive) -> Response:
+        """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
+        media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES))
+        headers = {"Vary": "Accept", "Last-Modified": formatdate(archive.updated, usegmt=True)}
+        if media == HTML:
+            title = archive.erc.what or str(archive.ark)
+            body = _page(request, title, archive.erc, archive, "")
+            return Response(body, media_type=HTML, headers=headers)
+        base = str(request.base_url)
+
+        def render() -> bytes:
+            served = replace(
+                archive.manifest,
+                cas_url=archive.manifest.cas_url or base.rstrip("/"),
+                token_url=archive.manifest.token_url or base + "v1/token",
+            )
+            if media == JSON:
+                return json.dumps(served.to_json(), separators=(",", ":")).encode()
+            return served.to_msgpack()
+
+        return Response(await self.run(render), media_type=media, headers=headers)
+
+    def directory(self, request: Request, archive: Archive, entry: Entry) -> Response:
+        """A directory: HTML listing or `{"ark", "entries"}`."""
+        if _choose(request, (HTML, JSON)) == JSON:
+            children = archive.manifest.children(entry.path)
+            body = {
+                "ark": str(entry_ark(archive.ark, entry.path)),
+                "entries": [_entry_json(archive.ark, e) for e in children],
+            }
+            return JSONResponse(body, headers={"Vary": "Accept"})
+        erc = entry_erc(archive.erc, archive.ark, entry)
+        page = _page(request, erc.what or entry.path, erc, archive, entry.path)
+        return Response(page, media_type=HTML, headers={"Vary": "Accept"})
+
+    def symlink(self, request: Request, archive: Archive, entry: Entry) -> Response:
+        """302 to the target's ARK when the target is an entry of the same archive."""
+        assert entry.target is not None
+        target = posixpath.normpath(posixpath.join(entry.parent, entry.target))
+        ark = entry_ark(archive.ark, entry.path)
+        if entry.target.startswith("/") or target == ".." or target.startswith("../"):
+            raise HttpError(404, f"{ark} is a symlink to {entry.target!r}, outside the archive")
+        target = "" if target == "." else target
+        if target and archive.manifest.entry(target) is None:
+            raise HttpError(404, f"{ark} is a symlink to {entry.target!r}, which does not exist")
+        url = _service_path(request) + str(entry_ark(archive.ark, target))
+        return RedirectResponse(url, status_code=302)
+
+    async def file(self, request: Request, archive: Archive, entry: Entry) -> Response:
+        """A file's bytes, rebuilt from the store and verified chunk by chunk."""
+        assert entry.xet_hash is not None
+        ark = entry_ark(archive.ark, entry.path)
+        record = await self.run(self._record, entry, ark)
+        try:
+            start, end = parse_range(request.headers.get("range"), record.size)
+        except HttpError as exc:
+            raise HttpError(exc.status, f"{ark}: {exc.message}", exc.headers) from None
+        headers = {
+            "ETag": f'"{hash_to_string(entry.xet_hash)}"',
+            "Accept-Ranges": "bytes",
+            "Content-Length": str(end - start),
+            "Last-Modified": formatdate(entry.mtime_ns / 1e9, usegmt=True),
+        }
+        if entry.sha256 is not None:
+            headers["Repr-Digest"] = f"sha-256=:{b64encode(entry.sha256).decode()}:"
+        partial = request.headers.get("range") is not None
+        if partial:
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
+        media = mimetypes.guess_type(entry.name)[0] or "application/octet-stream"
+        status = 206 if partial else 200
+        if request.method == "HEAD" or start == end:
+            return Response(b"", status_code=status, headers=headers, media_type=media)
+        pieces = read_file(self.store, record, start, end)
+        try:  # the first piece before the headers, so damage there is a clean 500
+            first = await self.run(next, pieces, b"")
+        except StoreError as exc:
+            pieces.close()
+            raise HttpError(500, f"{ark}: {exc}") from None
+        body = self._stream(first, pieces, str(ark))
+        return StreamingResponse(body, status_code=status, headers=headers, media_type=media)
+
+    def _record(self, entry: Entry, ark: Ark) -> FileRecord:
+        """The stored reconstruction of a file entry, checked against its xorb footers."""
+        assert entry.xet_hash is not None
+        if entry.xet_hash == ZERO_HASH and entry.size == 0:
+            return FileRecord(ZERO_HASH, 0, None, ())  # the empty file needs no storage
+        try:
+            record = self.store.get_file(entry.xet_hash)
+            check_file(self.store, record)
+        except StoreError as exc:
+            raise HttpError(500, f"{ark}: {exc}") from None
+        return record
+
+    async def _stream(
+        self, first: bytes, pieces: Generator[bytes, None, None], what: str
+    ) -> AsyncIterator[bytes]:
+        """Verified file bytes, one decoded xorb range per worker-thread call.
+
+        Damage found after the headers went out can only cut the reply short: logged here,
+        the connection is then dropped, and the client sees an incomplete body.
+        """
+        try:
+            yield first
+            while (piece := await self.run(next, pieces, None)) is not None:
+                yield piece
+        except StoreError as exc:
+            log.error("%s: stopped sending: %s", what, exc)
+            raise
+        finally:
+            pieces.close()
+
+    # --- binding -----------------------------------------------------------------------
+
+    async def bind(self, request: Request, ark: Ark) -> Response:
+        """PUT: validate the manifest, ERC and files against the store, then bind."""
+        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        if ark.components or ark.variants:
+            raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")
+        body = await read_body(request, MAX_BIND_BODY, "bind request")
+        manifest, manifest_bytes, erc_text = await self.run(self._validate_bind, ark, body)
+        key = str(ark)
+        await self.run(self.store.bind, Binding(key, manifest_bytes, erc_text, time.time()))
+        self._archives.pop(key, None)
+        log.info("bound %s: %d files, %d bytes", key, len(manifest.files), manifest.total_size)
+        return JSONResponse(
+            {"ark": key, "files": len(manifest.files), "bytes": manifest.total_size}
+        )
+
+    def _validate_bind(self, ark: Ark, body: bytes) -> tuple[Manifest, bytes, str]:
+        """The manifest (parsed and as sent) and ERC text of a bind body; HttpError 400 if bad."""
+        manifest_bytes, erc_text = _bind_parts(body)
+        try:
+            manifest = Manifest.from_msgpack(manifest_bytes)
+        except ArkError as exc:
+            raise HttpError(400, f"bind {ark}: {exc}") from None
+        if manifest.ark != str(ark):
+            raise HttpError(400, f"bind {ark}: the manifest is of {manifest.ark}; PUT it there")
+        try:
+            Erc.from_anvl(erc_text)
+        except ArkError as exc:
+            raise HttpError(400, f"bind {ark}: ERC record: {exc}") from None
+        sizes = {ZERO_HASH: 0}  # the empty file needs no upload
+        for e in manifest.files:
+            assert e.xet_hash is not None
+            name = hash_to_string(e.xet_hash)
+            try:
+                size = sizes.get(e.xet_hash)
+                if size is None:
+                    size = sizes[e.xet_hash] = self.store.get_file(e.xet_hash).size
+            except NotFound:
+                raise HttpError(
+                    400, f"bind {ark}: entry {e.path!r}: file {name} is not in the CAS; upload it"
+                ) from None
+            if size != e.size:
+                raise HttpError(
+                    400,
+                    f"bind {ark}: entry {e.path!r}: size {e.size}, but file {name} in the CAS "
+                    f"has {size} bytes",
+                )
+        return manifest, manifest_bytes, erc_text
+
+
+def _bind_parts(body: bytes) -> tuple[bytes, str]:
+    """The manifest bytes and ERC text of a msgpack bind body; HttpError 400 if malformed."""
+    try:
+        obj = msgpack.unpackb(body, raw=False)
+    except (ValueError, msgpack.UnpackException):
+        obj = None
+    if (
+        not isinstance(obj, dict)
+        or not isinstance(obj.get("manifest"), bytes)
+        or not isinstance(obj.get("erc"), str)
+    ):
+        raise HttpError(
+            400, 'bind body must be msgpack {"manifest": <manifest bytes>, "erc": <ANVL text>}'
+        )
+    return obj["manifest"], obj["erc"]
+
+
+def _text_errors(handler: Handler) -> Handler:
+    """Answer HttpError, AuthError and StoreError from handler as one line of text/plain."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except HttpError as exc:
+            return _text_error(exc.status, exc.message, exc.headers)
+        except AuthError as exc:
+            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+            return _text_error(exc.status, str(exc), headers)
+        except StoreError as exc:
+            log.error("%s %s: %s", request.method, request.url.path, exc)
+            return _text_error(500, f"store error: {exc}", {})
+
+    return wrapped
+
+
+def _text_error(status: int, message: str, headers: dict[str, str]) -> Response:
+    line = message.replace("\n", " ") + "\n"
+    return Response(line, status_code=status, headers=headers, media_type="text/plain")
+
+
+def _request_ark(request: Request) -> Ark:
+    """The ARK the request path spells, parsed from the raw (still %-escaped) path."""
+    raw = request.scope.get("raw_path") or request.scope["path"].encode()
+    try:
+        path = raw.decode("ascii")
+    except UnicodeDecodeError:
+        raise HttpError(400, "the request path holds raw non-ASCII bytes: %-encode them") from None
+    try:
+        return parse(path[1:])
+    except ArkError as exc:
+        raise HttpError(400, str(exc)) from None
+
+
+def _service_path(request: Request) -> str:
+    """The resolver's service path: where appending a Compact ARK gives its URL."""
+    return request.scope.get("root_path", "") + "/"
+
+
+def _choose(request: Request, offers: Sequence[str]) -> str:
+    """The offer the request prefers: `format=json`, then Accept (q, specificity, order)."""
+    if request.query_params.get("format") == "json" and JSON in offers:
+        return JSON
+    return negotiate(request.headers.get("accept"), offers)
+
+
+def negotiate(accept: str | None, offers: Sequence[str]) -> str:
+    """The best offer for an Accept header; offers[0] when none is acceptable."""
+    ranges = []
+    for item in (accept or "").split(","):
+        media, *params = (part.strip() for part in item.split(";"))
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if media:
+            ranges.append((media.lower(), q))
+    best, best_key = offers[0], (0.0, -1, 0)
+    for index, offer in enumerate(offers):
+        kind = offer.split("/")[0] + "/*"
+        specificity, q = -1, 0.0
+        for media, quality in ranges:
+            s = 2 if media == offer else 1 if media == kind else 0 if media == "*/*" else -1
+            if s > specificity:
+                specificity, q = s, quality
+        key = (q, specificity, -index)
+        if q > 0 and key > best_key:
+            best, best_key = offer, key
+    return best
+
+
+def _entry_json(archive: Ark, e: Entry) -> dict[str, Any]:
+    """One directory entry as JSON: the manifest fields plus its name and ARK."""
+    item: dict[str, Any] = {
+        "name": e.name,
+        "path": e.path,
+        "ark": str(entry_ark(archive, e.path)),
+        "kind": e.kind.value,
+        "size": e.size,
+        "mode": e.mode,
+        "mtime_ns": e.mtime_ns,
+    }
+    if e.xet_hash is not None:
+        item["xet_hash"] = hash_to_string(e.xet_hash)
+    if e.sha256 is not None:
+        item["sha256"] = e.sha256.hex()
+    if e.target is not None:
+        item["target"] = e.target
+    return item
+
+
+_STYLE = "body{font-family:sans-serif;margin:2em} td{padding:0 1em 0 0}"
+
+
+def _page(request: Request, title: str, erc: Erc, archive: Archive, path: str) -> str:
+    """An HTML page: the ERC record, then the entries of directory path with links."""
+    service = _service_path(request)
+
+    def link(p: str, text: str, query: str = "") -> str:
+        href = html.escape(service + str(entry_ark(archive.ark, p)) + query)
+        return f'<a href="{href}">{html.escape(text)}</a>'
+
+    def row(*cells: str) -> str:
+        return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+    rows = [row(link(path.rpartition("/")[0], "../"), "dir", "", "", "")] if path else []
+    for e in archive.manifest.children(path):
+        name = e.name + ("/" if e.kind is Kind.DIR else "")
+        if e.kind is Kind.SYMLINK:
+            name += f" -> {e.target}"
+        when = datetime.fromtimestamp(e.mtime_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M")
+        size = str(e.size) if e.kind is Kind.FILE else ""
+        rows.append(
+            row(link(e.path, name), e.kind.value, size, when, link(e.path, "?info", "?info"))
+        )
+    here = html.escape(str(entry_ark(archive.ark, path)))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{_STYLE}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p><code>{here}</code> ({link(path, "ERC record", "?info")})</p>
+<pre>{html.escape(erc.to_anvl())}</pre>
+<table>
+<tr><th>name</th><th>kind</th><th>size</th><th>modified (UTC)</th><th></th></tr>
+{"".join(r + chr(10) for r in rows)}</table>
+</body></html>
+"""

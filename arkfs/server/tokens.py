@@ -1,0 +1,66 @@
+"""Short-lived derived tokens: `arkfs1.<scope>.<exp>.<hmac>`, signed with the server's key.
+
+`GET /v1/token[/{scope}]` hands them out, like the Hugging Face Hub's xet token route, so a
+client can give the CAS (or hf_xet) a token that expires instead of its long-lived one.
+The token names its scope and expiry in the clear; the HMAC over both is what makes it
+valid. Nothing here logs a token, and error messages never repeat one.
+"""
+
+import hashlib
+import hmac
+import secrets
+import time
+
+PREFIX = "arkfs1"
+SCOPES = ("read", "write")
+DEFAULT_TTL = 3600
+
+
+class TokenError(Exception):
+    """A derived token that is malformed, forged or expired; the message says which."""
+
+
+def derive_key(key: bytes, purpose: str) -> bytes:
+    """A subkey of key for one purpose, so one secret can sign tokens and URLs apart."""
+    return hmac.new(key, f"arkfs {purpose}".encode(), hashlib.sha256).digest()
+
+
+def is_derived(token: str) -> bool:
+    """Does token look like a derived token (rather than one from a tokens file)?"""
+    return token.startswith(PREFIX + ".")
+
+
+class TokenIssuer:
+    """Issues and checks derived tokens with a secret key (random unless given)."""
+
+    def __init__(self, key: bytes | None = None, ttl: int = DEFAULT_TTL) -> None:
+        if ttl <= 0:
+            raise ValueError(f"token lifetime must be positive, got {ttl} s")
+        self.key = key or secrets.token_bytes(32)
+        self.ttl = ttl
+
+    def _mac(self, scope: str, exp: int) -> str:
+        return hmac.new(self.key, f"{PREFIX}.{scope}.{exp}".encode(), hashlib.sha256).hexdigest()
+
+    def issue(self, scope: str, now: float | None = None) -> tuple[str, int]:
+        """A token for scope ('read' or 'write') and its expiry in Unix seconds."""
+        if scope not in SCOPES:
+            raise ValueError(f"unknown token scope {scope!r}: use read or write")
+        exp = int(time.time() if now is None else now) + self.ttl
+        return f"{PREFIX}.{scope}.{exp}.{self._mac(scope, exp)}", exp
+
+    def check(self, token: str, now: float | None = None) -> str:
+        """The scope a derived token grants; TokenError if malformed, forged or expired."""
+        parts = token.split(".")
+        if len(parts) != 4 or parts[0] != PREFIX or parts[1] not in SCOPES:
+            raise TokenError("malformed token: ask /v1/token for a new one")
+        _, scope, exp_text, mac = parts
+        valid = exp_text.isascii() and exp_text.isdigit() and mac.isascii()
+        if not valid or not hmac.compare_digest(self._mac(scope, int(exp_text)), mac):
+            raise TokenError(
+                "token not signed by this server (altered, or the server restarted without "
+                "--key-file): ask /v1/token for a new one"
+            )
+        if int(exp_text) <= int(time.time() if now is None else now):
+            raise TokenError("expired token: ask /v1/token for a new one")
+        return scope

@@ -1,0 +1,101 @@
+"""PUT /ark:NAAN/Name binds an archive only when its manifest, ERC and files check out."""
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import msgpack
+import pytest
+
+from arkfs.ark.erc import Erc
+from arkfs.ark.manifest import Entry, Kind, Manifest, build
+from arkfs.store.local import LocalStore
+from arkfs.xet.hashing import ZERO_HASH, string_to_hash
+from tests.support.hfxet import upload_files
+from tests.support.server import arkfs_server, put_archive
+
+ARK = "ark:12345/x6bind"
+ERC = Erc(who="arkfs tests", what="Bind test", when="2024", where=ARK)
+WRITE = {"Authorization": "Bearer w"}
+
+
+@dataclass
+class Cas:
+    url: str
+    store: Path
+    files: list[tuple[bytes, int]]  # xet hash, size of each uploaded file
+
+
+@pytest.fixture(scope="module")
+def cas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cas]:
+    root = tmp_path_factory.mktemp("bind")
+    (root / "tokens").write_text("r read\nw write\n")
+    paths = []
+    for i, size in enumerate((1000, 70_000)):
+        paths.append(root / f"f{i}")
+        paths[-1].write_bytes(random.Random(i).randbytes(size))
+    with arkfs_server(root / "store", "--tokens", str(root / "tokens")) as (url, _):
+        infos = upload_files(url, paths, token="w")
+        yield Cas(url, root / "store", [(string_to_hash(i.hash), i.file_size) for i in infos])
+
+
+def manifest(ark: str, files: list[tuple[bytes, int]]) -> Manifest:
+    entries = [
+        Entry(f"f{i}.bin", Kind.FILE, size, 0o644, 0, xh) for i, (xh, size) in enumerate(files)
+    ]
+    return build(ark, [Entry("d", Kind.DIR, 0, 0o755, 0), *entries], created=1.0)
+
+
+def bindings(cas: Cas) -> dict[str, tuple[bytes, str]]:
+    with LocalStore.open(cas.store, create=False) as store:
+        return {
+            a: (b.manifest, b.erc) for a in store.list_bindings() for b in [store.get_binding(a)]
+        }
+
+
+def test_bind_then_rebind(cas: Cas) -> None:
+    m = manifest(ARK, cas.files[:1])
+    r = put_archive(cas.url, m.to_msgpack(), ERC.to_anvl(), "w")
+    assert r.status_code == 200, r.text
+    assert r.json() == {"ark": ARK, "files": 1, "bytes": cas.files[0][1]}
+    assert bindings(cas)[ARK] == (m.to_msgpack(), ERC.to_anvl())
+    m2 = manifest(ARK, cas.files)
+    r = put_archive(cas.url, m2.to_msgpack(), ERC.to_anvl(), "w", ark="ark:/12345/x6-bind")
+    assert r.json() == {"ark": ARK, "files": 2, "bytes": sum(s for _, s in cas.files)}
+    served = httpx.get(f"{cas.url}/{ARK}?format=json", headers={"Authorization": "Bearer r"})
+    assert len(Manifest.from_json(served.json()).files) == 2
+
+
+def test_bad_binds_are_400_and_change_nothing(cas: Cas) -> None:
+    other = "ark:12345/x6other"
+    (xh, size), (xh2, _) = cas.files
+    erc = ERC.to_anvl()
+    good = manifest(other, cas.files).to_msgpack()
+    cases = [
+        (manifest(other, [(bytes(range(32)), 5)]).to_msgpack(), erc, "'f0.bin': file"),
+        (manifest(other, [(xh, size + 1)]).to_msgpack(), erc, f"size {size + 1}, but file"),
+        (manifest(other, [(xh, size), (xh2, 3)]).to_msgpack(), erc, "entry 'f1.bin'"),
+        (manifest(ARK, cas.files).to_msgpack(), erc, f"the manifest is of {ARK}"),
+        (good, "not an erc record", "ERC record"),
+        (b"\x93garbage", erc, "not valid msgpack"),
+    ]
+    before = bindings(cas)
+    for manifest_bytes, erc_text, words in cases:
+        r = put_archive(cas.url, manifest_bytes, erc_text, "w", ark=other)
+        assert r.status_code == 400, words
+        assert r.headers["content-type"].startswith("text/plain")
+        assert words in r.text and r.text.count("\n") == 1, r.text
+    for body in (b"not msgpack", msgpack.packb({"manifest": "text", "erc": erc})):
+        r = httpx.put(f"{cas.url}/{other}", content=body, headers=WRITE)
+        assert r.status_code == 400 and "bind body must be msgpack" in r.text
+    r = put_archive(cas.url, good, erc, "w", ark=f"{other}/part")
+    assert r.status_code == 400 and "names a part of one" in r.text
+    assert bindings(cas) == before
+
+
+def test_empty_files_need_no_upload(cas: Cas) -> None:
+    m = manifest("ark:12345/x6empty", [(ZERO_HASH, 0)])
+    r = put_archive(cas.url, m.to_msgpack(), ERC.to_anvl(), "w")
+    assert r.json() == {"ark": "ark:12345/x6empty", "files": 1, "bytes": 0}

@@ -5,7 +5,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from arkfs.xet.compression import Compression, compress, compress_best, decompress
-from arkfs.xet.constants import HASH_SIZE, MAX_CHUNK_SIZE, MAX_XORB_CHUNKS, MAX_XORB_SIZE
+from arkfs.xet.constants import (
+    HASH_SIZE,
+    MAX_CHUNK_SIZE,
+    MAX_XORB_ACCEPTED,
+    MAX_XORB_CHUNKS,
+    MAX_XORB_SIZE,
+)
 from arkfs.xet.errors import CompressionError, HashMismatchError, XorbFormatError
 from arkfs.xet.hashing import chunk_hash, hash_to_string, xorb_hash
 
@@ -345,7 +351,7 @@ def parse_xorb(data: bytes | memoryview, expected_hash: bytes | None = None) -> 
     Accepts the stored form (chunk region + footer) and the upload form that hf_xet sends
     (chunk region only); for the latter the footer is computed from the chunks.
     """
-    if len(data) > MAX_XORB_SIZE:
+    if len(data) > MAX_XORB_ACCEPTED:
         raise _fail("xorb size", 0, len(data))
     if has_footer(data):
         footer = parse_footer(data)

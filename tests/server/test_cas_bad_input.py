@@ -6,6 +6,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import chunk_hash, hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import FileBlock, Shard, serialize_upload
@@ -47,7 +48,7 @@ def test_bad_xorbs_refused_store_unchanged(server) -> None:  # type: ignore[no-u
         (f"/v1/xorbs/default/{name}", data[:-10], 400, "invalid xorb"),
         (f"/v1/xorbs/default/{name}", b"\x01" + data[1:], 400, "invalid xorb"),
         ("/v1/xorbs/default/not-a-hash", data, 400, "malformed xorb hash"),
-        (f"/v1/xorbs/default/{name}", bytes(64 * 1024 * 1024 + 1), 413, "exceeds"),
+        (f"/v1/xorbs/default/{name}", bytes(MAX_XORB_ACCEPTED + 1), 413, "exceeds"),
     ]
     for path, body, status, words in cases:
         r = httpx.post(url + path, content=body, headers=WRITE, timeout=60)

@@ -1,0 +1,1 @@
+"""`arkfs publish`: chunk a tree, deduplicate, upload xorbs and shards, bind an ARK."""

@@ -1,0 +1,130 @@
+"""Where chunks already are, and the fragmentation rule (spec: "Deduplication").
+
+A publish session learns chunk locations from three places: the xorbs it builds itself
+(Local Session Deduplication), the xorbs of the archive's previous version, and the keyed
+shards of Global Deduplication answers. A run of known chunks is only referenced when it is
+long enough (Fragmentation Prevention); a short run is uploaded again instead.
+"""
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from arkfs.xet.hashing import ZERO_HASH
+from arkfs.xet.shard import Shard, keyed_chunk_hash
+from arkfs.xet.xorb import XorbFooter
+
+# Fragmentation Prevention: "minimum run lengths (e.g., 8 chunks or 1 MiB)".
+MIN_RUN_CHUNKS = 8
+MIN_RUN_BYTES = 1 << 20
+WINDOW = 128  # ranges of a file over which the chunks-per-range average is taken
+LOW_FACTOR = 0.5  # hysteresis: stop referencing short runs below MIN_RUN_CHUNKS * LOW_FACTOR
+
+
+class XorbRef:
+    """A xorb already in the CAS, or one this session is building (hash set once built)."""
+
+    __slots__ = ("hash",)
+
+    def __init__(self, h: bytes | None = None) -> None:
+        self.hash = h
+
+
+Location = tuple[XorbRef, int]  # a xorb and the chunk's index in it
+
+
+@dataclass
+class _KeyedTable:
+    """The chunks of global-dedup shards that share one chunk hash key."""
+
+    key: bytes
+    expiry: int
+    chunks: dict[bytes, Location] = field(default_factory=dict)
+
+
+class ChunkIndex:
+    """Chunk hash to a location, from session xorbs, known footers and keyed shards."""
+
+    def __init__(self) -> None:
+        self._plain: dict[bytes, Location] = {}
+        self._keyed: dict[bytes, _KeyedTable] = {}
+        self._refs: dict[bytes, XorbRef] = {}
+        self.queried: set[bytes] = set()  # chunk hashes already asked of global dedup
+
+    def find(self, h: bytes) -> Location | None:
+        """Where chunk h is, if known."""
+        loc = self._plain.get(h)
+        if loc is not None or not self._keyed:
+            return loc
+        now = int(time.time())
+        for table in self._keyed.values():
+            if now <= table.expiry:
+                loc = table.chunks.get(keyed_chunk_hash(table.key, h))
+                if loc is not None:
+                    self._plain[h] = loc
+                    return loc
+        return None
+
+    def add(self, h: bytes, loc: Location) -> None:
+        """Record a location of chunk h (the first one recorded wins)."""
+        self._plain.setdefault(h, loc)
+
+    def ref(self, xorb_hash: bytes) -> XorbRef:
+        """The one XorbRef of a stored xorb, so runs can compare by identity."""
+        return self._refs.setdefault(xorb_hash, XorbRef(xorb_hash))
+
+    def add_footer(self, footer: XorbFooter) -> None:
+        """Every chunk of a stored xorb (e.g. from the archive's previous version)."""
+        ref = self.ref(footer.xorb_hash)
+        for i, h in enumerate(footer.chunk_hashes):
+            self.add(h, (ref, i))
+
+    def add_shard(self, shard: Shard) -> None:
+        """The chunks of a global dedup answer (Chunk Hash Key Usage)."""
+        key = ZERO_HASH if shard.footer is None else shard.footer.chunk_hash_key
+        expiry = 2**63 if shard.footer is None else shard.footer.key_expiry
+        if key == ZERO_HASH:
+            for block in shard.cas_blocks:
+                for i, c in enumerate(block.chunks):
+                    self.add(c.chunk_hash, (self.ref(block.xorb_hash), i))
+            return
+        table = self._keyed.setdefault(key, _KeyedTable(key, expiry))
+        for block in shard.cas_blocks:
+            ref = self.ref(block.xorb_hash)
+            for i, c in enumerate(block.chunks):
+                table.chunks.setdefault(c.chunk_hash, (ref, i))
+
+
+def long_enough(chunks: int, size: int) -> bool:
+    """Is a run of known chunks long enough to reference whatever came before?"""
+    return chunks >= MIN_RUN_CHUNKS or size >= MIN_RUN_BYTES
+
+
+class Fragmentation:
+    """Fragmentation Prevention for one file: the chunks per range of its recent ranges.
+
+    A short run of known chunks is still referenced while the file's average stays high;
+    once the average drops below MIN_RUN_CHUNKS * LOW_FACTOR, short runs are uploaded again
+    until it is back at MIN_RUN_CHUNKS (hysteresis, so the decision does not flap). Runs
+    that are long enough on their own are always referenced.
+    """
+
+    def __init__(self) -> None:
+        self.ranges: deque[int] = deque(maxlen=WINDOW)
+        self.low = False
+
+    def placed(self, extends: bool) -> None:
+        """A chunk was placed, extending the current range or starting a new one."""
+        if extends and self.ranges:
+            self.ranges[-1] += 1
+        else:
+            self.ranges.append(1)
+
+    def accept(self, chunks: int, size: int) -> bool:
+        """Should a run of known chunks that ended short be referenced?"""
+        if long_enough(chunks, size):
+            return True
+        average = (sum(self.ranges) + chunks) / (len(self.ranges) + 1)
+        floor = MIN_RUN_CHUNKS if self.low else MIN_RUN_CHUNKS * LOW_FACTOR
+        self.low = average < floor
+        return not self.low

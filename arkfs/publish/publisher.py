@@ -1,0 +1,389 @@
+"""The publish session: hash every file, place each chunk, upload xorbs and shards, bind.
+
+Work is split by cost. A worker thread reads, chunks and hashes one file at a time and hands
+chunks to the trio thread in whole 16 MiB blocks. The trio thread places each chunk: at a
+known location (ChunkIndex, with the fragmentation rule) or into the xorb being built.
+A full xorb is serialized (compressed) in another worker thread and uploaded; at most
+UPLOAD_SLOTS xorbs are in flight, which bounds memory. Shards go up once every xorb they
+name is stored (Upload Flow), then the ARK is bound.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from arkfs.ark.erc import Erc
+from arkfs.ark.manifest import Entry, Kind, Manifest, build
+from arkfs.backend.base import Backend, NotBound
+from arkfs.publish.dedup import ChunkIndex, Fragmentation, Location, XorbRef, long_enough
+from arkfs.publish.progress import Progress
+from arkfs.publish.scan import Found
+from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
+from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
+from arkfs.xet.reconstruction import Term
+from arkfs.xet.shard import (
+    GLOBAL_DEDUP_ELIGIBLE,
+    CasBlock,
+    CasChunk,
+    FileBlock,
+    Shard,
+    serialize_upload,
+)
+from arkfs.xet.xorb import SerializedXorb, XorbBuilder, serialize_xorb
+
+UPLOAD_SLOTS = 3
+MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
+PRIOR_FILES = 1024  # files of the previous version whose xorbs seed the chunk index
+PRIOR_MIN_SIZE = 1 << 20  # smaller files are found through global dedup of their first chunk
+
+
+class PublishError(Exception):
+    """A publish that could not complete; nothing was bound."""
+
+
+@dataclass
+class Placed:
+    """One chunk of a file and where its bytes live."""
+
+    ref: XorbRef
+    index: int
+    hash: bytes
+    size: int
+
+
+@dataclass
+class Summary:
+    """What a publish did, for the closing lines."""
+
+    ark: str
+    files: int
+    bytes: int
+    new_bytes: int
+    dedup_bytes: int
+    uploaded_bytes: int
+    xorbs: int
+    shards: int
+    replaced: bool  # an earlier version was bound to the ARK
+    skipped: list[str] = field(default_factory=list)
+
+
+class Publisher:
+    """One publish session against a backend."""
+
+    def __init__(self, backend: Backend, progress: Progress | None = None) -> None:
+        self.backend = backend
+        self.progress = progress or Progress(stream=None)
+        self.index = ChunkIndex()
+        self._builder = XorbBuilder()
+        self._ref = XorbRef()
+        self._slots = trio.Semaphore(UPLOAD_SLOTS)
+        self._built: list[SerializedXorb] = []
+        self._first_chunks: set[bytes] = set()
+        self._hash_limiter = trio.CapacityLimiter(1)
+
+    async def publish(
+        self, ark: str, found: list[Found], erc: Erc, skipped: list[str] | None = None
+    ) -> Summary:
+        """Upload the files of found, bind ark to their manifest and erc, and say what it did."""
+        self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
+        replaced = await self._seed_from_previous(ark)
+        blocks: dict[bytes, FileBlock] = {}
+        entries: list[Entry] = []
+        placements: list[tuple[Found, FileDigest, list[Placed]]] = []
+        async with trio.open_nursery() as uploads:
+            for f in found:
+                if f.entry.kind is not Kind.FILE:
+                    entries.append(f.entry)
+                    continue
+                digest, placed = await self._place_file(f.source, uploads)
+                placements.append((f, digest, placed))
+            if len(self._builder):
+                await self._seal(uploads)
+        for f, digest, placed in placements:
+            block = _file_block(digest, placed)
+            blocks.setdefault(block.file_hash, block)
+            entries.append(_file_entry(f.entry, digest))
+        shards = await self._upload_shards(list(blocks.values()))
+        manifest = build(ark, entries, time.time())
+        await self.backend.bind(manifest, erc)
+        self.progress.close()
+        return Summary(
+            ark=ark,
+            files=len(placements),
+            bytes=self.progress.total,
+            new_bytes=self.progress.new,
+            dedup_bytes=self.progress.deduplicated,
+            uploaded_bytes=self.progress.uploaded,
+            xorbs=len(self._built),
+            shards=shards,
+            replaced=replaced,
+            skipped=skipped or [],
+        )
+
+    async def _seed_from_previous(self, ark: str) -> bool:
+        """Learn the chunks of the ARK's previous version (Cached Metadata Deduplication)."""
+        try:
+            previous = await self.backend.archive(ark)
+        except NotBound:
+            return False
+        files = sorted(
+            (e for e in previous.manifest.files if e.size >= PRIOR_MIN_SIZE),
+            key=lambda e: -e.size,
+        )[:PRIOR_FILES]
+        seen: set[bytes] = set()
+        for entry in files:
+            assert entry.xet_hash is not None
+            rec = await self.backend.reconstruction(entry.xet_hash, 0, entry.size)
+            for term in rec.terms:
+                if term.xorb_hash not in seen:
+                    seen.add(term.xorb_hash)
+                    footer = await self.backend.footer(term.xorb_hash, rec.fetch_for(term))
+                    self.index.add_footer(footer)
+        return True
+
+    async def _place_file(
+        self, path: Path, uploads: trio.Nursery
+    ) -> tuple[FileDigest, list[Placed]]:
+        """Hash one file in a worker thread while placing its chunks here."""
+        send, receive = trio.open_memory_channel[list[Chunk]](2)
+        result: list[FileDigest] = []
+
+        def hash_file() -> None:
+            hasher = FileHasher()
+            with path.open("rb") as f:
+                for block, pieces in cut_blocks(f):
+                    if not block:
+                        last, digest = hasher.finish(pieces)
+                        trio.from_thread.run(send.send, last)
+                        result.append(digest)
+                        return
+                    trio.from_thread.run(send.send, hasher.add(block, pieces))
+
+        placer = _FilePlacer(self)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._run_hasher, hash_file, path, send)
+            async with receive:
+                async for chunks in receive:
+                    for chunk in chunks:
+                        await placer.add(chunk, uploads)
+                    self.progress.hashed += sum(c.size for c in chunks)
+                    self.progress.update()
+        await placer.finish(uploads)
+        return result[0], placer.placed
+
+    async def _run_hasher(
+        self, fn: Callable[[], None], path: Path, send: trio.MemorySendChannel[list[Chunk]]
+    ) -> None:
+        try:
+            async with send:
+                await trio.to_thread.run_sync(fn, limiter=self._hash_limiter)
+        except OSError as exc:
+            raise PublishError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    async def locate(self, chunk: Chunk, first: bool) -> Location | None:
+        """Where a chunk already is, asking global dedup when the chunk is eligible."""
+        loc = self.index.find(chunk.hash)
+        if loc is not None:
+            return loc
+        if is_global_dedup_eligible(chunk.hash, first) and chunk.hash not in self.index.queried:
+            self.index.queried.add(chunk.hash)
+            shard = await self.backend.query_dedup(chunk.hash)
+            if shard is not None:
+                self.index.add_shard(shard)
+                return self.index.find(chunk.hash)
+        return None
+
+    async def add_new(self, chunk: Chunk, first: bool, uploads: trio.Nursery) -> Placed:
+        """Put a chunk into the xorb being built."""
+        if not self._builder.fits(chunk.data):
+            await self._seal(uploads)
+        index = self._builder.add(chunk.hash, chunk.data)
+        if first:
+            self._first_chunks.add(chunk.hash)
+        self.index.add(chunk.hash, (self._ref, index))
+        self.progress.new += chunk.size
+        return Placed(self._ref, index, chunk.hash, chunk.size)
+
+    async def _seal(self, uploads: trio.Nursery) -> None:
+        """Serialize and upload the xorb being built; wait while UPLOAD_SLOTS are busy."""
+        await self._slots.acquire()
+        ref, chunks = self._ref, self._builder.chunks
+        self._builder, self._ref = XorbBuilder(), XorbRef()
+        uploads.start_soon(self._upload_xorb, ref, chunks)
+
+    async def _upload_xorb(self, ref: XorbRef, chunks: list[tuple[bytes, bytes]]) -> None:
+        try:
+            xorb = await trio.to_thread.run_sync(serialize_xorb, chunks)
+            ref.hash = xorb.hash
+            await self.backend.upload_xorb(xorb.hash, xorb.data)
+            self._built.append(xorb)
+            self.progress.uploaded += len(xorb.data)
+            self.progress.xorbs += 1
+            self.progress.update()
+        finally:
+            self._slots.release()
+
+    async def _upload_shards(self, blocks: list[FileBlock]) -> int:
+        """Register the files and the new xorbs' chunks, in shards under the size limit."""
+        cas = [self._cas_block(x) for x in self._built]
+        shards = _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
+        for shard in shards:
+            await self.backend.upload_shard(serialize_upload(shard))
+        return len(shards)
+
+    def _cas_block(self, xorb: SerializedXorb) -> CasBlock:
+        """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks."""
+        footer = xorb.footer
+        starts = (0, *footer.unpacked_ends[:-1])
+        chunks = tuple(
+            CasChunk(
+                h,
+                start,
+                size,
+                GLOBAL_DEDUP_ELIGIBLE
+                if is_global_dedup_eligible(h, h in self._first_chunks)
+                else 0,
+            )
+            for h, start, size in zip(
+                footer.chunk_hashes, starts, footer.chunk_sizes(), strict=True
+            )
+        )
+        return CasBlock(footer.xorb_hash, chunks, footer.unpacked_ends[-1], len(xorb.data))
+
+
+class _FilePlacer:
+    """Places one file's chunks, holding back a run of known chunks until it is long
+    enough to reference, or ends and Fragmentation decides (Fragmentation Prevention).
+
+    A known chunk right after the previous chunk's place (the next index of the same
+    xorb, or the same chunk repeated) extends a range instead of starting one, so it is
+    referenced at once.
+    """
+
+    def __init__(self, session: Publisher) -> None:
+        self.session = session
+        self.placed: list[Placed] = []
+        self.pending: list[tuple[Chunk, Location]] = []
+        self.fragmentation = Fragmentation()
+
+    async def add(self, chunk: Chunk, uploads: trio.Nursery) -> None:
+        first = not self.placed and not self.pending
+        loc = await self.session.locate(chunk, first)
+        if loc is not None and not self.pending and self.placed:
+            last = self.placed[-1]
+            if _extends(last.ref, last.index, loc):
+                self._reference(chunk, loc)
+                return
+        if loc is not None and self.pending and _extends(*self.pending[-1][1], loc):
+            self.pending.append((chunk, loc))
+            if long_enough(len(self.pending), sum(c.size for c, _ in self.pending)):
+                self._accept()
+            return
+        await self._end_run(uploads)
+        if loc is None:
+            self._place(await self.session.add_new(chunk, first, uploads))
+        else:
+            self.pending.append((chunk, loc))
+
+    def _place(self, p: Placed) -> None:
+        last = self.placed[-1] if self.placed else None
+        self.fragmentation.placed(
+            last is not None and _extends(last.ref, last.index, (p.ref, p.index))
+        )
+        self.placed.append(p)
+
+    def _reference(self, chunk: Chunk, loc: Location) -> None:
+        self._place(Placed(loc[0], loc[1], chunk.hash, chunk.size))
+        self.session.progress.deduplicated += chunk.size
+
+    def _accept(self) -> None:
+        for c, at in self.pending:
+            self._reference(c, at)
+        self.pending.clear()
+
+    async def _end_run(self, uploads: trio.Nursery) -> None:
+        """The run of known chunks ended: reference it, or upload its chunks again."""
+        if not self.pending:
+            return
+        if not self.placed or self.fragmentation.accept(
+            len(self.pending), sum(c.size for c, _ in self.pending)
+        ):
+            self._accept()
+            return
+        for c, _ in self.pending:
+            self._place(await self.session.add_new(c, not self.placed, uploads))
+        self.pending.clear()
+
+    async def finish(self, uploads: trio.Nursery) -> None:
+        """End of file: the last run is decided like any other."""
+        await self._end_run(uploads)
+
+
+def _extends(ref: XorbRef, index: int, loc: Location) -> bool:
+    """Is loc the same chunk as (ref, index) or the next one in that xorb?"""
+    return loc[0] is ref and loc[1] in (index, index + 1)
+
+
+def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
+    """The file's terms (runs of consecutive chunks of one xorb) and verification entries."""
+    terms: list[Term] = []
+    hashes: list[list[bytes]] = []
+    for p in placed:
+        assert p.ref.hash is not None, "every xorb is built before shards are made"
+        last = terms[-1] if terms else None
+        if last is not None and last.xorb_hash == p.ref.hash and last.end == p.index:
+            terms[-1] = Term(last.xorb_hash, last.start, p.index + 1, last.unpacked_length + p.size)
+            hashes[-1].append(p.hash)
+        else:
+            terms.append(Term(p.ref.hash, p.index, p.index + 1, p.size))
+            hashes.append([p.hash])
+    if [p.hash for p in placed] != [h for h, _ in digest.chunks]:
+        raise PublishError("internal error: placed chunks differ from the file's chunks")
+    verification = tuple(verification_hash(hs) for hs in hashes)
+    return FileBlock(digest.file_hash, tuple(terms), verification, digest.sha256)
+
+
+def _file_entry(scanned: Entry, digest: FileDigest) -> Entry:
+    """The manifest entry of a hashed file; its size is what was read, not what stat said."""
+    return Entry(
+        scanned.path,
+        Kind.FILE,
+        digest.size,
+        scanned.mode,
+        scanned.mtime_ns,
+        digest.file_hash,
+        digest.sha256,
+    )
+
+
+def _split(shard: Shard) -> list[Shard]:
+    """One shard, or several halves when it would exceed MAX_SHARD_BYTES."""
+    if len(serialize_upload(shard)) <= MAX_SHARD_BYTES:
+        return [shard]
+    files, cas = shard.files, shard.cas_blocks
+    if len(files) + len(cas) < 2:
+        raise PublishError("a single file's reconstruction exceeds the shard size limit")
+    if len(cas) > 1 or not files:
+        half = len(cas) // 2
+        return _split(Shard(files=files, cas_blocks=cas[:half])) + _split(
+            Shard(cas_blocks=cas[half:])
+        )
+    half = len(files) // 2
+    return _split(Shard(files=files[:half], cas_blocks=cas)) + _split(Shard(files=files[half:]))
+
+
+async def publish_tree(
+    backend: Backend,
+    ark: str,
+    found: list[Found],
+    erc: Erc,
+    progress: Progress | None = None,
+    skipped: list[str] | None = None,
+) -> tuple[Summary, Manifest]:
+    """Publish scanned entries under ark; return the summary and the bound manifest."""
+    summary = await Publisher(backend, progress).publish(ark, found, erc, skipped)
+    archive = await backend.archive(ark)
+    return summary, archive.manifest

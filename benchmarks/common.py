@@ -4,13 +4,17 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results"
 MIB = 1024 * 1024
+ARKFS = str(Path(sys.executable).parent / "arkfs")
 
 
 @dataclass
@@ -77,3 +81,27 @@ def print_table(figures: list[Figure]) -> None:
             f"{f.name:<34}{f.arkfs:>12.1f}{f.reference:>12.1f}{f.ratio:>8.2f}  {f.target:<8} "
             f"{'met' if f.met else 'MISSED'}  ({f.unit}; reference: {f.reference_name})"
         )
+
+
+@contextmanager
+def arkfs_server(store: Path, tokens: Path) -> Iterator[str]:
+    """`arkfs serve` on a free port of 127.0.0.1 for the duration; yields its base URL."""
+    proc = subprocess.Popen(
+        [ARKFS, "serve", "--store", str(store), "--port", "0", "--tokens", str(tokens)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        if " on " not in line:
+            raise SystemExit(f"arkfs serve did not start: {line!r}")
+        yield line.rsplit(" on ", 1)[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def store_xorb_bytes(store: Path) -> int:
+    """Bytes of xorbs a store directory holds."""
+    return sum(p.stat().st_size for p in (store / "xorbs").rglob("*") if p.is_file())

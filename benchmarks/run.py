@@ -13,8 +13,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import print_table, write_results
 from benchmarks.hashing import bench_hash
+from benchmarks.publish import bench_publish
 
-BENCHES = [bench_hash]
+BENCHES = [bench_hash, bench_publish]
 
 
 def main() -> int:
@@ -26,7 +27,8 @@ def main() -> int:
         figures = []
         for bench in BENCHES:
             print(f"running {bench.__doc__ or bench.__name__}", flush=True)
-            figures.append(bench(workdir))
+            result = bench(workdir)
+            figures += result if isinstance(result, list) else [result]
     print()
     print_table(figures)
     print(f"\nwrote {write_results(figures)}")

@@ -39,21 +39,27 @@ def _locked_temp(directory: Path) -> tuple[int, Path]:
         os.close(fd)  # a cleaner saw it unlocked between create and flock, and unlinked it
 
 
-def write_atomic(path: Path, data: bytes | memoryview) -> None:
-    """Replace path with data so that a crash leaves either the old file or the whole new one."""
+def write_atomic(path: Path, data: bytes | memoryview, durable: bool = True) -> None:
+    """Replace path with data so that a crash leaves either the old file or the whole new one.
+
+    durable=False skips the fsyncs: for caches, whose files are checked against their hash
+    when read, a file torn by a power loss is detected and dropped, so syncing buys nothing.
+    """
     fd, temp = _locked_temp(path.parent)
     try:
         with open(fd, "wb", closefd=False) as f:
             f.write(data)
             f.flush()
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
     finally:
         os.close(fd)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def stale_temps(directory: Path) -> Iterator[Path]:

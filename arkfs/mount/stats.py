@@ -1,0 +1,34 @@
+"""Counters of a mount, updated from the trio thread and reported as JSON."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+
+
+@dataclass
+class MountStats:
+    """What a mount has done: plain counters, cheap to bump from the trio thread."""
+
+    reads: int = 0  # read() calls answered (including failed ones)
+    bytes_read: int = 0  # bytes returned to readers
+    cache_hits: int = 0  # chunks a read found in memory or in the disk cache
+    cache_misses: int = 0  # chunks a read had to wait for from the backend
+    bytes_fetched: int = 0  # packed xorb bytes fetched for chunks (footers not included)
+    fetches: int = 0  # data fetches sent to the backend
+    errors: int = 0  # ReadErrors raised by the reader
+    prefetched_bytes: int = 0  # decoded bytes brought into memory ahead of the reader
+    memory_hits: int = 0  # chunks served from the in-memory LRU (part of cache_hits)
+    disk_hits: int = 0  # chunks loaded from the disk cache (by reads or prefetch)
+    footer_fetches: int = 0  # xorb footers fetched from the backend
+    maps_loaded: int = 0  # file maps built and verified
+    url_refreshes: int = 0  # fresh reconstructions asked for after an expired fetch URL
+    # Set by the ContentReader: sizes and limits of its caches, read when reporting.
+    gauges: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        """Every counter, and the cache sizes and limits the reader reports."""
+        out: dict[str, object] = {
+            f.name: getattr(self, f.name) for f in fields(self) if f.name != "gauges"
+        }
+        if self.gauges is not None:
+            out.update(self.gauges())
+        return out

@@ -1,0 +1,237 @@
+"""`arkfs mount`, `arkfs umount` and `arkfs stats`: the archives as a read-only filesystem."""
+
+import argparse
+import errno
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.mount.catalog import CONFIG_ENV, ConfigError, default_config_path, load_config
+from arkfs.mount.daemon import (
+    FSTYPE,
+    MountError,
+    MountOptions,
+    check_fuse,
+    check_mountpoint,
+    mounted,
+    run_daemon,
+    run_foreground,
+)
+from arkfs.mount.xattrs import STATS
+
+DEFAULT_CACHE_SIZE = "10G"
+LOG_NAME = "mount.log"
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size like 10G, 512M, 1.5GiB or 1000000 (binary units)."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        raise BadInput(f"size {text!r} is not a number with an optional K, M, G or T suffix")
+    return int(float(match[1]) * _UNITS[match[2].upper()])
+
+
+def human(n: float) -> str:
+    """Bytes as a short human size: 1.5 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def default_cache_dir() -> Path:
+    """$XDG_CACHE_HOME/arkfs, else ~/.cache/arkfs."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "arkfs"
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register `arkfs mount`, `arkfs umount` and `arkfs stats`."""
+    p = sub.add_parser(
+        "mount",
+        help="mount the archives as a read-only filesystem",
+        description="Mount every archive the resolvers know under MOUNTPOINT: "
+        "MOUNTPOINT/ark:NAAN/Name/... holds each archive's tree, `NAME?info` its ERC record, "
+        "and extended attributes (getfattr -d -m -) its ARK, metadata and hashes. Every byte "
+        "read is verified. Returns once the mount is ready, and keeps serving in the "
+        "background (unless --foreground) until `arkfs umount MOUNTPOINT`.",
+        epilog="Resolvers: --server URLs, then the config file ($ARKFS_CONFIG or "
+        "~/.config/arkfs/config.toml: `servers = [URL...]`, `store = DIR`, and a [naans] table "
+        "of `NAAN = URL or [URL...]`), else the embedded store (--store, $ARKFS_STORE or "
+        "~/.local/share/arkfs/store). Archives already seen stay readable from the cache when "
+        "their server is down. Example: arkfs mount /mnt/ark --server http://127.0.0.1:8080",
+    )
+    p.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="an empty directory")
+    p.add_argument(
+        "--server",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="base URL of an `arkfs serve` (repeatable; asked in order)",
+    )
+    p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
+    p.add_argument("--config", type=Path, metavar="FILE", help="resolver config file (TOML)")
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="chunk and manifest cache (default: $XDG_CACHE_HOME/arkfs or ~/.cache/arkfs)",
+    )
+    p.add_argument(
+        "--cache-size",
+        default=DEFAULT_CACHE_SIZE,
+        metavar="SIZE",
+        help=f"most bytes of chunks to keep on disk, e.g. 500M, 10G (default {DEFAULT_CACHE_SIZE})",
+    )
+    p.add_argument(
+        "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
+    )
+    p.add_argument("--token", help="read token for the servers (default: $ARKFS_TOKEN)")
+    p.add_argument(
+        "--log", type=Path, metavar="FILE", help=f"log file (default: CACHE_DIR/{LOG_NAME})"
+    )
+    p.set_defaults(func=run_mount)
+
+    u = sub.add_parser(
+        "umount",
+        help="unmount an arkfs mount",
+        description="Unmount MOUNTPOINT. If a process still uses it, it is detached lazily: "
+        "it disappears now and goes away once the last open file closes.",
+    )
+    u.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
+    u.set_defaults(func=run_umount)
+
+    s = sub.add_parser(
+        "stats",
+        help="show what a mount has read, fetched and cached",
+        description="Print the counters of the arkfs mount at MOUNTPOINT: reads, chunk cache "
+        "hit rate, bytes fetched, cache size.",
+    )
+    s.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
+    s.add_argument("--json", action="store_true", help="print the raw counters as JSON")
+    s.set_defaults(func=run_stats)
+
+
+def run_mount(args: argparse.Namespace) -> int:
+    """Check everything that can be checked here, then mount (as a daemon by default)."""
+    try:
+        return _mount(args)
+    except MountError as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_FAILURE
+
+
+def _mount(args: argparse.Namespace) -> int:
+    """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
+    check_fuse()
+    mountpoint = check_mountpoint(args.mountpoint)
+    cache_size = parse_size(args.cache_size)
+    config_path = args.config or default_config_path()
+    explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
+    try:
+        config = load_config(config_path, explicit)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    for url in args.server:
+        if not url.startswith(("http://", "https://")):
+            raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
+    cache_dir = Path(os.path.abspath((args.cache_dir or default_cache_dir()).expanduser()))
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"cannot create the cache directory {cache_dir}: {exc.strerror}") from None
+    log_file = args.log
+    if log_file is None and not args.foreground:
+        log_file = cache_dir / LOG_NAME
+    opts = MountOptions(
+        mountpoint=mountpoint,
+        servers=tuple(args.server),
+        store=Path(os.path.abspath(args.store.expanduser())) if args.store else None,
+        config=config,
+        cache_dir=cache_dir,
+        cache_size=cache_size,
+        log_file=Path(os.path.abspath(log_file)) if log_file else None,
+        foreground=args.foreground,
+        token=args.token or os.environ.get("ARKFS_TOKEN") or None,
+    )
+    if opts.foreground:
+        run_foreground(opts)
+        return 0
+    pid = run_daemon(opts)
+    print(f"arkfs: mounted {mountpoint} (pid {pid}, log {opts.log_file})")
+    return 0
+
+
+def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["fusermount3", *args], capture_output=True, text=True, check=False)
+
+
+def run_umount(args: argparse.Namespace) -> int:
+    """fusermount3 -u; if the mount is busy, detach it lazily (-uz) and say so."""
+    mountpoint = Path(os.path.realpath(args.mountpoint))
+    fstype = mounted().get(mountpoint)
+    if fstype is None:
+        raise BadInput(f"{mountpoint} is not mounted")
+    if fstype != FSTYPE:
+        raise BadInput(f"{mountpoint} is a {fstype} mount, not arkfs: use umount")
+    done = _fusermount("-u", str(mountpoint))
+    if done.returncode == 0:
+        return 0
+    if "busy" not in done.stderr:
+        print(f"arkfs: cannot unmount {mountpoint}: {done.stderr.strip()}", file=sys.stderr)
+        return EXIT_FAILURE
+    lazy = _fusermount("-uz", str(mountpoint))
+    if lazy.returncode != 0:
+        print(f"arkfs: cannot unmount {mountpoint}: {lazy.stderr.strip()}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(
+        f"arkfs: {mountpoint} was busy, so it was detached lazily: it is gone from the "
+        "namespace, and its process exits once the last open file in it is closed",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _stats_lines(data: dict[str, object]) -> list[str]:
+    """The counters for people: sizes in human units, the chunk cache hit rate first."""
+    hits, misses = data.get("cache_hits"), data.get("cache_misses")
+    lines = []
+    if isinstance(hits, int) and isinstance(misses, int):
+        rate = f"{100 * hits / (hits + misses):.1f}%" if hits + misses else "-"
+        lines.append(f"{'hit rate':<18} {rate} ({hits} of {hits + misses} chunks)")
+    for key in sorted(data):
+        value = data[key]
+        shown = str(value)
+        if isinstance(value, int) and ("bytes" in key or key.endswith("_limit")):
+            shown = f"{human(value)} ({value})"
+        lines.append(f"{key.replace('_', ' '):<18} {shown}")
+    return lines
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    """Read user.arkfs.stats from the mount root and print it."""
+    mountpoint = Path(os.path.realpath(args.mountpoint))
+    try:
+        raw = os.getxattr(mountpoint, STATS)
+    except OSError as exc:
+        if exc.errno in (errno.ENODATA, errno.ENOTSUP):
+            raise BadInput(f"{mountpoint} is not an arkfs mount (it has no {STATS})") from None
+        if exc.errno == errno.ENOTCONN:
+            raise BadInput(
+                f"the process serving {mountpoint} is gone: run `arkfs umount {mountpoint}`"
+            ) from None
+        raise BadInput(f"cannot read the stats of {mountpoint}: {exc.strerror}") from None
+    data = json.loads(raw)
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        print("\n".join(_stats_lines(data)))
+    return 0

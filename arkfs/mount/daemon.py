@@ -1,0 +1,358 @@
+"""The mount's lifecycle: checks, daemonizing, readiness, serving, and a clean unmount.
+
+The CLI runs the cheap checks (check_fuse, check_mountpoint, the options), then
+run_daemon forks: fork, setsid, fork again, so the daemon is nobody's child and has no
+terminal (run_foreground serves in the calling process instead). The
+daemon opens the backends, probes them (a refused token fails the mount now, not as EIO
+later), mounts, and stats the mount root through its own FUSE loop; only then does it
+report ready over a pipe, and the parent exits 0. Before that, a failure travels up the
+same pipe as one line, and the parent raises it as a MountError.
+
+Pipe protocol, one line each: `W text` a warning, `R pid` ready, `E u|f text` a failure
+(u: the user must fix something).
+
+SIGINT and SIGTERM unmount: pyfuse3.terminate() ends the FUSE loop; requests still in
+flight after TERMINATE_GRACE are cancelled; pyfuse3.close(unmount=True) always runs.
+"""
+
+import errno
+import logging
+import os
+import shutil
+import signal
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyfuse3
+import trio
+
+from arkfs.backend.base import Backend, BackendError, Unauthorized
+from arkfs.backend.open import open_backend
+from arkfs.mount.catalog import Catalog, ResolverConfig
+from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.fs import ArkOperations
+from arkfs.mount.namespace import Namespace
+from arkfs.mount.reader import ContentReader
+from arkfs.mount.stats import MountStats
+
+log = logging.getLogger(__name__)
+
+MOUNT_OPTIONS = frozenset({"ro", "fsname=arkfs", "subtype=arkfs", "default_permissions"})
+FSTYPE = "fuse.arkfs"
+READAHEAD_KB = 1024  # so the kernel sends 1 MiB reads
+READY_TIMEOUT = 60.0
+TERMINATE_GRACE = 5.0
+LOG_FORMAT = "%(asctime)s arkfs[%(process)d] %(levelname)s %(name)s: %(message)s"
+
+
+class MountError(Exception):
+    """The mount cannot go ahead; usage when the user must fix the command or its setup."""
+
+    def __init__(self, message: str, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+@dataclass(frozen=True)
+class MountOptions:
+    """Everything a mount needs, checked by the CLI."""
+
+    mountpoint: Path  # absolute
+    servers: tuple[str, ...]
+    store: Path | None
+    config: ResolverConfig
+    cache_dir: Path
+    cache_size: int
+    log_file: Path | None  # None: stderr (foreground only)
+    foreground: bool
+    token: str | None = field(default=None, repr=False)
+
+
+def check_fuse() -> None:
+    """Raise MountError unless this process can mount FUSE filesystems."""
+    if not os.path.exists("/dev/fuse"):
+        raise MountError(
+            "FUSE is not available: /dev/fuse is missing (load the fuse module, or give the "
+            "container --device /dev/fuse)",
+            usage=True,
+        )
+    if os.geteuid() != 0 and shutil.which("fusermount3") is None:
+        raise MountError("fusermount3 is missing: install the fuse3 package", usage=True)
+
+
+def check_mountpoint(path: Path) -> Path:
+    """The absolute mountpoint, if it is an existing empty directory that is not mounted."""
+    path = Path(os.path.realpath(path))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise MountError(f"mountpoint {path} does not exist: create it first", usage=True) from None
+    except OSError as exc:
+        if exc.errno == errno.ENOTCONN:
+            raise MountError(
+                f"{path} is a dead mount: run `arkfs umount {path}` first", usage=True
+            ) from None
+        raise MountError(f"cannot use {path} as a mountpoint: {exc.strerror}", usage=True) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise MountError(f"mountpoint {path} is not a directory", usage=True)
+    if path in mounted():
+        raise MountError(
+            f"{path} is already a mountpoint: unmount it first (arkfs umount {path})", usage=True
+        )
+    if os.listdir(path):
+        raise MountError(f"mountpoint {path} is not empty: mount on an empty directory", usage=True)
+    return path
+
+
+def _unescape_mountinfo(field_text: str) -> str:
+    """A mountinfo path field with its octal escapes (\\040 for a space) decoded."""
+    out, i = [], 0
+    while i < len(field_text):
+        if field_text[i] == "\\" and field_text[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field_text[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field_text[i])
+            i += 1
+    return "".join(out)
+
+
+def mounted() -> dict[Path, str]:
+    """Mountpoint -> filesystem type, from /proc/self/mountinfo (touches no mount)."""
+    out = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields, _, rest = line.partition(" - ")
+            parts = fields.split()
+            if len(parts) >= 5 and rest:
+                out[Path(_unescape_mountinfo(parts[4]))] = rest.split()[0]
+    return out
+
+
+async def open_catalog(opts: MountOptions) -> Catalog:
+    """The backends of the mount: per-NAAN resolvers, servers, and the embedded store."""
+    remotes: dict[str, Backend] = {}
+
+    def remote(url: str) -> Backend:
+        key = url.rstrip("/")
+        if key not in remotes:
+            remotes[key] = open_backend(url, None, opts.token, create=False)
+        return remotes[key]
+
+    try:
+        general = [remote(u) for u in dict.fromkeys((*opts.servers, *opts.config.servers))]
+        by_naan = {n: [remote(u) for u in urls] for n, urls in opts.config.naans.items()}
+        store = opts.store or opts.config.store
+        if store is not None or not (general or by_naan):
+            general.append(
+                await trio.to_thread.run_sync(lambda: open_backend(None, store, None, create=False))
+            )
+    except BackendError as exc:
+        for backend in remotes.values():
+            await backend.aclose()
+        raise MountError(str(exc), usage=True) from None
+    return Catalog(general, by_naan, opts.cache_dir)
+
+
+def _check_and_tune(mountpoint: Path) -> None:
+    """Stat the mount root (so through our own FUSE loop: proof it serves), then raise the
+    FUSE device readahead so buffered reads arrive as 1 MiB requests."""
+    dev = os.stat(mountpoint).st_dev
+    path = f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb"
+    try:
+        with open(path, "w") as f:
+            f.write(str(READAHEAD_KB))
+    except OSError as exc:
+        log.warning("cannot raise the readahead (%s): %s", path, exc.strerror or exc)
+
+
+async def _watch_signals(scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("%s: unmounting", signal.Signals(signum).name)
+            pyfuse3.terminate()
+            await trio.sleep(TERMINATE_GRACE)
+            log.error(
+                "requests still running %.0f s after the signal: cancelling them", TERMINATE_GRACE
+            )
+            scope.cancel()
+            return
+
+
+async def _fuse_main(scope: trio.CancelScope) -> None:
+    await pyfuse3.main()
+    log.info("the FUSE loop ended: unmounted")
+    scope.cancel()
+
+
+async def _until_serving(mountpoint: Path) -> str | None:
+    """Wait until the mount answers (then raise its readahead); why not, or None."""
+    try:
+        with trio.fail_after(READY_TIMEOUT):
+            await trio.to_thread.run_sync(_check_and_tune, mountpoint, abandon_on_cancel=True)
+    except trio.TooSlowError:
+        return f"the mount at {mountpoint} did not answer within {READY_TIMEOUT:.0f} s"
+    except OSError as exc:
+        return f"the mount at {mountpoint} does not answer: {exc.strerror or exc}"
+    return None
+
+
+async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[str], None]) -> None:
+    """Mount and serve until unmounted or signalled; call ready() once requests are served."""
+    catalog = await open_catalog(opts)
+    try:
+        try:
+            for warning in await catalog.probe():
+                warn(warning)
+        except Unauthorized as exc:  # its message says to pass --token or set ARKFS_TOKEN
+            raise MountError(str(exc), usage=True) from None
+        except BackendError as exc:
+            raise MountError(str(exc)) from None
+        cache = ChunkCache(opts.cache_dir, opts.cache_size)
+        stats = MountStats()
+        reader = ContentReader(cache, stats)
+        ops = ArkOperations(Namespace(catalog), reader, stats, cache)
+        try:
+            pyfuse3.init(ops, str(opts.mountpoint), set(MOUNT_OPTIONS))
+        except RuntimeError as exc:
+            raise MountError(
+                f"FUSE could not mount {opts.mountpoint}: {exc}; see the log"
+            ) from None
+        failure: str | None = None
+        try:
+            # MountErrors are raised outside the nursery, which would wrap them in a group.
+            async with trio.open_nursery() as nursery:
+                await nursery.start(reader.run)
+                nursery.start_soon(_watch_signals, nursery.cancel_scope)
+                nursery.start_soon(_fuse_main, nursery.cancel_scope)
+                failure = await _until_serving(opts.mountpoint)
+                if failure is None:
+                    log.info("mounted %s", opts.mountpoint)
+                    ready()
+                else:
+                    nursery.cancel_scope.cancel()
+        finally:
+            pyfuse3.close(unmount=True)
+            await reader.aclose()
+        if failure is not None:
+            raise MountError(failure)
+    finally:
+        await catalog.aclose()
+
+
+def setup_logging(log_file: Path | None) -> None:
+    """Log to log_file (or stderr): INFO and up, one line each, never a URL's query."""
+    handler: logging.Handler
+    if log_file is None:
+        handler = logging.StreamHandler(sys.stderr)
+    else:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    # httpx logs every request URL at INFO, and fetch URLs carry signatures.
+    for noisy in ("httpx", "httpcore", "hpack"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def run_foreground(opts: MountOptions) -> None:
+    """Mount in this process until unmounted or interrupted."""
+    setup_logging(opts.log_file)
+
+    def ready() -> None:
+        print(f"arkfs: mounted {opts.mountpoint}", flush=True)
+
+    def warn(text: str) -> None:
+        print(f"arkfs: warning: {text}", file=sys.stderr, flush=True)
+
+    try:
+        trio.run(serve, opts, ready, warn)
+    except MountError as exc:
+        log.error("%s", exc)
+        raise
+
+
+class _Pipe:
+    """The daemon's end of the readiness pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+
+    def send(self, line: str) -> None:
+        if self.fd is not None:
+            os.write(self.fd, (" ".join(line.splitlines()) + "\n").encode())
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _daemon(opts: MountOptions, fd: int) -> int:
+    """The daemon's life after the forks; returns its exit status."""
+    pipe = _Pipe(fd)
+    try:
+        os.chdir("/")
+        assert opts.log_file is not None
+        setup_logging(opts.log_file)
+        # libfuse and stray prints write to stdout and stderr: send them to the log, and
+        # let go of the caller's terminal or pipes.
+        null = os.open(os.devnull, os.O_RDONLY)
+        out = os.open(opts.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(null)
+        os.close(out)
+
+        def ready() -> None:
+            pipe.send(f"R {os.getpid()}")
+            pipe.close()
+
+        trio.run(serve, opts, ready, lambda text: pipe.send(f"W {text}"))
+        return 0
+    except MountError as exc:
+        log.error("%s", exc)
+        pipe.send(f"E {'u' if exc.usage else 'f'} {exc}")
+    except BaseException as exc:
+        log.exception("the mount failed")
+        pipe.send(f"E f the mount failed: {exc!r}")
+    finally:
+        pipe.close()
+    return 1
+
+
+def run_daemon(opts: MountOptions) -> int:
+    """Fork the daemon; once it serves, return its pid. Its failure raises MountError."""
+    assert opts.log_file is not None
+    opts.log_file.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the first child: detach, fork the daemon, and go
+        status = 1
+        try:
+            os.close(read_fd)
+            os.setsid()
+            status = _daemon(opts, write_fd) if os.fork() == 0 else 0
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    os.waitpid(pid, 0)
+    with os.fdopen(read_fd, "r") as pipe:
+        for line in pipe:
+            kind, _, text = line.rstrip("\n").partition(" ")
+            if kind == "W":
+                print(f"arkfs: warning: {text}", file=sys.stderr)
+            elif kind == "R":
+                return int(text)
+            elif kind == "E":
+                usage, _, message = text.partition(" ")
+                raise MountError(message, usage=usage == "u")
+    raise MountError(f"the mount process ended before the mount was ready; see {opts.log_file}")

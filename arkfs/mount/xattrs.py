@@ -1,0 +1,59 @@
+"""Extended attributes of the mount: the ARK, its ERC record, the XET hashes, cache state.
+
+    user.ark.id                 the normalized ARK
+    user.ark.erc                the whole ERC record (ANVL)
+    user.ark.who|what|when|where  the kernel elements of its `erc:` segment
+    user.ark.support.*          every element of its `erc-support:` segment
+    user.xet.hash, user.xet.sha256  a file's XET hash string and SHA-256 (hex)
+    user.arkfs.cached           files: the fraction of the file in the chunk cache
+    user.arkfs.stats            root: the mount's counters as JSON (`arkfs stats`)
+
+Only attributes with a value exist; symlinks have none (Linux refuses `user.*` on them).
+"""
+
+from arkfs.ark.erc import KERNEL, Erc, Segment
+from arkfs.ark.manifest import Entry
+from arkfs.xet.hashing import hash_to_string
+
+ARK_ID = "user.ark.id"
+ARK_ERC = "user.ark.erc"
+SUPPORT_PREFIX = "user.ark.support."
+XET_HASH = "user.xet.hash"
+XET_SHA256 = "user.xet.sha256"
+CACHED = "user.arkfs.cached"
+STATS = "user.arkfs.stats"
+
+
+def _support(segment: Segment) -> dict[str, str]:
+    """Every element of an erc-support segment; a repeated label's values one per line."""
+    values: dict[str, list[str]] = {}
+    for label, value in segment.elements():
+        values.setdefault(SUPPORT_PREFIX + label, []).append(value)
+    return {name: "\n".join(v) for name, v in values.items()}
+
+
+def ark_xattrs(ark: str, erc: Erc) -> dict[str, str]:
+    """The attributes of anything with an ARK: its id and ERC record."""
+    out = {ARK_ID: ark, ARK_ERC: erc.to_anvl()}
+    for label in KERNEL:
+        value = getattr(erc, label)
+        if value is not None:
+            out[f"user.ark.{label}"] = value
+    if erc.support is not None:
+        out.update(_support(erc.support))
+    return out
+
+
+def file_xattrs(entry: Entry) -> dict[str, str]:
+    """The content hashes of a file entry."""
+    out = {}
+    if entry.xet_hash is not None:
+        out[XET_HASH] = hash_to_string(entry.xet_hash)
+    if entry.sha256 is not None:
+        out[XET_SHA256] = entry.sha256.hex()
+    return out
+
+
+def format_fraction(fraction: float) -> str:
+    """A cached fraction as user.arkfs.cached shows it, e.g. '0.25'."""
+    return f"{fraction:.2f}"

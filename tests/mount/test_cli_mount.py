@@ -1,0 +1,240 @@
+"""`arkfs mount`, `umount` and `stats` as commands: refusals, signals, busy unmounts,
+tokens, and an offline remount from the manifest cache."""
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arkfs.cli.mount import parse_size
+from arkfs.mount.daemon import MountError, check_fuse
+from tests.support.archive import make_tree, publish
+from tests.support.cli import ARKFS, run_arkfs
+from tests.support.mount import Mounted, arkfs_mount, cleanup, is_mounted, wait_gone
+from tests.support.server import arkfs_server
+
+ARK = "ark:12345/x6np1wh8k"
+TOKENS = "writer write\nreader read\n"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedded store holding ARK."""
+    base = tmp_path_factory.mktemp("cli-mount")
+    publish(make_tree(base / "tree"), ARK, "--store", str(base / "store"))
+    return base / "store"
+
+
+@pytest.fixture
+def mount(store: Path, tmp_path: Path) -> Iterator[Mounted]:
+    with arkfs_mount(
+        tmp_path / "mnt", "--store", str(store), "--cache-dir", str(tmp_path / "cache")
+    ) as m:
+        yield m
+
+
+def refused(done: subprocess.CompletedProcess[str], words: str) -> None:
+    """An exit status 2 with one line on stderr that says words."""
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+
+
+def test_mount_refuses_missing_and_non_empty_mountpoints(store: Path, tmp_path: Path) -> None:
+    refused(run_arkfs("mount", str(tmp_path / "missing"), "--store", str(store)), "does not exist")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("x")
+    refused(run_arkfs("mount", str(full), "--store", str(store)), "is not empty")
+    (tmp_path / "file").write_text("x")
+    refused(run_arkfs("mount", str(tmp_path / "file"), "--store", str(store)), "not a directory")
+
+
+def test_mount_refuses_bad_options(store: Path, tmp_path: Path) -> None:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    refused(
+        run_arkfs("mount", str(mnt), "--store", str(tmp_path / "none"), *cache), "no arkfs store"
+    )
+    refused(run_arkfs("mount", str(mnt), "--cache-size", "lots"), "size 'lots'")
+    refused(run_arkfs("mount", str(mnt), "--server", "ftp://x"), "not an http")
+    config = tmp_path / "config.toml"
+    config.write_text('[naans]\n"12-3.4" = "http://127.0.0.1:1"\n')
+    refused(run_arkfs("mount", str(mnt), "--config", str(config)), "NAAN")
+    assert not is_mounted(mnt)
+
+
+def test_mount_refuses_without_fuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os.path, "exists", lambda p: p != "/dev/fuse")
+    with pytest.raises(MountError, match="/dev/fuse is missing") as caught:
+        check_fuse()
+    assert caught.value.usage
+
+
+def test_sigterm_unmounts_cleanly_and_a_busy_mountpoint_is_refused(
+    mount: Mounted, store: Path
+) -> None:
+    assert os.listdir(mount.path) == ["ark:12345"]
+    refused(run_arkfs("mount", str(mount.path), "--store", str(store)), "already a mountpoint")
+    os.kill(mount.pid, signal.SIGTERM)
+    assert wait_gone(mount.pid)
+    assert not is_mounted(mount.path)
+    assert "SIGTERM: unmounting" in mount.log.read_text()
+
+
+def test_foreground_mount_stops_on_sigint(store: Path, tmp_path: Path) -> None:
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    with open(tmp_path / "stderr", "w+") as err:
+        proc = subprocess.Popen(
+            [ARKFS, "mount", str(mnt), "--store", str(store), "--cache-dir", str(tmp_path), "-f"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().startswith("arkfs: mounted"), err.read()
+            assert os.listdir(mnt / "ark:12345") == ["x6np1wh8k"]
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=30) == 0
+            assert not is_mounted(mnt)
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()  # type: ignore[union-attr]
+            cleanup(mnt, None)
+
+
+READER = """
+import sys
+with open(sys.argv[1], "rb") as f:
+    first = f.read(4096)
+    print("open", flush=True)
+    sys.stdin.read()
+    sys.stdout.write(str(len(first) + len(f.read())))
+"""
+
+
+def test_umount_with_a_reader_in_flight_detaches_lazily(mount: Mounted) -> None:
+    big = mount.path / "ark:12345/x6np1wh8k/data/big.bin"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(big)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline() == "open\n"
+        done = run_arkfs("umount", str(mount.path), timeout=60)
+        assert done.returncode == 0 and "lazily" in done.stderr, done.stderr
+        assert not is_mounted(mount.path)
+        out, _ = reader.communicate("", timeout=60)
+        assert int(out) == 3 * 1024 * 1024 + 12345  # the open file still reads to its end
+        assert wait_gone(mount.pid)
+    finally:
+        reader.kill()
+        reader.wait()
+
+
+def test_umount_and_stats_of_what_is_not_an_arkfs_mount(mount: Mounted, tmp_path: Path) -> None:
+    done = run_arkfs("umount", str(mount.path))
+    assert done.returncode == 0, done.stderr
+    assert wait_gone(mount.pid)
+    refused(run_arkfs("umount", str(mount.path)), "is not mounted")
+    refused(run_arkfs("umount", "/proc"), "not arkfs")
+    refused(run_arkfs("stats", str(tmp_path)), "not an arkfs mount")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`arkfs serve` that wants a token for reads too, holding ARK."""
+    (tmp_path / "tokens").write_text(TOKENS)
+    with arkfs_server(tmp_path / "store", "--tokens", str(tmp_path / "tokens")) as (url, proc):
+        publish(make_tree(tmp_path / "tree"), ARK, "--server", url, "--token", "writer")
+        yield url, proc
+
+
+def test_a_missing_or_rejected_token_fails_the_mount(
+    server: tuple[str, subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    url, _ = server
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    cache = str(tmp_path / "cache")
+    env = {k: v for k, v in os.environ.items() if k != "ARKFS_TOKEN"}
+    for token in ((), ("--token", "wrong")):
+        done = subprocess.run(
+            [ARKFS, "mount", str(mnt), "--server", url, "--cache-dir", cache, *token],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        refused(done, "token")
+        assert "wrong" not in done.stderr
+        assert not is_mounted(mnt)
+    with arkfs_mount(mnt, "--server", url, "--cache-dir", cache, "--token", "reader") as m:
+        assert os.listdir(m.path / "ark:12345/x6np1wh8k/c3") == ["deep", "s5.v7.xsl"]
+        assert "reader" not in m.log.read_text()
+
+
+def tree_of(root: Path) -> dict[str, tuple[int, int]]:
+    """Relative path -> (size, mode) of everything below root, not following symlinks."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        st = path.lstat()
+        out[str(path.relative_to(root))] = (st.st_size, st.st_mode)
+    return out
+
+
+def test_remount_with_the_server_down_lists_from_the_cache(tmp_path: Path) -> None:
+    (tmp_path / "tokens").write_text(TOKENS)
+    cache = str(tmp_path / "cache")
+    mnt = tmp_path / "mnt"
+    with arkfs_server(tmp_path / "store", "--tokens", str(tmp_path / "tokens"), "--open-read") as (
+        url,
+        _,
+    ):
+        publish(make_tree(tmp_path / "tree"), ARK, "--server", url, "--token", "writer")
+        with arkfs_mount(mnt, "--server", url, "--cache-dir", cache) as m:
+            online = tree_of(m.path)
+            info = (m.path / "ark:12345/x6np1wh8k?info").read_text()
+    assert "ark:12345/x6np1wh8k/c3/s5.v7.xsl" in online
+    with arkfs_mount(mnt, "--server", url, "--cache-dir", cache) as m:
+        assert "unreachable" in m.stderr
+        assert tree_of(m.path) == online
+        assert (m.path / "ark:12345/x6np1wh8k?info").read_text() == info
+
+
+def test_a_damaged_store_gives_eio_and_one_log_line(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "data.bin").write_bytes(os.urandom(200_000))
+    publish(tree, ARK, "--store", str(tmp_path / "store"))
+    for xorb in (tmp_path / "store/xorbs").rglob("*"):
+        if xorb.is_file():
+            data = bytearray(xorb.read_bytes())
+            data[len(data) // 3] ^= 0xFF
+            xorb.write_bytes(bytes(data))
+    with arkfs_mount(
+        tmp_path / "mnt", "--store", str(tmp_path / "store"), "--cache-dir", str(tmp_path / "c")
+    ) as m:
+        done = subprocess.run(
+            ["cat", str(m.path / "ark:12345/x6np1wh8k/data.bin")], capture_output=True, check=False
+        )
+        assert done.returncode != 0 and b"Input/output error" in done.stderr
+        assert os.listdir(m.path / "ark:12345/x6np1wh8k") == ["data.bin"]  # still serving
+        errors = [line for line in m.log.read_text().splitlines() if " ERROR " in line]
+        assert errors and all("ark:12345/x6np1wh8k/data%2Ebin" in line for line in errors)
+
+
+def test_sizes_read_as_people_write_them() -> None:
+    assert parse_size("10G") == 10 << 30
+    assert parse_size("512M") == 512 << 20
+    assert parse_size("1.5GiB") == 3 << 29
+    assert parse_size("1000000") == 1_000_000

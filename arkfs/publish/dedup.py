@@ -33,41 +33,72 @@ class XorbRef:
 Location = tuple[XorbRef, int]  # a xorb and the chunk's index in it
 
 
+MAX_LOCATIONS = 1024  # locations kept per chunk hash (a repeated block has many)
+
+
+def extends(after: Location, loc: Location) -> bool:
+    """Is loc the chunk at `after` again, or the next one in that xorb?"""
+    return loc[0] is after[0] and loc[1] in (after[1], after[1] + 1)
+
+
+Locations = dict[Location, None]  # an ordered set
+
+
+def _pick(locs: Locations | None, after: Location | None) -> Location | None:
+    """The location that continues after, else the first one known."""
+    if not locs:
+        return None
+    if after is not None:
+        for loc in ((after[0], after[1] + 1), after):
+            if loc in locs:
+                return loc
+    return next(iter(locs))
+
+
+def _remember(table: dict[bytes, Locations], h: bytes, loc: Location) -> None:
+    locs = table.setdefault(h, {})
+    if len(locs) < MAX_LOCATIONS:
+        locs[loc] = None
+
+
 @dataclass
 class _KeyedTable:
     """The chunks of global-dedup shards that share one chunk hash key."""
 
     key: bytes
     expiry: int
-    chunks: dict[bytes, Location] = field(default_factory=dict)
+    chunks: dict[bytes, Locations] = field(default_factory=dict)
 
 
 class ChunkIndex:
-    """Chunk hash to a location, from session xorbs, known footers and keyed shards."""
+    """Chunk hash to its locations, from session xorbs, known footers and keyed shards.
+
+    A chunk can live in several places (a repeated block); the one that continues the
+    caller's current run is preferred, so the file keeps long ranges.
+    """
 
     def __init__(self) -> None:
-        self._plain: dict[bytes, Location] = {}
+        self._plain: dict[bytes, Locations] = {}
         self._keyed: dict[bytes, _KeyedTable] = {}
         self._refs: dict[bytes, XorbRef] = {}
         self.queried: set[bytes] = set()  # chunk hashes already asked of global dedup
 
-    def find(self, h: bytes) -> Location | None:
-        """Where chunk h is, if known."""
-        loc = self._plain.get(h)
-        if loc is not None or not self._keyed:
+    def find(self, h: bytes, after: Location | None = None) -> Location | None:
+        """Where chunk h is, if known, preferring the location right after `after`."""
+        loc = _pick(self._plain.get(h), after)
+        if (loc is not None and (after is None or extends(after, loc))) or not self._keyed:
             return loc
         now = int(time.time())
         for table in self._keyed.values():
             if now <= table.expiry:
-                loc = table.chunks.get(keyed_chunk_hash(table.key, h))
-                if loc is not None:
-                    self._plain[h] = loc
-                    return loc
-        return None
+                keyed = table.chunks.get(keyed_chunk_hash(table.key, h))
+                for found in keyed or ():
+                    _remember(self._plain, h, found)
+        return _pick(self._plain.get(h), after)
 
     def add(self, h: bytes, loc: Location) -> None:
-        """Record a location of chunk h (the first one recorded wins)."""
-        self._plain.setdefault(h, loc)
+        """Record a location of chunk h."""
+        _remember(self._plain, h, loc)
 
     def ref(self, xorb_hash: bytes) -> XorbRef:
         """The one XorbRef of a stored xorb, so runs can compare by identity."""
@@ -83,16 +114,15 @@ class ChunkIndex:
         """The chunks of a global dedup answer (Chunk Hash Key Usage)."""
         key = ZERO_HASH if shard.footer is None else shard.footer.chunk_hash_key
         expiry = 2**63 if shard.footer is None else shard.footer.key_expiry
-        if key == ZERO_HASH:
-            for block in shard.cas_blocks:
-                for i, c in enumerate(block.chunks):
-                    self.add(c.chunk_hash, (self.ref(block.xorb_hash), i))
-            return
-        table = self._keyed.setdefault(key, _KeyedTable(key, expiry))
+        table = (
+            self._plain
+            if key == ZERO_HASH
+            else self._keyed.setdefault(key, _KeyedTable(key, expiry)).chunks
+        )
         for block in shard.cas_blocks:
             ref = self.ref(block.xorb_hash)
             for i, c in enumerate(block.chunks):
-                table.chunks.setdefault(c.chunk_hash, (ref, i))
+                _remember(table, c.chunk_hash, (ref, i))
 
 
 def long_enough(chunks: int, size: int) -> bool:

@@ -9,7 +9,7 @@ name is stored (Upload Flow), then the ARK is bound.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +18,14 @@ import trio
 from arkfs.ark.erc import Erc
 from arkfs.ark.manifest import Entry, Kind, Manifest, build
 from arkfs.backend.base import Backend, NotBound
-from arkfs.publish.dedup import ChunkIndex, Fragmentation, Location, XorbRef, long_enough
+from arkfs.publish.dedup import (
+    ChunkIndex,
+    Fragmentation,
+    Location,
+    XorbRef,
+    extends,
+    long_enough,
+)
 from arkfs.publish.progress import Progress
 from arkfs.publish.scan import Found
 from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
@@ -38,6 +45,10 @@ UPLOAD_SLOTS = 3
 MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
 PRIOR_FILES = 1024  # files of the previous version whose xorbs seed the chunk index
 PRIOR_MIN_SIZE = 1 << 20  # smaller files are found through global dedup of their first chunk
+QUERY_SPACING = 256  # chunks between global dedup queries after a miss (about 16 MiB)
+SMALL_FILE = 4 << 20  # files up to this size are hashed in batches, one thread call each
+BATCH_BYTES = 16 << 20
+BATCH_FILES = 512
 
 
 class PublishError(Exception):
@@ -83,6 +94,7 @@ class Publisher:
         self._built: list[SerializedXorb] = []
         self._first_chunks: set[bytes] = set()
         self._hash_limiter = trio.CapacityLimiter(1)
+        self._since_miss = QUERY_SPACING  # chunks seen since a dedup query found nothing
 
     async def publish(
         self, ark: str, found: list[Found], erc: Erc, skipped: list[str] | None = None
@@ -93,13 +105,25 @@ class Publisher:
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
         placements: list[tuple[Found, FileDigest, list[Placed]]] = []
+        entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
+        files = [f for f in found if f.entry.kind is Kind.FILE]
         async with trio.open_nursery() as uploads:
-            for f in found:
-                if f.entry.kind is not Kind.FILE:
-                    entries.append(f.entry)
+            for batch in _batches(files):
+                if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
+                    digest, placed = await self._place_file(batch[0].source, uploads)
+                    placements.append((batch[0], digest, placed))
                     continue
-                digest, placed = await self._place_file(f.source, uploads)
-                placements.append((f, digest, placed))
+                digests = await trio.to_thread.run_sync(
+                    _digest_small, [f.source for f in batch], limiter=self._hash_limiter
+                )
+                for f, (chunks, digest) in zip(batch, digests, strict=True):
+                    placer = _FilePlacer(self)
+                    for chunk in chunks:
+                        await placer.add(chunk, uploads)
+                    await placer.finish(uploads)
+                    placements.append((f, digest, placer.placed))
+                    self.progress.hashed += digest.size
+                self.progress.update()
             if len(self._builder):
                 await self._seal(uploads)
         for f, digest, placed in placements:
@@ -183,18 +207,29 @@ class Publisher:
         except OSError as exc:
             raise PublishError(f"cannot read {path}: {exc.strerror or exc}") from None
 
-    async def locate(self, chunk: Chunk, first: bool) -> Location | None:
-        """Where a chunk already is, asking global dedup when the chunk is eligible."""
-        loc = self.index.find(chunk.hash)
+    async def locate(self, chunk: Chunk, first: bool, after: Location | None) -> Location | None:
+        """Where a chunk already is, asking global dedup when the chunk is eligible.
+
+        After a query that found nothing, the next waits QUERY_SPACING chunks, so new data
+        (many small files, each with an eligible first chunk) costs few round trips.
+        """
+        self._since_miss += 1
+        loc = self.index.find(chunk.hash, after)
         if loc is not None:
             return loc
-        if is_global_dedup_eligible(chunk.hash, first) and chunk.hash not in self.index.queried:
+        if (
+            is_global_dedup_eligible(chunk.hash, first)
+            and self._since_miss >= QUERY_SPACING
+            and chunk.hash not in self.index.queried
+        ):
             self.index.queried.add(chunk.hash)
             shard = await self.backend.query_dedup(chunk.hash)
             if shard is not None:
                 self.index.add_shard(shard)
-                return self.index.find(chunk.hash)
-        return None
+                loc = self.index.find(chunk.hash, after)
+            if loc is None:
+                self._since_miss = 0
+        return loc
 
     async def add_new(self, chunk: Chunk, first: bool, uploads: trio.Nursery) -> Placed:
         """Put a chunk into the xorb being built."""
@@ -271,13 +306,12 @@ class _FilePlacer:
 
     async def add(self, chunk: Chunk, uploads: trio.Nursery) -> None:
         first = not self.placed and not self.pending
-        loc = await self.session.locate(chunk, first)
-        if loc is not None and not self.pending and self.placed:
-            last = self.placed[-1]
-            if _extends(last.ref, last.index, loc):
-                self._reference(chunk, loc)
-                return
-        if loc is not None and self.pending and _extends(*self.pending[-1][1], loc):
+        after = self.pending[-1][1] if self.pending else self._last()
+        loc = await self.session.locate(chunk, first, after)
+        if loc is not None and not self.pending and after is not None and extends(after, loc):
+            self._reference(chunk, loc)
+            return
+        if loc is not None and self.pending and extends(self.pending[-1][1], loc):
             self.pending.append((chunk, loc))
             if long_enough(len(self.pending), sum(c.size for c, _ in self.pending)):
                 self._accept()
@@ -288,11 +322,12 @@ class _FilePlacer:
         else:
             self.pending.append((chunk, loc))
 
+    def _last(self) -> Location | None:
+        return (self.placed[-1].ref, self.placed[-1].index) if self.placed else None
+
     def _place(self, p: Placed) -> None:
-        last = self.placed[-1] if self.placed else None
-        self.fragmentation.placed(
-            last is not None and _extends(last.ref, last.index, (p.ref, p.index))
-        )
+        last = self._last()
+        self.fragmentation.placed(last is not None and extends(last, (p.ref, p.index)))
         self.placed.append(p)
 
     def _reference(self, chunk: Chunk, loc: Location) -> None:
@@ -322,9 +357,39 @@ class _FilePlacer:
         await self._end_run(uploads)
 
 
-def _extends(ref: XorbRef, index: int, loc: Location) -> bool:
-    """Is loc the same chunk as (ref, index) or the next one in that xorb?"""
-    return loc[0] is ref and loc[1] in (index, index + 1)
+def _batches(files: list[Found]) -> Iterator[list[Found]]:
+    """Runs of small files of at most BATCH_BYTES and BATCH_FILES; a large file alone."""
+    batch: list[Found] = []
+    size = 0
+    for f in files:
+        if f.entry.size > SMALL_FILE:
+            if batch:
+                yield batch
+            yield [f]
+            batch, size = [], 0
+            continue
+        if batch and (size + f.entry.size > BATCH_BYTES or len(batch) >= BATCH_FILES):
+            yield batch
+            batch, size = [], 0
+        batch.append(f)
+        size += f.entry.size
+    if batch:
+        yield batch
+
+
+def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest]]:
+    """Chunks and digest of each small file, read whole (in a worker thread)."""
+    out = []
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise PublishError(f"cannot read {path}: {exc.strerror or exc}") from None
+        hasher = FileHasher()
+        chunks = hasher.update(data)
+        last, digest = hasher.finish()
+        out.append((chunks + last, digest))
+    return out
 
 
 def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:

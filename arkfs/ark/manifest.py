@@ -71,6 +71,17 @@ class Entry:
         """The parent's path; '' for the archive root."""
         return self.path.rpartition("/")[0]
 
+    def to_json(self) -> dict[str, Any]:
+        """The entry as JSON: hashes as hash strings (XET) and hex (SHA-256), no nulls."""
+        item: dict[str, Any] = {f: getattr(self, f) for f in ENTRY_FIELDS[:5]}
+        if self.xet_hash is not None:
+            item["xet_hash"] = hash_to_string(self.xet_hash)
+        if self.sha256 is not None:
+            item["sha256"] = self.sha256.hex()
+        if self.target is not None:
+            item["target"] = self.target
+        return item
+
     @property
     def st_mode(self) -> int:
         """mode with the file type bits, as stat() gives it."""
@@ -109,20 +120,21 @@ class Manifest:
     def total_size(self) -> int:
         return sum(e.size for e in self.entries if e.kind is Kind.FILE)
 
+    def _document(self, entries: list[Any]) -> dict[str, Any]:
+        """The top-level mapping of both forms around their entries."""
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "ark": self.ark,
+            "created": self.created,
+            "cas_url": self.cas_url,
+            "token_url": self.token_url,
+            "entries": entries,
+        }
+
     def to_msgpack(self) -> bytes:
         rows = [[getattr(e, f) for f in ENTRY_FIELDS] for e in self.entries]
-        return msgpack.packb(
-            {
-                "format": FORMAT,
-                "version": VERSION,
-                "ark": self.ark,
-                "created": self.created,
-                "cas_url": self.cas_url,
-                "token_url": self.token_url,
-                "entries": rows,
-            },
-            use_bin_type=True,
-        )
+        return msgpack.packb(self._document(rows), use_bin_type=True)
 
     @classmethod
     def from_msgpack(cls, data: bytes) -> "Manifest":
@@ -145,25 +157,7 @@ class Manifest:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form, for people: hashes as hash strings (XET) and hex (SHA-256)."""
-        entries = []
-        for e in self.entries:
-            item: dict[str, Any] = {f: getattr(e, f) for f in ENTRY_FIELDS[:5]}
-            if e.xet_hash is not None:
-                item["xet_hash"] = hash_to_string(e.xet_hash)
-            if e.sha256 is not None:
-                item["sha256"] = e.sha256.hex()
-            if e.target is not None:
-                item["target"] = e.target
-            entries.append(item)
-        return {
-            "format": FORMAT,
-            "version": VERSION,
-            "ark": self.ark,
-            "created": self.created,
-            "cas_url": self.cas_url,
-            "token_url": self.token_url,
-            "entries": entries,
-        }
+        return self._document([e.to_json() for e in self.entries])
 
     @classmethod
     def from_json(cls, obj: object) -> "Manifest":

@@ -31,14 +31,7 @@ from arkfs.publish.scan import Found
 from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
 from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.shard import (
-    GLOBAL_DEDUP_ELIGIBLE,
-    CasBlock,
-    CasChunk,
-    FileBlock,
-    Shard,
-    serialize_upload,
-)
+from arkfs.xet.shard import CasBlock, FileBlock, Shard, cas_block, serialize_upload
 from arkfs.xet.xorb import SerializedXorb, XorbBuilder, serialize_xorb
 
 UPLOAD_SLOTS = 3
@@ -271,22 +264,11 @@ class Publisher:
 
     def _cas_block(self, xorb: SerializedXorb) -> CasBlock:
         """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks."""
-        footer = xorb.footer
-        starts = (0, *footer.unpacked_ends[:-1])
-        chunks = tuple(
-            CasChunk(
-                h,
-                start,
-                size,
-                GLOBAL_DEDUP_ELIGIBLE
-                if is_global_dedup_eligible(h, h in self._first_chunks)
-                else 0,
-            )
-            for h, start, size in zip(
-                footer.chunk_hashes, starts, footer.chunk_sizes(), strict=True
-            )
+        return cas_block(
+            xorb.footer,
+            len(xorb.data),
+            lambda h: is_global_dedup_eligible(h, h in self._first_chunks),
         )
-        return CasBlock(footer.xorb_hash, chunks, footer.unpacked_ends[-1], len(xorb.data))
 
 
 class _FilePlacer:

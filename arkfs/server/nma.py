@@ -467,22 +467,7 @@ def negotiate(accept: str | None, offers: Sequence[str]) -> str:
 
 def _entry_json(archive: Ark, e: Entry) -> dict[str, Any]:
     """One directory entry as JSON: the manifest fields plus its name and ARK."""
-    item: dict[str, Any] = {
-        "name": e.name,
-        "path": e.path,
-        "ark": str(entry_ark(archive, e.path)),
-        "kind": e.kind.value,
-        "size": e.size,
-        "mode": e.mode,
-        "mtime_ns": e.mtime_ns,
-    }
-    if e.xet_hash is not None:
-        item["xet_hash"] = hash_to_string(e.xet_hash)
-    if e.sha256 is not None:
-        item["sha256"] = e.sha256.hex()
-    if e.target is not None:
-        item["target"] = e.target
-    return item
+    return {"name": e.name, "ark": str(entry_ark(archive, e.path))} | e.to_json()
 
 
 _STYLE = "body{font-family:sans-serif;margin:2em} td{padding:0 1em 0 0}"

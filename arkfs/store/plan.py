@@ -10,13 +10,7 @@ from arkfs.store.errors import NotFound, Rejected
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction, plan_range
-from arkfs.xet.shard import (
-    GLOBAL_DEDUP_ELIGIBLE,
-    CasBlock,
-    CasChunk,
-    parse_shard,
-    verify_file_block,
-)
+from arkfs.xet.shard import CasBlock, cas_block, parse_shard, verify_file_block
 
 
 def merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -111,16 +105,7 @@ def shard_records(store: Store, body: bytes) -> tuple[list[FileRecord], list[Ded
 
 def dedup_blocks(store: Store, chunk: bytes) -> list[CasBlock]:
     """CAS blocks of every xorb that holds a global-dedup chunk."""
-    blocks = []
-    for xh in dict.fromkeys(loc.xorb_hash for loc in store.dedup_lookup(chunk)):
-        footer = store.xorb_footer(xh)
-        starts = [0, *footer.unpacked_ends[:-1]]
-        entries = tuple(
-            CasChunk(h, start, size, GLOBAL_DEDUP_ELIGIBLE if h == chunk else 0)
-            for h, start, size in zip(
-                footer.chunk_hashes, starts, footer.chunk_sizes(), strict=True
-            )
-        )
-        size_on_disk = store.xorb_size(xh)
-        blocks.append(CasBlock(xh, entries, footer.unpacked_ends[-1], size_on_disk))
-    return blocks
+    return [
+        cas_block(store.xorb_footer(xh), store.xorb_size(xh), lambda h: h == chunk)
+        for xh in dict.fromkeys(loc.xorb_hash for loc in store.dedup_lookup(chunk))
+    ]

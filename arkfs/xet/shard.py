@@ -16,6 +16,7 @@ from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashMismatchError, ShardFormatError
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string, keyed_hash, verification_hash
 from arkfs.xet.reconstruction import Term
+from arkfs.xet.xorb import XorbFooter
 
 # Header, Magic Tag
 HF_APP_ID = b"HFRepoMetaData"
@@ -110,6 +111,18 @@ class CasBlock:
     chunks: tuple[CasChunk, ...]
     num_bytes_in_cas: int
     num_bytes_on_disk: int
+
+
+def cas_block(
+    footer: XorbFooter, num_bytes_on_disk: int, eligible: Callable[[bytes], bool]
+) -> CasBlock:
+    """The CAS Info Section entry of a xorb; chunks for which eligible() holds are flagged."""
+    starts = (0, *footer.unpacked_ends[:-1])  # Chunk Byte Range Start Calculation
+    chunks = tuple(
+        CasChunk(h, start, size, GLOBAL_DEDUP_ELIGIBLE if eligible(h) else 0)
+        for h, start, size in zip(footer.chunk_hashes, starts, footer.chunk_sizes(), strict=True)
+    )
+    return CasBlock(footer.xorb_hash, chunks, footer.unpacked_ends[-1], num_bytes_on_disk)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,7 @@ from arkfs.backend.base import Backend
 from arkfs.xet.chunking import chunk_stream
 from arkfs.xet.hashing import chunk_hash, file_hash, is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.shard import (
-    GLOBAL_DEDUP_ELIGIBLE,
-    CasBlock,
-    CasChunk,
-    FileBlock,
-    Shard,
-    serialize_upload,
-)
+from arkfs.xet.shard import FileBlock, Shard, cas_block, serialize_upload
 from arkfs.xet.xorb import SerializedXorb, XorbBuilder, decode_range
 
 ARK = "ark:99999/fk4backend"
@@ -104,23 +97,7 @@ def build_content(files: dict[str, bytes], max_chunks: int = 6) -> Content:
         )
         sha = hashlib.sha256(files[name]).digest()
         blocks.append(FileBlock(fh, xterms, verification if xterms else None, sha))
-    cas = tuple(
-        CasBlock(
-            x.hash,
-            tuple(
-                CasChunk(h, start, size, GLOBAL_DEDUP_ELIGIBLE if h in eligible else 0)
-                for h, start, size in zip(
-                    x.footer.chunk_hashes,
-                    [0, *x.footer.unpacked_ends[:-1]],
-                    x.footer.chunk_sizes(),
-                    strict=True,
-                )
-            ),
-            x.footer.unpacked_ends[-1],
-            len(x.data),
-        )
-        for x in xorbs
-    )
+    cas = tuple(cas_block(x.footer, len(x.data), eligible.__contains__) for x in xorbs)
     return Content(out, xorbs, serialize_upload(Shard(tuple(blocks), cas)))
 
 

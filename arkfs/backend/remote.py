@@ -37,6 +37,9 @@ from arkfs.xet.shard import Shard, parse_shard
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_footer
 
 MANIFEST_TYPE = "application/vnd.arkfs.manifest+msgpack"
+# The first suffix asked for a footer: it holds the footer of a xorb of up to ~1,600 chunks
+# (a full xorb of 64 KiB chunks has ~1,000); a bigger footer takes a second, exact request.
+FOOTER_GUESS = 64 * 1024
 TOKEN_MARGIN = 60.0  # renew a CAS token this long before it expires
 READ, WRITE = "read", "write"
 
@@ -289,34 +292,43 @@ class RemoteBackend:
             )
         return data
 
+    async def _tail(self, fr: FetchRange, length: int, what: str) -> tuple[bytes, int]:
+        """The last length bytes of a xorb (all of it if shorter) and the xorb's size."""
+        resp = await self._send("GET", fr.url, {"Range": f"bytes=-{length}"})
+        self._check_fetch(resp, what)
+        tail = resp.content
+        if resp.status_code != 206:
+            return tail, len(tail)
+        span = _content_range(resp.headers.get("content-range"))
+        if span is None or span[1] + 1 != span[2] or span[1] - span[0] + 1 != len(tail):
+            raise BadReply(
+                f"{what}: {origin(fr.url)} sent {len(tail)} bytes that are not the xorb's end "
+                f"(Content-Range {resp.headers.get('content-range')!r})"
+            )
+        return tail, span[2]
+
     async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:
-        """Any footer fits in the xorb's last MAX_FOOTER_TAIL bytes: GET them as a suffix range.
+        """The footer, from a suffix of the xorb: FOOTER_GUESS bytes first, then, if the
+        footer's length (the xorb's last 4 bytes) says it is longer, exactly that many.
 
         The xorb's size, which parse_footer needs, comes from Content-Range.
         """
         name = hash_to_string(xorb_hash)
         what = f"footer of xorb {name}"
-        where = origin(fr.url)
-        resp = await self._send("GET", fr.url, {"Range": f"bytes=-{MAX_FOOTER_TAIL}"})
-        self._check_fetch(resp, what)
-        tail = resp.content
-        size = len(tail)
-        if resp.status_code == 206:
-            span = _content_range(resp.headers.get("content-range"))
-            if span is None or span[1] + 1 != span[2] or span[1] - span[0] + 1 != len(tail):
-                raise BadReply(
-                    f"{what}: {where} sent {len(tail)} bytes that are not the xorb's end "
-                    f"(Content-Range {resp.headers.get('content-range')!r})"
-                )
-            size = span[2]
+        tail, size = await self._tail(fr, FOOTER_GUESS, what)
+        if len(tail) < size and len(tail) >= 4:
+            need = int.from_bytes(tail[-4:], "little") + 4
+            if len(tail) < need <= MAX_FOOTER_TAIL:
+                tail, size = await self._tail(fr, need, what)
         try:
             footer = parse_footer(tail, size)
             footer.verify()
         except XetError as exc:
-            raise BadReply(f"{what} from {where}: {exc}") from None
+            raise BadReply(f"{what} from {origin(fr.url)}: {exc}") from None
         if footer.xorb_hash != xorb_hash:
             raise BadReply(
-                f"{what}: {where} sent the footer of xorb {hash_to_string(footer.xorb_hash)}"
+                f"{what}: {origin(fr.url)} sent the footer of xorb "
+                f"{hash_to_string(footer.xorb_hash)}"
             )
         return footer
 

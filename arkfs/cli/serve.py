@@ -24,7 +24,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="serve a store over HTTP: ARK resolver and XET CAS",
         description="Serve a store directory on one base URL: the ARK resolver "
         "(GET /ark:NAAN/Name..., ?info, PUT to bind, /arks, /.well-known/ark), the XET CAS "
-        "API that hf_xet speaks, and GET /v1/token[/read|/write] for short-lived tokens. "
+        "API that hf_xet speaks, GET /v1/token[/read|/write] for short-lived tokens, and "
+        "GET /v1/stats for what the CAS has served since it started (JSON counters). "
         "Reads need a read token unless --open-read; writes always need a write token.",
         epilog="Example: arkfs serve --store ~/arkstore --port 8080 --open-read "
         "--tokens tokens.txt   (tokens.txt: one `TOKEN read|write` per line)",

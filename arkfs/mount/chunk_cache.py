@@ -1,8 +1,9 @@
-"""The disk cache: decompressed chunks and xorb footers, keyed by hash, bounded by an LRU.
+"""The disk cache: chunks, xorb footers and file maps, keyed by hash, bounded by an LRU.
 
 Layout under root, every file named by the XET hash string of what it holds:
     chunks/<first 2 hex digits>/<chunk hash>    a chunk's decompressed bytes
     footers/<first 2 hex digits>/<xorb hash>    a xorb's CasObjectInfo footer (packed)
+    maps/<first 2 hex digits>/<file hash>       a file's verified map (file_map.pack_map)
 
 Content is immutable and every file is checked against its hash when read, so one cache
 serves every archive and mount, and survives remounts. A file that fails its check is
@@ -10,11 +11,11 @@ deleted, logged once and reported missing: the caller fetches it again, never se
 
 The index (key -> size, in LRU order) lives in memory; scan() fills it once from the
 directory, oldest mtime first. Blocking methods (scan, get_chunks, put_chunks, get_footer,
-put_footer) are for worker threads and are thread-safe; has() and the sizes are cheap and
-safe from any thread. Writes are atomic (temp file and rename), so a crash leaves a whole
-file or a temp file that the next scan removes. Processes sharing a root each keep their own
-index: each stays within max_bytes for what it wrote, and a file one deletes is a miss for
-the others, fetched again.
+put_footer, get_map, put_map) are for worker threads and are thread-safe; has() and the
+sizes are cheap and safe from any thread. Writes are atomic (temp file and rename), so a
+crash leaves a whole file or a temp file that the next scan removes. Processes sharing a
+root each keep their own index: each stays within max_bytes for what it wrote, and a file
+one deletes is a miss for the others, fetched again.
 """
 
 import logging
@@ -24,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 
+from arkfs.mount.file_map import BadMapFile, FileMap, pack_map, unpack_map
 from arkfs.store.atomic import is_temp, remove_stale_temps, write_atomic
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
@@ -32,13 +34,16 @@ from arkfs.xet.xorb import XorbFooter, parse_footer
 
 log = logging.getLogger(__name__)
 
-CHUNKS, FOOTERS = "chunks", "footers"
-# Index keys: a chunk's hash as is; a footer's xorb hash behind this tag (33 bytes).
-_FOOTER_TAG = b"F"
+CHUNKS, FOOTERS, MAPS = "chunks", "footers", "maps"
+# Index keys: a chunk's hash as is; a footer's xorb hash or a map's file hash behind a tag.
+_FOOTER_TAG, _MAP_TAG = b"F", b"M"
+_KINDS = ((CHUNKS, b""), (FOOTERS, _FOOTER_TAG), (MAPS, _MAP_TAG))
 
 
 def _key_dir(key: bytes) -> tuple[str, bytes]:
-    return (FOOTERS, key[1:]) if len(key) > HASH_SIZE else (CHUNKS, key)
+    if len(key) == HASH_SIZE:
+        return CHUNKS, key
+    return (FOOTERS if key[:1] == _FOOTER_TAG else MAPS), key[1:]
 
 
 class ChunkCache:
@@ -80,7 +85,7 @@ class ChunkCache:
 
     def _scan(self) -> None:
         found: list[tuple[float, bytes, int]] = []
-        for kind, tag in ((CHUNKS, b""), (FOOTERS, _FOOTER_TAG)):
+        for kind, tag in _KINDS:
             top = self.root / kind
             top.mkdir(parents=True, exist_ok=True)
             for sub in top.iterdir():
@@ -214,4 +219,27 @@ class ChunkCache:
         key = _FOOTER_TAG + footer.xorb_hash
         if key not in self._index:
             self._write(key, footer.packed_ends[-1].to_bytes(8, "little") + footer.pack())
+            self._evict()
+
+    def get_map(self, file_hash: bytes) -> FileMap | None:
+        """The stored map of file_hash, checked again (unpack_map); None if absent or bad."""
+        key = _MAP_TAG + file_hash
+        if key not in self._index:
+            return None
+        data = self._read(key)
+        if data is None:
+            return None
+        try:
+            fmap = unpack_map(data, file_hash)
+        except BadMapFile as exc:
+            self._reject(key, f"is not a valid file map ({exc})")
+            return None
+        self._touch(key)
+        return fmap
+
+    def put_map(self, fmap: FileMap) -> None:
+        """Store a verified map under its file hash."""
+        key = _MAP_TAG + fmap.file_hash
+        if key not in self._index:
+            self._write(key, pack_map(fmap))
             self._evict()

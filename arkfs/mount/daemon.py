@@ -12,7 +12,9 @@ Pipe protocol, one line each: `W text` a warning, `R pid` ready, `E u|f text` a 
 (u: the user must fix something).
 
 SIGINT and SIGTERM unmount: pyfuse3.terminate() ends the FUSE loop; requests still in
-flight after TERMINATE_GRACE are cancelled; pyfuse3.close(unmount=True) always runs.
+flight after TERMINATE_GRACE are cancelled; pyfuse3.close(unmount=True) always runs. Once
+the loop has ended, the reader gets CLOSE_GRACE to finish its cache writes before the rest
+is cancelled, so what the last reads fetched is on disk for the next mount.
 """
 
 import errno
@@ -169,12 +171,15 @@ def _check_and_tune(mountpoint: Path) -> None:
         log.warning("cannot raise the readahead (%s): %s", path, exc.strerror or exc)
 
 
-async def _watch_signals(scope: trio.CancelScope) -> None:
+async def _watch_signals(scope: trio.CancelScope, loop_ended: trio.Event) -> None:
+    """On SIGINT or SIGTERM, end the FUSE loop; cancel what still runs after TERMINATE_GRACE."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("%s: unmounting", signal.Signals(signum).name)
             pyfuse3.terminate()
-            await trio.sleep(TERMINATE_GRACE)
+            with trio.move_on_after(TERMINATE_GRACE):
+                await loop_ended.wait()
+                return  # _fuse_main finishes the job
             log.error(
                 "requests still running %.0f s after the signal: cancelling them", TERMINATE_GRACE
             )
@@ -182,9 +187,12 @@ async def _watch_signals(scope: trio.CancelScope) -> None:
             return
 
 
-async def _fuse_main(scope: trio.CancelScope) -> None:
+async def _fuse_main(reader: ContentReader, scope: trio.CancelScope, ended: trio.Event) -> None:
+    """Serve until the FUSE loop ends; let the reader finish its cache writes; stop the rest."""
     await pyfuse3.main()
+    ended.set()
     log.info("the FUSE loop ended: unmounted")
+    await reader.aclose()  # before the cancel below, which would drop those writes
     scope.cancel()
 
 
@@ -226,8 +234,9 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
             # MountErrors are raised outside the nursery, which would wrap them in a group.
             async with trio.open_nursery() as nursery:
                 await nursery.start(reader.run)
-                nursery.start_soon(_watch_signals, nursery.cancel_scope)
-                nursery.start_soon(_fuse_main, nursery.cancel_scope)
+                loop_ended = trio.Event()
+                nursery.start_soon(_watch_signals, nursery.cancel_scope, loop_ended)
+                nursery.start_soon(_fuse_main, reader, nursery.cancel_scope, loop_ended)
                 failure = await _until_serving(opts.mountpoint)
                 if failure is None:
                     log.info("mounted %s", opts.mountpoint)

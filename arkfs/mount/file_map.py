@@ -6,12 +6,20 @@ only if the chunk hashes and sizes give the file hash (File Hashes) and the file
 From then on it is the truth about the file: reconstructions and URLs are mere hints.
 Chunks are kept in flat arrays, about 56 bytes each, so a 1 GiB file (~16k chunks) maps
 in under 1 MB, and finding the chunks of a byte range is a bisection.
+
+A verified map is also kept on disk (pack_map, unpack_map), so a file whose chunks are
+cached reads with no backend at all, after a remount too. Loading one checks it again.
 """
 
+import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import blake3
+import msgpack
 
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashMismatchError, ReconstructionError, XorbFormatError
@@ -19,6 +27,13 @@ from arkfs.xet.hashing import file_hash as compute_file_hash
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import XorbFooter, iter_chunks, verify_chunk
+
+MAP_FORMAT, MAP_VERSION = "arkfs-file-map", 1
+_ARRAYS = {"ends": "Q", "xorb_of": "I", "index": "I", "packed_start": "I", "packed_end": "I"}
+
+
+class BadMapFile(Exception):
+    """A stored file map that is damaged, or does not give its file hash and size."""
 
 
 @dataclass(eq=False, slots=True)
@@ -132,3 +147,86 @@ def decode_run(data: bytes, fmap: FileMap, run: Sequence[int]) -> list[bytes]:
     if len(out) != len(run):
         raise XorbFormatError("xorb", "chunk count", base, f"{len(out)} chunks, not {len(run)}")
     return out
+
+
+def _le_bytes(a: array) -> bytes:
+    """An array's items as little-endian bytes, whatever this machine's byte order."""
+    if sys.byteorder == "big":
+        a = array(a.typecode, a)
+        a.byteswap()
+    return a.tobytes()
+
+
+def _from_le(typecode: str, data: object, n: int, name: str) -> array:
+    a = array(typecode)
+    if not isinstance(data, bytes) or len(data) != n * a.itemsize:
+        raise BadMapFile(f"{name} does not hold {n} items")
+    a.frombytes(data)
+    if sys.byteorder == "big":
+        a.byteswap()
+    return a
+
+
+def pack_map(fmap: FileMap) -> bytes:
+    """A map as stored on disk: the BLAKE3 digest of its body, then the body (msgpack)."""
+    body: dict[str, Any] = {
+        "format": MAP_FORMAT,
+        "version": MAP_VERSION,
+        "file_hash": fmap.file_hash,
+        "size": fmap.size,
+        "hashes": fmap.hashes,
+        "xorbs": fmap.xorbs,
+    }
+    body |= {name: _le_bytes(getattr(fmap, name)) for name in _ARRAYS}
+    packed = msgpack.packb(body, use_bin_type=True)
+    return blake3.blake3(packed).digest() + packed
+
+
+def unpack_map(data: bytes, file_hash: bytes) -> FileMap:
+    """The map of file_hash stored as pack_map wrote it, checked again (blocking).
+
+    The file hash, recomputed from the chunk hashes and sizes, vouches for those and for
+    the size; the digest also covers what it does not (xorb hashes, chunk indices, packed
+    offsets), whose damage would otherwise surface only as fetches that fail their checks.
+    Raises BadMapFile.
+    """
+    digest, packed = data[:HASH_SIZE], data[HASH_SIZE:]
+    if blake3.blake3(packed).digest() != digest:
+        raise BadMapFile("its digest does not match its contents")
+    try:
+        body = msgpack.unpackb(packed, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:
+        raise BadMapFile(f"it is not msgpack ({exc})") from None
+    if not isinstance(body, dict) or (body.get("format"), body.get("version")) != (
+        MAP_FORMAT,
+        MAP_VERSION,
+    ):
+        raise BadMapFile(f"it is not a version {MAP_VERSION} {MAP_FORMAT}")
+    if body.get("file_hash") != file_hash:
+        raise BadMapFile("it holds the map of another file")
+    hashes, xorbs, size = body.get("hashes"), body.get("xorbs"), body.get("size")
+    if not isinstance(hashes, bytes) or not hashes or len(hashes) % HASH_SIZE:
+        raise BadMapFile("its chunk hashes are malformed")
+    n = len(hashes) // HASH_SIZE
+    arrays = {name: _from_le(t, body.get(name), n, name) for name, t in _ARRAYS.items()}
+    if not (
+        isinstance(xorbs, list)
+        and xorbs
+        and all(isinstance(x, bytes) and len(x) == HASH_SIZE for x in xorbs)
+        and max(arrays["xorb_of"]) < len(xorbs)
+    ):
+        raise BadMapFile("its xorb hashes are malformed")
+    ends = arrays["ends"]
+    pairs: list[tuple[bytes, int]] = []
+    prev = 0
+    for i, e in enumerate(ends):
+        if e <= prev or arrays["packed_start"][i] >= arrays["packed_end"][i]:
+            raise BadMapFile(f"chunk {i} has an empty or negative extent")
+        pairs.append((hashes[i * HASH_SIZE : (i + 1) * HASH_SIZE], e - prev))
+        prev = e
+    if size != prev:
+        raise BadMapFile(f"it says {size!r} bytes, its chunks hold {prev}")
+    actual = compute_file_hash(pairs)
+    if actual != file_hash:
+        raise BadMapFile(f"its chunks give file hash {hash_to_string(actual)}")
+    return FileMap(file_hash, size, hashes=hashes, xorbs=xorbs, **arrays)

@@ -253,7 +253,9 @@ class ArkOperations(pyfuse3.Operations):
             return b""
         assert entry.xet_hash is not None
         try:
-            data = await self.reader.read(archive.backend, entry.xet_hash, entry.size, off, length)
+            data = await self.reader.read(
+                archive.backend, entry.xet_hash, entry.size, off, length, stream=fh
+            )
         except ReadError as exc:
             log.error("read of %s at %d+%d: %s", handle.node.ark, off, length, exc)
             raise pyfuse3.FUSEError(errno.EIO) from None
@@ -266,6 +268,7 @@ class ArkOperations(pyfuse3.Operations):
     @guarded
     async def release(self, fh: pyfuse3.FileHandleT) -> None:
         self._close_handle(fh)
+        self.reader.end_stream(fh)  # each open file is a stream of its own for prefetching
 
     # --- directories -----------------------------------------------------------------------
 

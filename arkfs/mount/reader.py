@@ -1,9 +1,13 @@
 """The data path of the mount: verified bytes of a file, from memory, the disk cache or a backend.
 
 One read:
-1. The file's map (file_map.py), built and checked against the file hash on first use,
-   then kept in a bounded LRU. Building it takes one whole-file reconstruction (metadata
-   only) and each xorb footer once (memory, then the disk cache, then the backend).
+1. The file's map (file_map.py): from a bounded LRU in memory, else from the disk cache
+   (checked again as it loads), else built and checked against the file hash, then
+   written to the disk cache. Building it takes one reconstruction of the whole file
+   (metadata only: no chunk data) and each xorb footer once (memory, the disk cache, then
+   the backend). It must be the whole file: the file hash is the Merkle root of every
+   chunk hash, so no smaller set of terms can be checked against it, and unchecked terms
+   could name any xorb. It happens once per file, not per mount: the map stays on disk.
 2. The chunks that cover the range, found by bisection. If all of them are in the memory
    LRU of decoded chunks, the answer is sliced and joined on the trio thread: no thread hop.
 3. Missing chunks are claimed in groups: runs of consecutive chunks of one xorb, at most
@@ -12,16 +16,20 @@ One read:
    and checked in one worker-thread call; the others are fetched, one backend call per run
    with the exact packed byte range from the map, then decompressed and checked against
    their chunk hashes in one worker-thread call, and written to the disk cache afterwards.
-   Failures are not remembered: the next read tries again.
+   Fetch URLs come from reconstructions and are kept in memory only (they expire); with
+   none for a xorb (a map from disk) or an expired one, the reader asks for a
+   reconstruction of just the run's bytes. Failures are not remembered: the next read
+   tries again, so reads work again once a backend is back.
 
 Threads: bookkeeping is on the trio thread; blocking work goes to worker threads a whole
 group at a time, under separate CapacityLimiters for a read's fetches, CPU work (decoding,
 building maps) and disk reads, for background work (prefetch decoding and disk reads), and
 for cache writes, so prefetching and cache writing never hold a slot a read waits for.
 
-Prefetch: reads of a file (keyed by file hash) that start where the previous one ended,
-or up to SEQ_SLACK after, are sequential; those starting up to SEQ_SLACK before change
-nothing (re-reads, requests the kernel sent out of order); any other read ends the run.
+Prefetch: reads of a stream (an open file, if the caller names one, else the file) that
+start where the previous one ended, or up to SEQ_SLACK after, are sequential; those
+starting up to SEQ_SLACK before change nothing (re-reads, requests the kernel sent out of
+order); any other read ends the run.
 Each sequential read doubles a window from PREFETCH_MIN up to PREFETCH_MAX, and when less
 than half a window lies claimed ahead of the reader, the rest of the window is claimed as
 background groups. At most PREFETCH_GROUPS of those run at once; prefetch never queues,
@@ -29,20 +37,22 @@ it claims only what it can start now, so a group a read joins is always under wa
 
 Hosting: background tasks run in a nursery the reader owns. The host starts it before the
 first read with `await nursery.start(reader.run)` (it scans the disk cache first) and ends
-it with `await reader.aclose()` or by cancelling its own nursery. Reads that need the
-backend raise ReadError while it is not running.
+it with `await reader.aclose()`, which lets the cache writes under way finish; cancelling
+the host's nursery drops them. Reads that need the backend raise ReadError while it is not
+running.
 
 Bounds: decoded chunks in memory (memory_bytes), file maps (MAP_CHUNKS chunks), footers
 in memory (FOOTERS_IN_MEMORY), fetch URLs (URLS), streams (STREAMS), background prefetch
 (PREFETCH_GROUPS groups of GROUP_BYTES), cache writes waiting (WRITE_BACKLOG bytes; beyond
-it chunks are served but not cached). The in-flight table holds only chunks of running
-groups: those of the reads in progress plus the prefetch groups.
+it chunks are served but not cached; footers and maps, which are small, are always
+written). The in-flight table holds only chunks of running groups: those of the reads in
+progress plus the prefetch groups.
 """
 
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -56,7 +66,7 @@ from arkfs.mount.stats import MountStats
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
-from arkfs.xet.xorb import XorbFooter
+from arkfs.xet.xorb import XorbFooter, footer_size
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +74,10 @@ MIB = 1024 * 1024
 MEMORY_BYTES = 64 * MIB  # decoded chunks kept in memory
 MAP_CHUNKS = 1 << 20  # chunks of all file maps in memory (~56 MB, ~64 GiB of files)
 MAP_OVERHEAD = 64  # what a map costs beyond its chunks, in chunks
+MAP_BYTES = 56  # bytes a map takes per chunk, in memory and on disk
 FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
 URLS = 1 << 16  # fetch URLs remembered, per (backend, xorb)
-STREAMS = 256  # files whose read pattern is tracked
+STREAMS = 256  # streams (open files, or files) whose read pattern is tracked
 GROUP_BYTES = 8 * MIB  # most decoded bytes one background group loads
 PREFETCH_MIN, PREFETCH_MAX = 1 * MIB, 32 * MIB
 PREFETCH_GROUPS = 4
@@ -168,7 +179,7 @@ class ContentReader:
         self._footers: OrderedDict[bytes, XorbFooter] = OrderedDict()
         self._urls: OrderedDict[tuple[str, bytes], str] = OrderedDict()
         self._inflight: dict[bytes, _Pending[dict[bytes, bytes]]] = {}
-        self._streams: OrderedDict[bytes, _Stream] = OrderedDict()
+        self._streams: OrderedDict[Hashable, _Stream] = OrderedDict()
         self._prefetching = 0
         self._write_backlog = 0
         self._write_failed = False
@@ -213,23 +224,46 @@ class ContentReader:
     # --- reads -----------------------------------------------------------------------------
 
     async def read(
-        self, backend: Backend, file_hash: bytes, size: int, offset: int, length: int
+        self,
+        backend: Backend,
+        file_hash: bytes,
+        size: int,
+        offset: int,
+        length: int,
+        stream: Hashable | None = None,
     ) -> bytes:
-        """Exactly min(length, size - offset) bytes (b"" at or after EOF), every one verified."""
+        """Exactly min(length, size - offset) bytes (b"" at or after EOF), every one verified.
+
+        stream names the sequence of reads this one belongs to, for prefetching, e.g. an
+        open file handle, so readers at different places in one file do not look random;
+        by default every read of the file is one stream. Let go of it with end_stream().
+        """
         self.stats.reads += 1
         end = min(offset + length, size)
         if offset >= end:
             return b""
         try:
-            data = await self._read(backend, file_hash, size, offset, end)
+            data = await self._read(
+                backend, file_hash, size, offset, end, file_hash if stream is None else stream
+            )
         except ReadError:
             self.stats.errors += 1
             raise
         self.stats.bytes_read += len(data)
         return data
 
+    def end_stream(self, stream: Hashable) -> None:
+        """Stop tracking a stream named in read() (its file was closed)."""
+        self._streams.pop(stream, None)
+
     async def _read(
-        self, backend: Backend, file_hash: bytes, size: int, offset: int, end: int
+        self,
+        backend: Backend,
+        file_hash: bytes,
+        size: int,
+        offset: int,
+        end: int,
+        stream: Hashable,
     ) -> bytes:
         key = (file_hash, size)
         fmap = self._maps.get(key)
@@ -254,14 +288,14 @@ class ContentReader:
         self.stats.cache_hits += hits
         if missing:
             pendings, _ = self._claim(backend, fmap, missing, prefetch=False)
-            self._track(backend, fmap, offset, end)
+            self._track(backend, fmap, stream, offset, end)
             got: dict[bytes, bytes] = {}
             for p in pendings:
                 got.update(await p.wait())
             for i in missing:
                 chunks[i - first] = got[fmap.chunk_hash(i)]
         else:
-            self._track(backend, fmap, offset, end)
+            self._track(backend, fmap, stream, offset, end)
         return _assemble(fmap, first, chunks, offset, end)
 
     def cached_fraction(self, file_hash: bytes, size: int) -> float:
@@ -336,15 +370,17 @@ class ContentReader:
             nursery.start_soon(self._group, backend, fmap, run, p, prefetch)
         return list(pendings.values()), done
 
-    def _track(self, backend: Backend, fmap: FileMap, offset: int, end: int) -> None:
-        """Follow the file's read pattern; claim the prefetch window when reads are sequential."""
-        s = self._streams.get(fmap.file_hash)
+    def _track(
+        self, backend: Backend, fmap: FileMap, stream: Hashable, offset: int, end: int
+    ) -> None:
+        """Follow a stream's read pattern; claim the prefetch window when it is sequential."""
+        s = self._streams.get(stream)
         if s is None:
-            self._streams[fmap.file_hash] = _Stream(end, end)
+            self._streams[stream] = _Stream(end, end)
             if len(self._streams) > STREAMS:
                 self._streams.popitem(last=False)
             return
-        self._streams.move_to_end(fmap.file_hash)
+        self._streams.move_to_end(stream)
         if not -SEQ_SLACK <= offset - s.next <= SEQ_SLACK:
             s.next = s.ahead = end
             s.window = 0
@@ -494,16 +530,24 @@ class ContentReader:
     async def _store(self, chunks: dict[bytes, bytes]) -> None:
         """Write fetched chunks to the disk cache, unless the write backlog is full."""
         size = sum(len(c) for c in chunks.values())
-        if self._write_backlog + size > WRITE_BACKLOG:
-            return
+        if self._write_backlog + size <= WRITE_BACKLOG:
+            self._write_backlog += size
+            await self._write(size, self._cache.put_chunks, list(chunks.items()))
+
+    def _write_soon(self, size: int, fn: Callable[..., None], *args: object) -> None:
+        """Start a disk cache write in the background, in the backlog from now on."""
+        nursery = self._running()
         self._write_backlog += size
+        nursery.start_soon(self._write, size, fn, *args)
+
+    async def _write(self, size: int, fn: Callable[..., None], *args: object) -> None:
+        """Run a disk cache write (already counted in the backlog that aclose() waits for)
+        in a worker thread; an OSError is logged once per reader: the cache is optional."""
         try:
-            await trio.to_thread.run_sync(
-                self._cache.put_chunks, list(chunks.items()), limiter=self._writes
-            )
+            await trio.to_thread.run_sync(fn, *args, limiter=self._writes)
         except OSError as exc:
             if not self._write_failed:
-                log.warning("cannot write the chunk cache in %s: %s", self._cache.root, exc)
+                log.warning("cannot write the cache in %s: %s", self._cache.root, exc)
                 self._write_failed = True
         finally:
             self._write_backlog -= size
@@ -547,10 +591,31 @@ class ContentReader:
     ) -> None:
         try:
             await pending.settle(
-                f"mapping file {hash_to_string(key[0])}", lambda: self._build_map(backend, *key)
+                f"mapping file {hash_to_string(key[0])}", lambda: self._get_map(backend, *key)
             )
         finally:
             del self._map_loads[key]
+
+    async def _get_map(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
+        """The map from the disk cache, else built from the backend and written there;
+        kept in memory either way."""
+        fmap = await trio.to_thread.run_sync(self._cache.get_map, file_hash, limiter=self._disk)
+        if fmap is None:
+            fmap = await self._build_map(backend, file_hash, size)
+            self.stats.maps_loaded += 1
+            self._write_soon(len(fmap) * MAP_BYTES, self._cache.put_map, fmap)
+        elif fmap.size != size:
+            raise ReadError(
+                f"file {hash_to_string(file_hash)} has {fmap.size} bytes, not {size} "
+                "as the manifest says"
+            )
+        else:
+            self.stats.maps_from_disk += 1
+        self._maps[(file_hash, size)] = fmap
+        self._map_chunks += len(fmap) + MAP_OVERHEAD
+        while self._map_chunks > MAP_CHUNKS and len(self._maps) > 1:
+            self._map_chunks -= len(self._maps.popitem(last=False)[1]) + MAP_OVERHEAD
+        return fmap
 
     async def _build_map(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
         """File Reconstruction of the whole file, footers, then the checks of build_map."""
@@ -569,24 +634,22 @@ class ContentReader:
             )
             footers |= fetched
             if fetched:
-                self._running().start_soon(self._store_footers, list(fetched.values()))
+                self._write_soon(
+                    sum(footer_size(f.num_chunks) for f in fetched.values()),
+                    self._put_footers,
+                    list(fetched.values()),
+                )
         for xh in xorbs:
             self._footers[xh] = footers[xh]
             self._footers.move_to_end(xh)
         while len(self._footers) > FOOTERS_IN_MEMORY:
             self._footers.popitem(last=False)
         try:
-            fmap = await trio.to_thread.run_sync(
+            return await trio.to_thread.run_sync(
                 build_map, file_hash, size, rec.terms, footers, limiter=self._cpu
             )
         except XetError as exc:
             raise ReadError(f"{what} from {backend.name} fails verification: {exc}") from None
-        self.stats.maps_loaded += 1
-        self._maps[(file_hash, size)] = fmap
-        self._map_chunks += len(fmap) + MAP_OVERHEAD
-        while self._map_chunks > MAP_CHUNKS and len(self._maps) > 1:
-            self._map_chunks -= len(self._maps.popitem(last=False)[1]) + MAP_OVERHEAD
-        return fmap
 
     def _disk_footers(self, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
         """Footers found in the disk cache, checked (blocking)."""
@@ -623,14 +686,6 @@ class ContentReader:
         if errors:
             raise errors[0]
         return got
-
-    async def _store_footers(self, footers: list[XorbFooter]) -> None:
-        try:
-            await trio.to_thread.run_sync(self._put_footers, footers, limiter=self._writes)
-        except OSError as exc:
-            if not self._write_failed:
-                log.warning("cannot write the footer cache in %s: %s", self._cache.root, exc)
-                self._write_failed = True
 
     def _put_footers(self, footers: list[XorbFooter]) -> None:
         for footer in footers:

@@ -19,8 +19,9 @@ class MountStats:
     memory_hits: int = 0  # chunks served from the in-memory LRU (part of cache_hits)
     disk_hits: int = 0  # chunks loaded from the disk cache (by reads or prefetch)
     footer_fetches: int = 0  # xorb footers fetched from the backend
-    maps_loaded: int = 0  # file maps built and verified
-    url_refreshes: int = 0  # fresh reconstructions asked for after an expired fetch URL
+    maps_loaded: int = 0  # file maps built from the backend and verified
+    maps_from_disk: int = 0  # file maps loaded from the disk cache and verified again
+    url_refreshes: int = 0  # reconstructions of a run's bytes, its fetch URL missing or expired
     # Set by the ContentReader: sizes and limits of its caches, read when reporting.
     gauges: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)
 

@@ -1,6 +1,7 @@
 """The ASGI application of `arkfs serve` and how to run it with hypercorn on trio.
 
-Routes: the CAS API (cas.py), `GET /v1/token[/{scope}]` (below), and the NMA (nma.py).
+Routes: the CAS API and its counters, `GET /v1/stats` (cas.py), `GET /v1/token[/{scope}]`
+(below), and the NMA (nma.py).
 CAS and token errors are JSON `{"error"}`; NMA errors are one line of text/plain. Other
 paths get 404 (hf_xet relies on that to fall back from routes a CAS may lack).
 """

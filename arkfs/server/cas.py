@@ -1,13 +1,14 @@
 """The XET CAS API (spec: "CAS API"), as hf_xet 1.8 calls it, over an arkfs Store.
 
 Store calls block (SQLite, files), so each runs in a worker thread; so do xorb and shard
-validation, which hash every chunk.
+validation, which hash every chunk. `GET /v1/stats` (read scope) reports what the CAS has
+served since the server started (CasStats), e.g. to measure a client's read amplification.
 """
 
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 import blake3
@@ -50,6 +51,26 @@ def error_response(status: int, message: str) -> Response:
 
 
 @dataclass
+class CasStats:
+    """What the CAS has done since the server started: counters in memory, never persisted.
+
+    Xorb GETs with a suffix Range (`bytes=-N`) are how clients locate footers, so they are
+    counted apart from data reads.
+    """
+
+    reconstructions: int = 0  # reconstruction replies sent (v1 and v2)
+    reconstruction_bytes: int = 0  # file bytes those replies cover (their Range, clipped)
+    xorb_requests: int = 0  # GETs of xorb data through signed URLs, suffix Ranges excluded
+    xorb_bytes_served: int = 0  # body bytes those GETs returned
+    footer_requests: int = 0  # GETs of xorb data with a suffix Range
+    footer_bytes_served: int = 0  # body bytes those GETs returned
+    dedup_queries: int = 0  # chunk dedup queries answered with a shard
+    xorb_uploads: int = 0  # xorbs received and validated (new or already stored)
+    xorb_bytes_received: int = 0  # body bytes of those uploads
+    shard_uploads: int = 0  # shards received and registered (new or already stored)
+
+
+@dataclass
 class CasService:
     """The CAS endpoints' shared state."""
 
@@ -57,6 +78,7 @@ class CasService:
     auth: Authorizer
     signer: UrlSigner
     limiter: trio.CapacityLimiter
+    stats: CasStats = field(default_factory=CasStats)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking work in a worker thread."""
@@ -72,7 +94,13 @@ class CasService:
             Route("/v1/shards", self.upload_shard, methods=["POST"]),
             Route("/v1/telemetry", self.telemetry, methods=["POST"]),
             Route("/v1/xorb-data/{xorb}", self.xorb_data, methods=["GET", "HEAD"]),
+            Route("/v1/stats", self.stats_route),
         ]
+
+    async def stats_route(self, request: Request) -> Response:
+        """The CasStats counters as a JSON object (read scope)."""
+        self.auth.require(request.headers.get("authorization"), Scope.READ)
+        return JSONResponse(asdict(self.stats), headers={"Cache-Control": "no-store"})
 
     # --- reads -------------------------------------------------------------------------
 
@@ -100,6 +128,8 @@ class CasService:
             end,
             lambda xh: self.signer.sign(base_url, hash_to_string(xh))[0],
         )
+        self.stats.reconstructions += 1
+        self.stats.reconstruction_bytes += end - start
         body = rec.to_v2() if v2 else rec.to_v1()
         return JSONResponse(body, headers={"Cache-Control": "private, no-store"})
 
@@ -117,21 +147,26 @@ class CasService:
             size = await self.run(self.store.xorb_size, xh)
         except NotFound:
             raise HttpError(404, f"no xorb {name}") from None
-        start, end = parse_range(request.headers.get("range"), size)
+        range_header = request.headers.get("range")
+        start, end = parse_range(range_header, size)
         headers = {
             "Cache-Control": f"public, immutable, max-age={left}",
             "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + left)),
             "ETag": f'"{name}"',
             "Accept-Ranges": "bytes",
         }
-        partial = request.headers.get("range") is not None
+        partial = range_header is not None
         if partial:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
-        body = (
-            b""
-            if request.method == "HEAD"
-            else await self.run(self.store.read_xorb, xh, start, end)
-        )
+        body = b""
+        if request.method != "HEAD":
+            body = await self.run(self.store.read_xorb, xh, start, end)
+            if range_header is not None and range_header.strip().startswith("bytes=-"):
+                self.stats.footer_requests += 1
+                self.stats.footer_bytes_served += len(body)
+            else:
+                self.stats.xorb_requests += 1
+                self.stats.xorb_bytes_served += len(body)
         headers["Content-Length"] = str(end - start)
         return Response(
             body,
@@ -152,6 +187,7 @@ class CasService:
         shard = keyed_dedup_shard(
             blocks, key, creation_timestamp=now, key_expiry=now + DEDUP_KEY_TTL
         )
+        self.stats.dedup_queries += 1
         return Response(
             serialize_stored(shard),
             media_type="application/octet-stream",
@@ -170,6 +206,8 @@ class CasService:
         except XetError as exc:
             raise HttpError(400, f"invalid xorb: {exc}") from None
         inserted = await self.run(self.store.put_xorb, xh, parsed.serialize())
+        self.stats.xorb_uploads += 1
+        self.stats.xorb_bytes_received += len(body)
         return JSONResponse({"was_inserted": inserted})
 
     async def upload_shard(self, request: Request) -> Response:
@@ -182,6 +220,7 @@ class CasService:
             inserted = await self.run(self.store.put_shard, name, body, records, dedup)
         except Rejected as exc:
             raise HttpError(400, str(exc)) from None
+        self.stats.shard_uploads += 1
         return JSONResponse({"result": 1 if inserted else 0})
 
     async def telemetry(self, request: Request) -> Response:

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 import trio
 
+from arkfs.backend import remote
 from arkfs.backend.base import BadReply, NotBound, Unauthorized, Unreachable
 from arkfs.backend.remote import RemoteBackend
 from arkfs.xet.hashing import string_to_hash
@@ -161,6 +163,33 @@ def test_refused_fetch_url_is_unauthorized(server: tuple[str, Path], fresh: File
             await b.footer(bytes(32), fr)  # a footer that is not the named xorb's
 
     run(server[0], "reader", body)
+
+
+def cas_stats(url: str) -> dict[str, int]:
+    """The server's counters (GET /v1/stats, with the read token)."""
+    resp = httpx.get(f"{url}/v1/stats", headers={"Authorization": "Bearer reader"}, timeout=30)
+    resp.raise_for_status()
+    return dict(resp.json())
+
+
+@pytest.mark.parametrize("guess", [remote.FOOTER_GUESS, 64])
+def test_footers_take_one_suffix_request_or_two_when_longer_than_the_guess(
+    guess: int, server: tuple[str, Path], fresh: File, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote, "FOOTER_GUESS", guess)
+
+    async def body(b: RemoteBackend) -> int:
+        rec = await b.reconstruction(fresh.hash, 0, len(fresh.data))
+        for xh, (fr, *_) in rec.fetch.items():
+            footer = await b.footer(xh, fr)
+            assert footer.xorb_hash == xh and len(footer.chunk_hashes) > 1
+        return len(rec.fetch)
+
+    before = cas_stats(server[0])
+    xorbs = run(server[0], "reader", body)
+    after = cas_stats(server[0])
+    assert after["footer_requests"] - before["footer_requests"] == xorbs * (1 if guess > 64 else 2)
+    assert after["xorb_requests"] == before["xorb_requests"]
 
 
 def test_token_renewed_when_the_server_restarts(tmp_path: Path) -> None:

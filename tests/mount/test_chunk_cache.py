@@ -1,11 +1,15 @@
-"""ChunkCache: checked reads, atomic files, LRU eviction within max_bytes, the startup scan."""
+"""ChunkCache: checked reads of chunks, footers and file maps, atomic files, LRU eviction
+within max_bytes, the startup scan."""
 
 import os
 import random
+from dataclasses import replace
 from pathlib import Path
 
 from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.xet.hashing import chunk_hash, hash_to_string
+from arkfs.mount.file_map import FileMap, build_map, pack_map
+from arkfs.xet.hashing import chunk_hash, file_hash, hash_to_string
+from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import serialize_xorb
 
 
@@ -100,3 +104,48 @@ def test_footers_round_trip_and_bad_ones_are_dropped(tmp_path: Path) -> None:
     p.write_bytes(bytes(data))
     assert reopened.get_footer(xorb.hash) is None
     assert not p.exists() and reopened.bad_files == 1
+
+
+def file_map(seed: int = 0) -> FileMap:
+    """The verified map of a file of five 3000-byte chunks in one xorb."""
+    items = chunks(5, size=3000, seed=seed)
+    xorb = serialize_xorb(items)
+    fh = file_hash([(h, len(d)) for h, d in items])
+    return build_map(fh, 15000, [Term(xorb.hash, 0, 5, 15000)], {xorb.hash: xorb.footer})
+
+
+def test_maps_round_trip_and_bad_ones_are_dropped(tmp_path: Path) -> None:
+    cache = ChunkCache(tmp_path, 1 << 20)
+    cache.scan()
+    fmap = file_map()
+    cache.put_map(fmap)
+    reopened = ChunkCache(tmp_path, 1 << 20)
+    reopened.scan()
+    got = reopened.get_map(fmap.file_hash)
+    assert got is not None and got.file_hash == fmap.file_hash and got.size == fmap.size
+    assert (got.ends, got.hashes, got.xorbs) == (fmap.ends, fmap.hashes, fmap.xorbs)
+    assert (got.index, got.packed_start, got.packed_end) == (
+        fmap.index,
+        fmap.packed_start,
+        fmap.packed_end,
+    )
+    p = path_of(tmp_path, fmap.file_hash, "maps")
+    good = p.read_bytes()
+    forged_hash = replace(fmap, hashes=bytes(32) + fmap.hashes[32:])
+    forged_size = replace(fmap, size=fmap.size + 1)
+    other = file_map(seed=1)
+    for n, damaged in enumerate(
+        [
+            good[:100] + bytes([good[100] ^ 1]) + good[101:],  # fails the digest
+            pack_map(forged_hash),  # a sound file whose chunks do not give the file hash
+            pack_map(forged_size),  # ... or whose chunks do not hold its size
+            pack_map(other),  # the map of another file
+            good[:-1],
+        ],
+        start=1,
+    ):
+        p.write_bytes(damaged)
+        assert reopened.get_map(fmap.file_hash) is None
+        assert not p.exists() and reopened.bad_files == n
+        reopened.put_map(fmap)
+    assert reopened.get_map(fmap.file_hash) is not None

@@ -1,11 +1,15 @@
 """`arkfs mount`, `umount` and `stats` as commands: refusals, signals, busy unmounts,
-tokens, and an offline remount from the manifest cache."""
+tokens, an offline remount from the manifest cache, and damage in the store or the cache,
+through the embedded store and through `arkfs serve`."""
 
+import errno
 import os
+import random
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,7 +18,14 @@ from arkfs.cli.mount import parse_size
 from arkfs.mount.daemon import MountError, check_fuse
 from tests.support.archive import make_tree, publish
 from tests.support.cli import ARKFS, run_arkfs
-from tests.support.mount import Mounted, arkfs_mount, cleanup, is_mounted, wait_gone
+from tests.support.mount import (
+    Mounted,
+    arkfs_mount,
+    cleanup,
+    is_mounted,
+    mount_stats,
+    wait_gone,
+)
 from tests.support.server import arkfs_server
 
 ARK = "ark:12345/x6np1wh8k"
@@ -211,26 +222,95 @@ def test_remount_with_the_server_down_lists_from_the_cache(tmp_path: Path) -> No
         assert (m.path / "ark:12345/x6np1wh8k?info").read_text() == info
 
 
-def test_a_damaged_store_gives_eio_and_one_log_line(tmp_path: Path) -> None:
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    (tree / "data.bin").write_bytes(os.urandom(200_000))
-    publish(tree, ARK, "--store", str(tmp_path / "store"))
-    for xorb in (tmp_path / "store/xorbs").rglob("*"):
-        if xorb.is_file():
-            data = bytearray(xorb.read_bytes())
-            data[len(data) // 3] ^= 0xFF
-            xorb.write_bytes(bytes(data))
-    with arkfs_mount(
-        tmp_path / "mnt", "--store", str(tmp_path / "store"), "--cache-dir", str(tmp_path / "c")
-    ) as m:
-        done = subprocess.run(
-            ["cat", str(m.path / "ark:12345/x6np1wh8k/data.bin")], capture_output=True, check=False
-        )
+@contextmanager
+def mounted(kind: str, store: Path, tmp_path: Path) -> Iterator[Mounted]:
+    """A mount of an embedded store with its cache in tmp_path/cache: directly (--store),
+    or through `arkfs serve` (--server)."""
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    if kind == "store":
+        with arkfs_mount(tmp_path / "mnt", "--store", str(store), *cache) as m:
+            yield m
+        return
+    with (
+        arkfs_server(store, "--open-read") as (url, _),
+        arkfs_mount(tmp_path / "mnt", "--server", url, *cache) as m,
+    ):
+        yield m
+
+
+def flip_byte(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def published_file(tmp_path: Path, seed: int) -> tuple[Path, bytes]:
+    """A store holding ARK: one 1 MB file (about 16 chunks), data.bin; the store and data."""
+    data = random.Random(seed).randbytes(1_000_000)
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree/data.bin").write_bytes(data)
+    publish(tmp_path / "tree", ARK, "--store", str(tmp_path / "store"))
+    return tmp_path / "store", data
+
+
+BLOCK = 64 * 1024
+
+
+@pytest.mark.parametrize("kind", ["store", "server"])
+def test_a_flipped_byte_in_a_stored_xorb_gives_eio_and_one_log_line(
+    kind: str, tmp_path: Path
+) -> None:
+    store, data = published_file(tmp_path, 9)
+    (xorb,) = (p for p in (store / "xorbs").rglob("*") if p.is_file())
+    flip_byte(xorb, xorb.stat().st_size // 3)  # in the data of a chunk
+    with mounted(kind, store, tmp_path) as m:
+        path = m.path / ARK / "data.bin"
+        done = subprocess.run(["cat", str(path)], capture_output=True, check=False, timeout=120)
         assert done.returncode != 0 and b"Input/output error" in done.stderr
-        assert os.listdir(m.path / "ark:12345/x6np1wh8k") == ["data.bin"]  # still serving
+        failed = 0
+        with open(path, "rb") as f:
+            for offset in range(0, len(data), BLOCK):
+                try:
+                    got = os.pread(f.fileno(), BLOCK, offset)
+                except OSError as exc:
+                    assert exc.errno == errno.EIO
+                    failed += 1
+                else:  # all of it, or what precedes the damage: never the flipped byte
+                    assert got and got == data[offset : offset + len(got)]
+        assert 0 < failed < len(data) // BLOCK  # the chunks around the damage still read
+        assert os.listdir(m.path / ARK) == ["data.bin"]  # still serving
         errors = [line for line in m.log.read_text().splitlines() if " ERROR " in line]
-        assert errors and all("ark:12345/x6np1wh8k/data%2Ebin" in line for line in errors)
+        assert len(errors) == mount_stats(m.path)["errors"]  # one line per failed read
+        assert all("ark:12345/x6np1wh8k/data%2Ebin" in line for line in errors)
+        assert all("fails verification" in line for line in errors)
+
+
+@pytest.mark.parametrize("kind", ["store", "server"])
+def test_a_flipped_byte_in_the_cache_is_fetched_again(kind: str, tmp_path: Path) -> None:
+    store, data = published_file(tmp_path, 10)
+    cache = tmp_path / "cache"
+    with mounted(kind, store, tmp_path) as m:
+        assert (m.path / ARK / "data.bin").read_bytes() == data
+    # The unmount waited for the cache writes: every chunk and the file's map are there.
+    chunks = sorted((cache / "chunks").glob("*/*"))
+    (fmap,) = (cache / "maps").glob("*/*")
+    assert len(chunks) > 3
+    flip_byte(chunks[3], chunks[3].stat().st_size // 2)
+    with mounted(kind, store, tmp_path) as m:
+        assert (m.path / ARK / "data.bin").read_bytes() == data
+        stats = mount_stats(m.path)
+        assert stats["cache_bad_files"] == 1 and stats["fetches"] == 1
+        assert stats["maps_from_disk"] == 1 and stats["maps_loaded"] == 0
+        assert stats["url_refreshes"] == 1  # a reconstruction of just that chunk's bytes
+    flip_byte(fmap, fmap.stat().st_size // 2)
+    with mounted(kind, store, tmp_path) as m:
+        assert (m.path / ARK / "data.bin").read_bytes() == data
+        stats = mount_stats(m.path)
+        assert stats["cache_bad_files"] == 1 and stats["fetches"] == 0
+        assert stats["maps_from_disk"] == 0 and stats["maps_loaded"] == 1  # built again
+    warnings = [line for line in m.log.read_text().splitlines() if " WARNING " in line]
+    assert len(warnings) == 2, warnings  # each bad file, once
+    assert "not a valid file map" in warnings[1] and chunks[3].name in warnings[0]
 
 
 def test_sizes_read_as_people_write_them() -> None:

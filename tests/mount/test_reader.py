@@ -13,7 +13,7 @@ from arkfs.mount.reader import ContentReader, ReadError
 from arkfs.xet.constants import MAX_CHUNK_SIZE
 from arkfs.xet.hashing import ZERO_HASH, chunk_hash, hash_to_string, string_to_hash
 from arkfs.xet.xorb import CHUNK_HEADER_SIZE
-from tests.mount.conftest import BIG, MIB, OpenReader, Published
+from tests.mount.conftest import BIG, MIB, File, OpenReader, Published
 from tests.support.server import arkfs_server
 
 KINDS = ["embedded", "remote"]
@@ -336,5 +336,67 @@ def test_reads_after_aclose_fail(published: Published, open_reader: OpenReader) 
             await reader.aclose()
             with pytest.raises(ReadError, match="closed"):
                 await reader.read(backend, f.hash, f.size, 0, 100)
+
+    trio.run(main)
+
+
+def test_a_cached_file_reads_with_the_backend_gone(
+    tmp_path: Path, published: Published, open_reader: OpenReader
+) -> None:
+    """The file map is on disk with the chunks: a new reader needs no backend for them."""
+    f = published.files[BIG]
+    cache = tmp_path / "cache"
+    warm, cold = (5 * MIB, 7 * MIB), (30 * MIB, 31 * MIB)
+    quick = {"retries": 1, "retry_time": 1.0, "timeout": 2.0}
+
+    async def main(gone: str) -> None:
+        async with open_reader("remote", cache_dir=cache) as (reader, backend):
+            await read_span(reader, backend, f, warm)
+            await drain_writes(reader)
+        context = open_reader("remote", cache_dir=cache, url=gone, backend_options=quick)
+        async with context as (reader, backend):
+            with trio.fail_after(60):
+                await read_span(reader, backend, f, warm)
+                with pytest.raises(ReadError, match="cannot reach"):
+                    await read_span(reader, backend, f, cold)
+            stats = reader.stats
+            assert stats.maps_from_disk == 1 and stats.maps_loaded == 0
+            assert stats.fetches == stats.footer_fetches == 0 and stats.disk_hits > 0
+
+    with arkfs_server(published.store, "--open-read") as (url, _proc):
+        pass
+    trio.run(main, url)
+
+
+async def read_span(
+    reader: ContentReader, backend: Backend, f: File, span: tuple[int, int]
+) -> None:
+    """Read bytes [start, end) of f and check them."""
+    start, end = span
+    assert await reader.read(backend, f.hash, f.size, start, end - start) == f.data[start:end]
+
+
+@pytest.mark.parametrize("streams", [False, True])
+def test_two_sequential_readers_of_one_file_prefetch_if_named(
+    streams: bool, published: Published, open_reader: OpenReader
+) -> None:
+    """Two readers going through one file at different places, in turns: as one stream of
+    the file (the default) they look random, as two named streams both are sequential."""
+    f = published.files[BIG]
+    step = 128 * 1024
+
+    async def main() -> None:
+        async with open_reader("embedded") as (reader, backend):
+            at = {1: 0, 2: 32 * MIB}
+            for _ in range(40):
+                for who in (1, 2):
+                    got = await reader.read(
+                        backend, f.hash, f.size, at[who], step, stream=who if streams else None
+                    )
+                    assert got == f.data[at[who] : at[who] + step]
+                    at[who] += step
+            for who in (1, 2):
+                reader.end_stream(who)
+            assert (reader.stats.prefetched_bytes > 0) is streams
 
     trio.run(main)

@@ -4,10 +4,13 @@ import os
 import random
 from pathlib import Path
 
+import blake3
+
 from arkfs.ark.erc import Erc
 from arkfs.ark.manifest import Manifest
 from arkfs.store.local import LocalStore
 from tests.support.cli import run_arkfs
+from tests.support.corpus import corpus
 
 MIB = 1024 * 1024
 MANY = 300  # files in many/: more than one readdir buffer holds
@@ -42,6 +45,54 @@ def make_tree(root: Path) -> Path:
     (root / "c3/deep/er/leaf.bin").chmod(0o755)
     for path in sorted(root.rglob("*"), reverse=True):
         os.utime(path, ns=(MTIME, MTIME), follow_symlinks=False)
+    return root
+
+
+GIB = 1024 * MIB
+BIG_FILE = "big/one-gib.bin"
+NESTED = 320  # small files in the nested directories of the full tree
+_NIBBLES = bytes(b & 0x0F for b in range(256))
+
+
+def write_big_file(path: Path, size: int, seed: bytes) -> None:
+    """size bytes from BLAKE3's output stream, every other MiB squeezed to 16 symbols, so
+    the publisher stores chunks both raw and LZ4-compressed; written a MiB at a time."""
+    stream = blake3.blake3(seed)
+    with open(path, "wb") as f:
+        for n, at in enumerate(range(0, size, MIB)):
+            block = stream.digest(length=min(MIB, size - at), seek=at)
+            f.write(block.translate(_NIBBLES) if n % 2 else block)
+
+
+def make_full_tree(root: Path, big_size: int = GIB) -> Path:
+    """The acceptance tree: the edge-case corpus (empty files, sizes at the chunk limits),
+    hundreds of small files nested four deep (some empty), a 1 GiB file, an empty
+    directory and a symlink; modes vary, every mtime is fixed and distinct."""
+    rng = random.Random(1204)
+    files = {f"corpus/{name}": data for name, data in corpus().items()}
+    for i in range(NESTED):
+        a, b, c = i % 5, i % 7, i % 3
+        size = rng.choice([0, 1, 100, 4096, 8191, 8192, 8193, rng.randrange(200_000)])
+        files[f"nested/a{a}/b{b}/c{c}/file-{i:03d}.dat"] = rng.randbytes(size)
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    (root / BIG_FILE).parent.mkdir(parents=True)
+    write_big_file(root / BIG_FILE, big_size, b"arkfs acceptance tree")
+    (root / "nested/empty-dir").mkdir()
+    (root / "nested/link-to-text").symlink_to("../corpus/text")
+    modes = [0o644, 0o600, 0o755, 0o444, 0o640]
+    for i, path in enumerate(sorted(root.rglob("*"), reverse=True)):
+        if path.is_symlink():
+            continue
+        if path.is_dir():
+            path.chmod(0o750 if path.name == "b3" else 0o755)
+        else:
+            path.chmod(modes[i % len(modes)])
+        mtime = MTIME + i * 1_000_000_007
+        os.utime(path, ns=(mtime, mtime), follow_symlinks=False)
+    os.utime(root / "nested/link-to-text", ns=(MTIME, MTIME), follow_symlinks=False)
     return root
 
 

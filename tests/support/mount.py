@@ -1,9 +1,11 @@
 """`arkfs mount` through the real CLI, always unmounted and its daemon gone afterwards."""
 
+import json
 import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -75,3 +77,55 @@ def arkfs_mount(path: Path, *args: str) -> Iterator[Mounted]:
         yield Mounted(path, pid, Path(match[2]), done.stderr)
     finally:
         cleanup(path, pid)
+
+
+def mount_stats(path: Path) -> dict[str, int]:
+    """The counters of the mount at path (its root's user.arkfs.stats, as `arkfs stats`)."""
+    return dict(json.loads(os.getxattr(path, "user.arkfs.stats")))
+
+
+def wait_for_cache_writes(path: Path, timeout: float = 60.0) -> None:
+    """Wait until the mount at path has written what it fetched to its disk cache."""
+    deadline = time.monotonic() + timeout
+    while mount_stats(path)["write_backlog_bytes"]:
+        assert time.monotonic() < deadline, f"cache writes still pending after {timeout} s"
+        time.sleep(0.05)
+
+
+_PREAD = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    data = os.pread(fd, int(sys.argv[3]), int(sys.argv[2]))
+except OSError as exc:
+    print(exc.errno, file=sys.stderr)
+    sys.exit(3)
+sys.stdout.buffer.write(data)
+"""
+
+
+def pread_in_child(path: Path, offset: int, length: int, timeout: float = 120.0) -> bytes | int:
+    """os.pread of path in a child process: the bytes, or the errno of the failure.
+
+    A child, so a read that never returns fails the test (the timeout kills it) instead of
+    hanging it: a thread blocked in a FUSE read cannot be interrupted.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", _PREAD, str(path), str(offset), str(length)],
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode == 3:
+        return int(done.stderr)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
+
+
+def drop_page_cache(path: Path) -> None:
+    """Drop the kernel's cached pages of one file, so its next reads reach the mount."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)

@@ -1,7 +1,9 @@
 """`arkfs serve` as a real subprocess on 127.0.0.1, stopped even when a test fails."""
 
 import os
+import selectors
 import signal
+import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,13 +16,12 @@ from arkfs.ark.manifest import Manifest
 from tests.support.cli import ARKFS
 
 
-@contextmanager
-def arkfs_server(
-    store: Path, *extra: str, timeout: float = 30
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Start `arkfs serve --store STORE --port 0 EXTRA...`; yield its base URL and process."""
+def _spawn(
+    store: Path, port: int, extra: tuple[str, ...], timeout: float
+) -> tuple[str, subprocess.Popen[str]]:
+    """Start `arkfs serve --store STORE --port PORT EXTRA...`; its base URL and process."""
     proc = subprocess.Popen(
-        [ARKFS, "serve", "--store", str(store), "--port", "0", *extra],
+        [ARKFS, "serve", "--store", str(store), "--port", str(port), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -28,22 +29,88 @@ def arkfs_server(
     )
     try:
         line = _wait_for_line(proc, timeout)
-        yield line.rsplit(" on ", 1)[1].strip(), proc
+    except BaseException:
+        _stop(proc)
+        raise
+    return line.rsplit(" on ", 1)[1].strip(), proc
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a server (SIGTERM, and SIGCONT in case a test froze it); close its pipes."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGCONT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    proc.stdout.close()  # type: ignore[union-attr]
+    proc.stderr.close()  # type: ignore[union-attr]
+
+
+@contextmanager
+def arkfs_server(
+    store: Path, *extra: str, timeout: float = 30
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Start `arkfs serve --store STORE --port 0 EXTRA...`; yield its base URL and process."""
+    url, proc = _spawn(store, 0, extra, timeout)
+    try:
+        yield url, proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
+        _stop(proc)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """`arkfs serve` on a fixed port, so it can stop and start again at the same URL (with
+    --key-file in extra, its tokens and signed URLs outlive a restart). Use it as a context
+    manager: whatever process runs at the end is stopped, even when a test fails."""
+
+    def __init__(self, store: Path, *extra: str) -> None:
+        self.store, self.extra = store, extra
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        """Start the server (at the same URL as before)."""
+        assert self.proc is None, "the server is running"
+        url, self.proc = _spawn(self.store, int(self.url.rsplit(":", 1)[1]), self.extra, 30)
+        assert url == self.url, url
+
+    def stop(self) -> None:
+        """Stop the server and wait until it is gone."""
+        if self.proc is not None:
+            _stop(self.proc)
+            self.proc = None
+
+    def signal(self, signum: int) -> None:
+        """Send signum to the server's process group (SIGSTOP freezes it, SIGCONT thaws it)."""
+        assert self.proc is not None, "the server is not running"
+        os.killpg(self.proc.pid, signum)
+
+    def stats(self, token: str | None = None) -> dict[str, int]:
+        """The server's CAS counters (GET /v1/stats)."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        resp = httpx.get(f"{self.url}/v1/stats", headers=headers, timeout=30)
+        resp.raise_for_status()
+        return dict(resp.json())
+
+    def __enter__(self) -> "Server":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def _wait_for_line(proc: subprocess.Popen[str], timeout: float) -> str:
-    import selectors
-
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
     if not sel.select(timeout):

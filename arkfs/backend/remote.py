@@ -28,8 +28,8 @@ from arkfs.backend.http import (
     origin,
     raise_for_status,
     send,
-    server_message,
 )
+from arkfs.backend.ranged import RangedGetter, RangedReply
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
@@ -41,6 +41,7 @@ MANIFEST_TYPE = "application/vnd.arkfs.manifest+msgpack"
 # (a full xorb of 64 KiB chunks has ~1,000); a bigger footer takes a second, exact request.
 FOOTER_GUESS = 64 * 1024
 TOKEN_MARGIN = 60.0  # renew a CAS token this long before it expires
+FETCH_THREADS = 8  # worker threads receiving xorb ranges at once
 READ, WRITE = "read", "write"
 
 
@@ -101,6 +102,8 @@ class RemoteBackend:
         self._token = token
         self._policy = RetryPolicy(attempts=retries + 1, budget=retry_time)
         self._client = make_client(timeout)
+        self._ranged = RangedGetter(timeout, self._policy)
+        self._fetch_threads = trio.CapacityLimiter(FETCH_THREADS)
         self._access: dict[str, _CasAccess] = {}
         self._access_lock = trio.Lock()
         self._v2 = True  # until the CAS shows it has no /v2/reconstructions
@@ -262,48 +265,52 @@ class RemoteBackend:
             raise BadReply(f"{what}: {where} sent no terms for bytes {start}..{end}")
         return rec
 
-    def _check_fetch(self, resp: httpx.Response, what: str) -> None:
-        """Map the status of a signed-URL GET: refused means expired, so re-plan."""
-        where = origin(str(resp.request.url))
-        if resp.status_code in (401, 403):
+    async def _signed_get(self, url: str, range_header: str, what: str) -> RangedReply:
+        """GET a signed xorb URL in a worker thread (arkfs.backend.ranged explains why).
+
+        A refused URL means it expired (Unauthorized: the caller asks for a new
+        reconstruction); any other status but 200 or 206 is a bad reply.
+        """
+        reply = await trio.to_thread.run_sync(
+            self._ranged.get, url, range_header, limiter=self._fetch_threads, abandon_on_cancel=True
+        )
+        self.bytes_fetched += len(reply.body)
+        if reply.status in (401, 403):
             raise Unauthorized(
-                f"{what}: {where} refused the fetch URL ({server_message(resp)}); "
+                f"{what}: {origin(url)} refused the fetch URL ({reply.message}); "
                 "the fetch URL expired: ask for a new reconstruction"
             )
-        if resp.status_code in (404, 416):
+        if reply.status not in (200, 206):
             raise BadReply(
-                f"{what}: {where} answered HTTP {resp.status_code} to a URL of a "
-                f"reconstruction ({server_message(resp)})"
+                f"{what}: {origin(url)} answered HTTP {reply.status} to a URL of a "
+                f"reconstruction ({reply.message})"
             )
-        raise_for_status(resp, what)
+        return reply
 
     async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:
         want = fr.byte_end - fr.byte_start + 1
         what = f"xorb {hash_to_string(xorb_hash)} bytes {fr.byte_start}..{fr.byte_end}"
-        resp = await self._send("GET", fr.url, {"Range": f"bytes={fr.byte_start}-{fr.byte_end}"})
-        self._check_fetch(resp, what)
-        data = resp.content
-        if resp.status_code == 200:  # the whole xorb: the server ignored Range
+        reply = await self._signed_get(fr.url, f"bytes={fr.byte_start}-{fr.byte_end}", what)
+        data = reply.body
+        if reply.status == 200:  # the whole xorb: the server ignored Range
             data = data[fr.byte_start : fr.byte_end + 1]
         if len(data) != want:
             raise BadReply(
-                f"{what}: {origin(fr.url)} sent {len(data)} bytes, not {want} "
-                f"(HTTP {resp.status_code})"
+                f"{what}: {origin(fr.url)} sent {len(data)} bytes, not {want} (HTTP {reply.status})"
             )
         return data
 
     async def _tail(self, fr: FetchRange, length: int, what: str) -> tuple[bytes, int]:
         """The last length bytes of a xorb (all of it if shorter) and the xorb's size."""
-        resp = await self._send("GET", fr.url, {"Range": f"bytes=-{length}"})
-        self._check_fetch(resp, what)
-        tail = resp.content
-        if resp.status_code != 206:
+        reply = await self._signed_get(fr.url, f"bytes=-{length}", what)
+        tail = reply.body
+        if reply.status != 206:
             return tail, len(tail)
-        span = _content_range(resp.headers.get("content-range"))
+        span = _content_range(reply.content_range)
         if span is None or span[1] + 1 != span[2] or span[1] - span[0] + 1 != len(tail):
             raise BadReply(
                 f"{what}: {origin(fr.url)} sent {len(tail)} bytes that are not the xorb's end "
-                f"(Content-Range {resp.headers.get('content-range')!r})"
+                f"(Content-Range {reply.content_range!r})"
             )
         return tail, span[2]
 

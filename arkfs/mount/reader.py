@@ -85,7 +85,7 @@ SEQ_SLACK = 1 * MIB  # how far from the expected offset a read still counts as s
 WRITE_BACKLOG = 64 * MIB  # decoded bytes waiting to be written to the disk cache
 BACKEND_TIMEOUT = 120.0  # seconds: a backstop for a backend call that never returns
 CLOSE_GRACE = 10.0  # seconds aclose() waits for cache writes under way
-DISK_THREADS, WRITE_THREADS, BACKGROUND_THREADS = 4, 4, 1
+DISK_THREADS, WRITE_THREADS, BACKGROUND_THREADS = 4, 4, 2
 
 T = TypeVar("T")
 
@@ -322,7 +322,7 @@ class ContentReader:
         return {
             "cache_bytes": self._cache.used_bytes,
             "cache_limit": self._cache.max_bytes,
-            "cache_files": len(self._cache),
+            "cache_chunks": len(self._cache),
             "cache_bad_files": self._cache.bad_files,
             "memory_bytes": self._memory_bytes,
             "memory_limit": self._memory_limit,

@@ -6,7 +6,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.chunk_cache import ChunkCache, pack_bytes
 from arkfs.mount.file_map import FileMap, build_map, pack_map
 from arkfs.xet.hashing import chunk_hash, file_hash, hash_to_string
 from arkfs.xet.reconstruction import Term
@@ -22,9 +22,19 @@ def chunks(n: int, size: int = 1000, seed: int = 0) -> list[tuple[bytes, bytes]]
     return out
 
 
-def path_of(root: Path, h: bytes, kind: str = "chunks") -> Path:
+def path_of(root: Path, h: bytes, kind: str) -> Path:
     name = hash_to_string(h)
     return root / kind / name[:2] / name
+
+
+def packs(root: Path) -> list[Path]:
+    return sorted((root / "packs").glob("*/*"))
+
+
+def put_each(cache: ChunkCache, items: list[tuple[bytes, bytes]]) -> None:
+    """One pack per chunk, so each can be evicted on its own."""
+    for item in items:
+        cache.put_chunks([item])
 
 
 def test_put_get_and_layout(tmp_path: Path) -> None:
@@ -32,61 +42,70 @@ def test_put_get_and_layout(tmp_path: Path) -> None:
     cache.scan()
     items = chunks(3)
     cache.put_chunks(items)
-    assert all(cache.has(h) for h, _ in items)
-    assert cache.used_bytes == 3000 and len(cache) == 3
-    for h, data in items:
-        assert path_of(tmp_path, h).read_bytes() == data
+    assert all(cache.has(h) for h, _ in items) and len(cache) == 3
+    (pack,) = packs(tmp_path)
+    assert pack.read_bytes() == pack_bytes(items)
+    assert cache.used_bytes == pack.stat().st_size
     other = chunk_hash(b"not stored")
     assert cache.get_chunks([h for h, _ in items] + [other]) == dict(items)
+    cache.put_chunks(items)  # already there: no second pack
+    assert len(packs(tmp_path)) == 1
 
 
-def test_bad_file_is_deleted_and_reported_missing(tmp_path: Path) -> None:
+def test_a_bad_chunk_drops_its_pack(tmp_path: Path) -> None:
     cache = ChunkCache(tmp_path, 1 << 20)
     cache.scan()
-    (h, data), (h2, data2) = chunks(2)
+    (h, data), (h2, data2), (h3, data3) = chunks(3)
     cache.put_chunks([(h, data), (h2, data2)])
-    p = path_of(tmp_path, h)
-    flipped = bytearray(data)
-    flipped[500] ^= 1
-    p.write_bytes(bytes(flipped))
-    assert cache.get_chunks([h, h2]) == {h2: data2}
-    assert not p.exists() and not cache.has(h)
-    assert cache.bad_files == 1 and cache.used_bytes == 1000
+    cache.put_chunks([(h3, data3)])
+    bad = next(p for p in packs(tmp_path) if p.read_bytes().endswith(data2))
+    raw = bytearray(bad.read_bytes())
+    raw[-500] ^= 1
+    bad.write_bytes(bytes(raw))
+    assert cache.get_chunks([h, h2, h3]) == {h3: data3}
+    assert not bad.exists() and not cache.has(h) and not cache.has(h2)
+    assert cache.bad_files == 1 and len(cache) == 1
 
 
 def test_eviction_keeps_within_max_bytes_in_lru_order(tmp_path: Path) -> None:
-    cache = ChunkCache(tmp_path, 3000)
-    cache.scan()
     a, b, c, d = chunks(4)
-    cache.put_chunks([a, b, c])
+    one = len(pack_bytes([a]))
+    cache = ChunkCache(tmp_path, 3 * one)
+    cache.scan()
+    put_each(cache, [a, b, c])
     assert cache.get_chunks([a[0]]) == {a[0]: a[1]}  # a is now the most recently used
-    cache.put_chunks([d])
-    assert cache.used_bytes <= 3000
-    assert not cache.has(b[0]) and not path_of(tmp_path, b[0]).exists()
+    put_each(cache, [d])
+    assert cache.used_bytes <= 3 * one and len(packs(tmp_path)) == 3
+    assert not cache.has(b[0])
     assert all(cache.has(h) for h, _ in (a, c, d))
     cache.put_chunks([(chunk_hash(bytes(4000)), bytes(4000))])  # larger than the cache
-    assert cache.used_bytes <= 3000
+    assert cache.used_bytes <= 3 * one
 
 
 def test_scan_restores_index_in_mtime_order(tmp_path: Path) -> None:
     first = ChunkCache(tmp_path, 1 << 20)
     first.scan()
     items = chunks(4)
-    first.put_chunks(items)
-    for age, (h, _) in enumerate(reversed(items)):  # items[0] oldest
+    put_each(first, items)
+    by_chunk = {p.read_bytes()[-1000:]: p for p in packs(tmp_path)}
+    for age, (_, data) in enumerate(reversed(items)):  # items[0] oldest
         t = 1_000_000 - age * 1000
-        os.utime(path_of(tmp_path, h), (t, t))
-    (tmp_path / "chunks" / "ab").mkdir(exist_ok=True)
-    junk = tmp_path / "chunks" / "ab" / "not-a-hash"
+        os.utime(by_chunk[data], (t, t))
+    (tmp_path / "packs" / "ab").mkdir(exist_ok=True)
+    junk = tmp_path / "packs" / "ab" / "not-a-hash"
     junk.write_bytes(b"x")
-    stale = tmp_path / "chunks" / "ab" / ".tmp-0123456789abcdef"
+    stale = tmp_path / "packs" / "ab" / ".tmp-0123456789abcdef"
     stale.write_bytes(b"left by a crashed writer")
-    second = ChunkCache(tmp_path, 2000)  # smaller: the scan trims the two oldest
+    garbled = tmp_path / "packs" / "ab" / hash_to_string(bytes([0xAB] * 32))
+    garbled.write_bytes(b"ARKPACK1 but then nonsense")
+    one = len(pack_bytes([items[0]]))
+    second = ChunkCache(tmp_path, 2 * one)  # smaller: the scan trims the two oldest
     second.scan()
-    assert not stale.exists()
-    assert second.used_bytes == 2000
+    assert not stale.exists() and not garbled.exists()
+    assert second.used_bytes == 2 * one
     assert [second.has(h) for h, _ in items] == [False, False, True, True]
-    assert not path_of(tmp_path, items[0][0]).exists()
+    assert not by_chunk[items[0][1]].exists()
+    assert second.get_chunks([items[3][0]]) == {items[3][0]: items[3][1]}
 
 
 def test_footers_round_trip_and_bad_ones_are_dropped(tmp_path: Path) -> None:

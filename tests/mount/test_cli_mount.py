@@ -291,17 +291,17 @@ def test_a_flipped_byte_in_the_cache_is_fetched_again(kind: str, tmp_path: Path)
     cache = tmp_path / "cache"
     with mounted(kind, store, tmp_path) as m:
         assert (m.path / ARK / "data.bin").read_bytes() == data
-    # The unmount waited for the cache writes: every chunk and the file's map are there.
-    chunks = sorted((cache / "chunks").glob("*/*"))
+    # The unmount waited for the cache writes: the chunks' packs and the file's map are there.
+    packs = sorted((cache / "packs").glob("*/*"))
     (fmap,) = (cache / "maps").glob("*/*")
-    assert len(chunks) > 3
-    flip_byte(chunks[3], chunks[3].stat().st_size // 2)
+    assert packs
+    flip_byte(packs[0], packs[0].stat().st_size - 100)  # in the pack's last chunk
     with mounted(kind, store, tmp_path) as m:
         assert (m.path / ARK / "data.bin").read_bytes() == data
         stats = mount_stats(m.path)
         assert stats["cache_bad_files"] == 1 and stats["fetches"] == 1
         assert stats["maps_from_disk"] == 1 and stats["maps_loaded"] == 0
-        assert stats["url_refreshes"] == 1  # a reconstruction of just that chunk's bytes
+        assert stats["url_refreshes"] == 1  # a reconstruction of just that pack's bytes
     flip_byte(fmap, fmap.stat().st_size // 2)
     with mounted(kind, store, tmp_path) as m:
         assert (m.path / ARK / "data.bin").read_bytes() == data
@@ -310,7 +310,7 @@ def test_a_flipped_byte_in_the_cache_is_fetched_again(kind: str, tmp_path: Path)
         assert stats["maps_from_disk"] == 0 and stats["maps_loaded"] == 1  # built again
     warnings = [line for line in m.log.read_text().splitlines() if " WARNING " in line]
     assert len(warnings) == 2, warnings  # each bad file, once
-    assert "not a valid file map" in warnings[1] and chunks[3].name in warnings[0]
+    assert "not a valid file map" in warnings[1] and packs[0].name in warnings[0]
 
 
 def test_sizes_read_as_people_write_them() -> None:

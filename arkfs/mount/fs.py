@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import pyfuse3
+import trio
 
 from arkfs.ark.manifest import Kind, entry_erc
 from arkfs.backend.base import BackendError, NotBound, Unauthorized
@@ -35,6 +36,18 @@ TIMEOUT = 3600.0  # entry and attribute timeout: content and names are immutable
 DIR_MODE = stat.S_IFDIR | 0o555
 INFO_MODE = stat.S_IFREG | 0o444
 NAME_MAX = 255
+SMALL_READ = 128 * 1024  # reads below this are not kernel readahead: offer the pages around
+MAX_STORES = 8  # page stores running at once; more reads just skip the offer
+PAGE = 4096
+
+
+def _page_up(n: int) -> int:
+    return -(-n // PAGE) * PAGE
+
+
+def _page_down(n: int) -> int:
+    return n // PAGE * PAGE
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -101,6 +114,8 @@ class ArkOperations(pyfuse3.Operations):
         self._uid, self._gid = os.getuid(), os.getgid()
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
+        self._store_pages = True  # until the kernel refuses FUSE_NOTIFY_STORE
+        self._stores_running = 0
 
     # --- attributes ------------------------------------------------------------------------
 
@@ -263,7 +278,51 @@ class ArkOperations(pyfuse3.Operations):
             # A short read would look like the end of the file.
             log.error("read of %s at %d+%d: got %d bytes", handle.node.ark, off, length, len(data))
             raise pyfuse3.FUSEError(errno.EIO)
+        if size < SMALL_READ:
+            self._offer_pages(handle.node.ino, entry.xet_hash, entry.size, off, off + length)
         return data
+
+    def _offer_pages(self, ino: int, file_hash: bytes, size: int, off: int, end: int) -> None:
+        """After a small read, hand the kernel the rest of the chunks it needed.
+
+        A 4 KiB random read costs the whole chunk (about 64 KiB) to load and verify; the
+        kernel's readahead does not ask for the rest, so later reads in the same chunk
+        would load it again. FUSE_NOTIFY_STORE puts those verified bytes in the page cache.
+        It waits for page locks, and the kernel holds those of the read being answered, so
+        it runs detached in a worker thread, never for the read's own pages.
+        """
+        if self._stores_running >= MAX_STORES or not self._store_pages:
+            return
+        around = self.reader.around(file_hash, size, off, end)
+        if around is None:
+            return
+        start, data = around
+        stop = start + len(data)
+        pieces = [
+            (_page_up(start), _page_down(off)),
+            (_page_up(end), stop if stop == size else _page_down(stop)),
+        ]
+        pieces = [(a, b) for a, b in pieces if a < b]
+        if pieces:
+            self._stores_running += 1
+            trio.lowlevel.spawn_system_task(self._store, ino, start, data, pieces)
+
+    async def _store(
+        self, ino: int, start: int, data: bytes, pieces: list[tuple[int, int]]
+    ) -> None:
+        try:
+            for a, b in pieces:
+                await trio.to_thread.run_sync(
+                    pyfuse3.notify_store, ino, a, data[a - start : b - start]
+                )
+        except OSError as exc:  # e.g. ENOSYS: this kernel cannot take stores
+            if self._store_pages:
+                log.warning("cannot hand pages to the kernel (%s); not trying again", exc)
+            self._store_pages = False
+        except Exception:
+            log.exception("handing pages to the kernel failed")
+        finally:
+            self._stores_running -= 1
 
     @guarded
     async def release(self, fh: pyfuse3.FileHandleT) -> None:

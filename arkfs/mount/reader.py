@@ -252,6 +252,20 @@ class ContentReader:
         self.stats.bytes_read += len(data)
         return data
 
+    def around(
+        self, file_hash: bytes, size: int, offset: int, end: int
+    ) -> tuple[int, bytes] | None:
+        """The whole chunks holding bytes [offset, end) and where they start, if all are in
+        memory (as right after a read of them): what the kernel may cache beyond the read."""
+        fmap = self._maps.get((file_hash, size))
+        if fmap is None:
+            return None
+        first, last = fmap.span(offset, end)
+        chunks = [self._memory.get(fmap.chunk_hash(i), b"") for i in range(first, last)]
+        if not all(chunks):
+            return None
+        return fmap.start(first), b"".join(chunks)
+
     def end_stream(self, stream: Hashable) -> None:
         """Stop tracking a stream named in read() (its file was closed)."""
         self._streams.pop(stream, None)

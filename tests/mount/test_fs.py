@@ -20,13 +20,15 @@ import pytest
 from arkfs.ark.erc import Erc
 from arkfs.ark.manifest import Kind, Manifest, entry_ark, entry_erc
 from arkfs.ark.normalization import parse
+from arkfs.xet.digest import digest_bytes
 from arkfs.xet.hashing import hash_to_string
 from tests.support.archive import MANY, PERSISTENCE, WHAT, WHO, bound, make_tree, publish
 from tests.support.cli import run_arkfs
-from tests.support.mount import Mounted, arkfs_mount
+from tests.support.mount import Mounted, arkfs_mount, mount_stats
 
 ARK = "ark:12345/x6np1wh8k"
 OTHER = "ark:b1234/x7zz"
+MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -306,3 +308,33 @@ def test_forget_drops_inodes_the_kernel_dropped(env: Env) -> None:
         time.sleep(0.05)
     assert inodes(env) < 10
     assert len(lines("find", env.archive)) == len(env.manifest.entries) + 1
+
+
+def test_a_small_read_hands_the_rest_of_its_chunk_to_the_page_cache(env: Env) -> None:
+    """A 4 KiB read loads a whole chunk; the kernel gets its other pages, so the next small
+    read in that chunk is answered from the page cache without asking the daemon."""
+    path = env.archive / "data" / "big.bin"
+    data = (env.tree / "data" / "big.bin").read_bytes()
+    start = 0
+    for _h, size in digest_bytes(data).chunks:  # a chunk of 32 KiB or more, past 1 MiB
+        if start > MIB and size >= 32 * 1024:
+            break
+        start += size
+    page = -(-start // 4096) * 4096
+    offset, neighbour = page + 4096, page + 3 * 4096
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # no cached pages of this file
+        assert os.pread(fd, 4096, offset) == data[offset : offset + 4096]
+        deadline = time.monotonic() + 10
+        while True:  # the pages are handed over by a detached task: let it land
+            before = mount_stats(env.root)["reads"]
+            assert os.pread(fd, 4096, neighbour) == data[neighbour : neighbour + 4096]
+            if mount_stats(env.root)["reads"] == before:
+                break
+            assert time.monotonic() < deadline, "the neighbouring page never reached the cache"
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            assert os.pread(fd, 4096, offset) == data[offset : offset + 4096]
+            time.sleep(0.2)
+    finally:
+        os.close(fd)

@@ -398,6 +398,8 @@ class ArkOperations(pyfuse3.Operations):
     async def getxattr(
         self, inode: pyfuse3.InodeT, name: pyfuse3.XAttrNameT, ctx: pyfuse3.RequestContext
     ) -> bytes:
+        if not name.startswith(b"user."):  # ls asks every file for security.* and system.*
+            raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
         value = (await self._xattrs(self.ns.get(inode))).get(os.fsdecode(name))
         if value is None:
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)

@@ -36,7 +36,10 @@ test: install lint
 demo: install
 	@bash examples/demo.sh $(VENV)
 
+# The bench extra (numpy, matplotlib) goes into the venv without reinstalling arkfs itself.
 bench: install
+	$(PY) -m pip install -q $$($(PY) -c "import tomllib; \
+	  print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench'])")
 	$(PY) benchmarks/run.py
 
 clean:

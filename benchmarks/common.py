@@ -1,41 +1,145 @@
-"""What every benchmark shares: fixed-seed corpora, timing, and the result record."""
+"""What every benchmark shares: the result record, timing, fixed-seed files, and the
+processes under test (`arkfs serve`, `arkfs mount`), each stopped however a run ends."""
 
 import json
 import os
 import random
+import re
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-RESULTS = Path(__file__).parent / "results"
 MIB = 1024 * 1024
 ARKFS = str(Path(sys.executable).parent / "arkfs")
+QUICK = os.environ.get("ARKFS_BENCH_QUICK") == "1"  # small corpora, for developing
+REPEAT = 3  # runs per figure; each figure is their median
+# The report's sections, in its order.
+INGEST, SEQUENTIAL, RANDOM = "hash and ingest", "sequential reads", "random reads (fio, 4 jobs)"
+LATENCY, METADATA = "first byte and read amplification", "metadata (small-file tree)"
+MEMORY = "memory (peak RSS)"
+SECTIONS = (INGEST, SEQUENTIAL, RANDOM, LATENCY, METADATA, MEMORY)
+T = TypeVar("T")
 
 
 @dataclass
 class Figure:
-    """One line of the report: arkfs against a reference, and the target for their ratio."""
+    """One line of the report: arkfs against a reference, and the target it must meet.
+
+    The target (e.g. ">= 0.5") bounds the ratio arkfs/reference, or the arkfs value itself
+    when there is no reference; None means the line is shown for information. A side that
+    could not be measured is None, and error says why.
+    """
 
     name: str
     unit: str
-    arkfs: float
-    reference: float
+    arkfs: float | None
+    reference: float | None
     reference_name: str
-    target: str  # e.g. ">= 0.5"
+    target: str | None
+    section: str = ""
+    error: str | None = None
+    note: str = ""  # how it was measured, when the name cannot say
 
     @property
-    def ratio(self) -> float:
-        return self.arkfs / self.reference if self.reference else float("nan")
+    def ratio(self) -> float | None:
+        if self.arkfs is None or not self.reference:
+            return None
+        return self.arkfs / self.reference
 
     @property
-    def met(self) -> bool:
+    def met(self) -> bool | None:
+        judged = self.ratio if self.reference_name else self.arkfs
+        if self.target is None or judged is None:
+            return None
         op, value = self.target.split()
-        return self.ratio >= float(value) if op == ">=" else self.ratio <= float(value)
+        return judged >= float(value) if op == ">=" else judged <= float(value)
+
+
+@dataclass
+class Failed:
+    """A measurement that raised: what and why, in one line."""
+
+    why: str
+
+
+def attempt(what: str, run: Callable[[], T]) -> T | Failed:
+    """run(), or a Failed saying why (the traceback goes to stderr), so one failure
+    costs one measurement, not the whole report."""
+    try:
+        return run()
+    except Exception as exc:
+        traceback.print_exc()
+        return Failed(f"{what}: {type(exc).__name__}: {exc}"[:400])
+
+
+Result = dict[str, float] | Failed
+
+
+def value(result: Result, key: str) -> float | Failed:
+    """One number of a measurement's results, or its failure."""
+    return result if isinstance(result, Failed) else result[key]
+
+
+def compare(
+    name: str,
+    unit: str,
+    arkfs: float | Failed | None,
+    reference: float | Failed | None,
+    reference_name: str,
+    target: str | None,
+    section: str,
+    note: str = "",
+) -> Figure:
+    """A Figure from measured sides, either of which may have failed."""
+    errors = [side.why for side in (arkfs, reference) if isinstance(side, Failed)]
+    return Figure(
+        name,
+        unit,
+        None if isinstance(arkfs, Failed) else arkfs,
+        None if isinstance(reference, Failed) else reference,
+        reference_name,
+        target,
+        section,
+        "; ".join(errors) or None,
+        note,
+    )
+
+
+def interleaved(
+    sides: dict[str, Callable[[], dict[str, float]]], repeat: int = REPEAT
+) -> dict[str, Result]:
+    """Run each side repeat times, taking turns, so a drift in the machine's load hits
+    every side alike. Per side: the median of each number it reports (the maximum of
+    peak_* numbers), or its first failure (after which that side is not run again)."""
+    results: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    failures: dict[str, Failed] = {}
+    for _ in range(repeat):
+        for side, run in sides.items():
+            if side not in failures:
+                outcome = attempt(side, run)
+                if isinstance(outcome, Failed):
+                    failures[side] = outcome
+                else:
+                    results[side].append(outcome)
+    return {side: failures.get(side) or _summary(results[side]) for side in sides}
+
+
+def _summary(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {
+        key: (max if key.startswith("peak_") else statistics.median)(r[key] for r in runs)
+        for key in runs[0]
+    }
 
 
 def random_file(path: Path, size: int, seed: int) -> Path:
@@ -49,7 +153,7 @@ def random_file(path: Path, size: int, seed: int) -> Path:
     return path
 
 
-def median_seconds(run: Callable[[], object], repeat: int = 3) -> float:
+def median_seconds(run: Callable[[], object], repeat: int = REPEAT) -> float:
     """Median wall time of repeat runs."""
     times = []
     for _ in range(repeat):
@@ -59,33 +163,89 @@ def median_seconds(run: Callable[[], object], repeat: int = 3) -> float:
     return statistics.median(times)
 
 
-def write_results(figures: list[Figure]) -> Path:
-    """Write results/latest.json with the machine's cores and memory."""
-    RESULTS.mkdir(exist_ok=True)
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    record = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cores": os.cpu_count(), "memory_bytes": mem},
-        "figures": [asdict(f) | {"ratio": f.ratio, "met": f.met} for f in figures],
-    }
-    out = RESULTS / "latest.json"
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    return out
+def size_label(path: Path) -> str:
+    """A file's size for a figure's name: 1 GiB, 64 MiB."""
+    size = path.stat().st_size
+    return f"{size / 2**30:g} GiB" if size >= 2**30 else f"{size / MIB:g} MiB"
 
 
-def print_table(figures: list[Figure]) -> None:
-    """Print the figures as an aligned table."""
-    print(f"{'figure':<34}{'arkfs':>12}{'reference':>12}{'ratio':>8}  target   result")
-    for f in figures:
-        print(
-            f"{f.name:<34}{f.arkfs:>12.1f}{f.reference:>12.1f}{f.ratio:>8.2f}  {f.target:<8} "
-            f"{'met' if f.met else 'MISSED'}  ({f.unit}; reference: {f.reference_name})"
-        )
+def drop_caches() -> None:
+    """Write back dirty pages, then drop the page cache, dentries and inodes (needs root)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def read_seconds(path: Path, block: int = MIB) -> float:
+    """Seconds to read path from start to end in block-sized reads (to nowhere)."""
+    buffer = bytearray(block)
+    total = 0
+    start = time.perf_counter()
+    with path.open("rb", buffering=0) as f:
+        while n := f.readinto(buffer):
+            total += n
+    elapsed = time.perf_counter() - start
+    if total != path.stat().st_size:
+        raise RuntimeError(f"read {total} bytes of {path}, expected {path.stat().st_size}")
+    return elapsed
+
+
+def peak_rss(pid: int) -> int:
+    """The high-water mark of a process's resident memory (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM for pid {pid}")
 
 
 @contextmanager
-def arkfs_server(store: Path, tokens: Path) -> Iterator[str]:
-    """`arkfs serve` on a free port of 127.0.0.1 for the duration; yields its base URL."""
+def shielded() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back (they arrive afterwards), so cleanup runs to its end.
+    Children started meanwhile inherit the mask: only short-lived tools should be."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    """Wait for a process that is not our child to exit; whether it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running `arkfs serve`."""
+
+    url: str
+    pid: int
+
+    def peak_rss(self) -> int:
+        """The server's peak resident memory so far, in bytes."""
+        return peak_rss(self.pid)
+
+    def stats(self, token: str) -> dict[str, int] | None:
+        """The CAS counters of GET /v1/stats, or None if this server has no such route."""
+        request = urllib.request.Request(
+            f"{self.url}/v1/stats", headers={"Authorization": f"Bearer {token}"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                return json.loads(reply.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+
+@contextmanager
+def arkfs_server(store: Path, tokens: Path) -> Iterator[Server]:
+    """`arkfs serve` on a free port of 127.0.0.1 for the duration."""
     proc = subprocess.Popen(
         [ARKFS, "serve", "--store", str(store), "--port", "0", "--tokens", str(tokens)],
         stdout=subprocess.PIPE,
@@ -95,11 +255,92 @@ def arkfs_server(store: Path, tokens: Path) -> Iterator[str]:
     try:
         line = proc.stdout.readline()  # type: ignore[union-attr]
         if " on " not in line:
-            raise SystemExit(f"arkfs serve did not start: {line!r}")
-        yield line.rsplit(" on ", 1)[1].strip()
+            raise RuntimeError(f"arkfs serve did not start: {line!r}")
+        yield Server(line.rsplit(" on ", 1)[1].strip(), proc.pid)
     finally:
-        proc.terminate()
+        with shielded():
+            stop(proc)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A running `arkfs mount`: its mountpoint and daemon."""
+
+    path: Path
+    pid: int
+
+    def stats(self) -> dict[str, int]:
+        """The mount's counters (`arkfs stats --json`)."""
+        out = subprocess.run(
+            [ARKFS, "stats", str(self.path), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        return json.loads(out.stdout)
+
+    def peak_rss(self) -> int:
+        """The daemon's peak resident memory so far, in bytes."""
+        return peak_rss(self.pid)
+
+
+@contextmanager
+def arkfs_mount(url: str, token: str, cache: Path) -> Iterator[Mount]:
+    """A fresh `arkfs mount` of the server at url, on a new temporary mountpoint.
+
+    Afterwards it is unmounted (`arkfs umount`, else `fusermount3 -uz`) and its daemon
+    waited for, so that its cache writes are done before the next mount uses the cache.
+    """
+    mountpoint = Path(tempfile.mkdtemp(prefix="arkfs-bench-mnt-"))
+    pid = None
+    try:
+        done = subprocess.run(
+            [ARKFS, "mount", str(mountpoint), "--server", url, "--cache-dir", str(cache)],
+            env=os.environ | {"ARKFS_TOKEN": token},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"arkfs mount failed: {done.stderr.strip() or done.stdout}")
+        found = re.search(r"\(pid (\d+)", done.stdout)
+        pid = int(found[1]) if found else int(Mount(mountpoint, 0).stats()["pid"])
+        yield Mount(mountpoint, pid)
+    finally:  # also when interrupted while `arkfs mount` ran: then the pid is unknown
+        with shielded():
+            unmount(mountpoint, pid)
+            with suppress(OSError):
+                mountpoint.rmdir()
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """End a child process: SIGTERM, then SIGKILL after 30 s."""
+    proc.terminate()
+    try:
         proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def is_mounted(path: Path) -> bool:
+    """Whether path is a mountpoint, from /proc/self/mountinfo (touches no mount)."""
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == str(path) for line in f)
+
+
+def unmount(mountpoint: Path, pid: int | None) -> None:
+    """Unmount an arkfs mount if mounted (`arkfs umount`, else `fusermount3 -uz`), then
+    wait for its daemon, which we started, to exit (kill it if it does not)."""
+    if is_mounted(mountpoint):
+        umount = subprocess.run([ARKFS, "umount", str(mountpoint)], capture_output=True, timeout=60)
+        if umount.returncode != 0:
+            subprocess.run(["fusermount3", "-uz", str(mountpoint)], capture_output=True, timeout=60)
+    if pid is not None and not _wait_gone(pid, 30):
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid, 10)
 
 
 def store_xorb_bytes(store: Path) -> int:

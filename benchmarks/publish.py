@@ -9,11 +9,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import ARKFS, MIB, Figure, arkfs_server, random_file, store_xorb_bytes
+from benchmarks.common import (
+    ARKFS,
+    INGEST,
+    MEMORY,
+    MIB,
+    QUICK,
+    REPEAT,
+    Figure,
+    arkfs_server,
+    random_file,
+    store_xorb_bytes,
+)
 
 TOKEN = "bench-write"
-BIG = 4  # files of 96 MiB
-SMALL = 200  # files of 16 KiB to 1 MiB
+BIG, BIG_SIZE = 4, (8 if QUICK else 96) * MIB
+SMALL = 20 if QUICK else 200  # files of 16 KiB to 1 MiB
 CHANGED = 0.01  # share of the bytes changed before the re-publish
 
 HF_UPLOAD = """
@@ -30,7 +41,7 @@ with s.new_upload_commit(endpoint=endpoint, token=token, token_expiry_unix_secs=
 
 def make_tree(root: Path) -> list[Path]:
     """The fixed-seed tree: a few large random files and many small ones."""
-    files = [random_file(root / f"big-{i}.bin", 96 * MIB, seed=100 + i) for i in range(BIG)]
+    files = [random_file(root / f"big-{i}.bin", BIG_SIZE, seed=100 + i) for i in range(BIG)]
     rng = random.Random(7)
     for i in range(SMALL):
         path = root / f"small/{i % 10}/f{i}.bin"
@@ -74,19 +85,22 @@ def _hf_upload(url: str, files: list[Path], home: Path) -> None:
 
 
 def bench_publish(workdir: Path) -> list[Figure]:
-    """Median MB/s of 3 fresh uploads each, then the bytes each uploads after a 1% change."""
+    """Median MB/s of 3 fresh uploads each, the bytes each uploads after a 1% change, and
+    the server's peak memory while each uploads."""
     tree = workdir / "publish-tree"
     tree.mkdir(exist_ok=True)
     files = make_tree(tree)
     total = sum(p.stat().st_size for p in files)
     rates: dict[str, list[float]] = {"arkfs": [], "hf_xet": []}
     changed: dict[str, int] = {}
-    for attempt in range(3):
+    server_rss = {"arkfs": 0, "hf_xet": 0}
+    for attempt in range(REPEAT):
         for who in ("arkfs", "hf_xet"):
             with tempfile.TemporaryDirectory(prefix="arkfs-bench-") as tmp:
                 store, home, tokens = Path(tmp) / "store", Path(tmp) / "home", Path(tmp) / "t"
                 tokens.write_text(f"{TOKEN} write\n")
-                with arkfs_server(store, tokens) as url:
+                with arkfs_server(store, tokens) as server:
+                    url = server.url
                     upload = _publish if who == "arkfs" else _hf_upload
                     source = tree if who == "arkfs" else list(files)
                     start = time.perf_counter()
@@ -100,6 +114,7 @@ def bench_publish(workdir: Path) -> list[Figure]:
                         for p in files:
                             p.unlink()
                         files = make_tree(tree)
+                    server_rss[who] = max(server_rss[who], server.peak_rss())
     return [
         Figure(
             "ingest: publish vs hf_xet upload",
@@ -108,6 +123,7 @@ def bench_publish(workdir: Path) -> list[Figure]:
             statistics.median(rates["hf_xet"]),
             "hf_xet upload, same server",
             ">= 0.5",
+            INGEST,
         ),
         Figure(
             "re-publish after 1% change",
@@ -116,5 +132,15 @@ def bench_publish(workdir: Path) -> list[Figure]:
             changed["hf_xet"] / 1e6,
             "hf_xet re-upload",
             "<= 1.5",
+            INGEST,
+        ),
+        Figure(
+            "server peak RSS while receiving (max of runs)",
+            "MiB",
+            server_rss["arkfs"] / MIB,
+            server_rss["hf_xet"] / MIB,
+            "same server, hf_xet uploading",
+            None,
+            MEMORY,
         ),
     ]

@@ -17,6 +17,8 @@ the loop has ended, the reader gets CLOSE_GRACE to finish its cache writes befor
 is cancelled, so what the last reads fetched is on disk for the next mount.
 """
 
+import ctypes
+import ctypes.util
 import errno
 import logging
 import os
@@ -46,6 +48,7 @@ MOUNT_OPTIONS = frozenset({"ro", "fsname=arkfs", "subtype=arkfs", "default_permi
 FSTYPE = "fuse.arkfs"
 READAHEAD_KB = 1024  # so the kernel sends 1 MiB reads
 READY_TIMEOUT = 60.0
+M_ARENA_MAX = -8  # mallopt parameter number, from glibc malloc.h
 TERMINATE_GRACE = 5.0
 LOG_FORMAT = "%(asctime)s arkfs[%(process)d] %(levelname)s %(name)s: %(message)s"
 
@@ -208,8 +211,23 @@ async def _until_serving(mountpoint: Path) -> str | None:
     return None
 
 
+def _few_malloc_arenas() -> None:
+    """Cap glibc's malloc arenas at 2 before worker threads start.
+
+    By default each thread that allocates gets an arena of its own; with a dozen worker
+    threads handling megabyte buffers, freed memory stays spread over them and the
+    daemon's resident size grows by a third for nothing.
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(M_ARENA_MAX, 2)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to tune
+
+
 async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[str], None]) -> None:
     """Mount and serve until unmounted or signalled; call ready() once requests are served."""
+    _few_malloc_arenas()
     catalog = await open_catalog(opts)
     try:
         try:

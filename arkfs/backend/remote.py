@@ -34,7 +34,8 @@ from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
 from arkfs.xet.shard import Shard, parse_shard
-from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_footer
+from arkfs.xet.trust import named_footer
+from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter
 
 MANIFEST_TYPE = "application/vnd.arkfs.manifest+msgpack"
 # The first suffix asked for a footer: it holds the footer of a xorb of up to ~1,600 chunks
@@ -328,16 +329,9 @@ class RemoteBackend:
             if len(tail) < need <= MAX_FOOTER_TAIL:
                 tail, size = await self._tail(fr, need, what)
         try:
-            footer = parse_footer(tail, size)
-            footer.verify()
+            return named_footer(tail, size, xorb_hash)
         except XetError as exc:
             raise BadReply(f"{what} from {origin(fr.url)}: {exc}") from None
-        if footer.xorb_hash != xorb_hash:
-            raise BadReply(
-                f"{what}: {origin(fr.url)} sent the footer of xorb "
-                f"{hash_to_string(footer.xorb_hash)}"
-            )
-        return footer
 
     async def has_file(self, file_hash: bytes, size: int) -> bool:
         """Probe v1 reconstructions, which every CAS has.

@@ -41,7 +41,8 @@ from arkfs.store.atomic import is_temp, remove_stale_temps, write_atomic
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
 from arkfs.xet.hashing import chunk_hash, hash_to_string, string_to_hash
-from arkfs.xet.xorb import XorbFooter, parse_footer
+from arkfs.xet.trust import named_footer
+from arkfs.xet.xorb import XorbFooter
 
 log = logging.getLogger(__name__)
 
@@ -346,10 +347,7 @@ class ChunkCache:
             # Stored as the chunk region's length (u64) and the footer: parse_footer
             # checks the footer's offsets against the size of the xorb it ends.
             region = int.from_bytes(data[:8], "little")
-            footer = parse_footer(memoryview(data)[8:], region + len(data) - 8)
-            footer.verify()
-            if footer.xorb_hash != xorb_hash:
-                raise XetError(f"holds the footer of {hash_to_string(footer.xorb_hash)}")
+            footer = named_footer(memoryview(data)[8:], region + len(data) - 8, xorb_hash)
         except XetError as exc:
             self._reject(key, f"is not a valid footer ({exc})")
             return None

@@ -22,10 +22,11 @@ import blake3
 import msgpack
 
 from arkfs.xet.constants import HASH_SIZE
-from arkfs.xet.errors import HashMismatchError, ReconstructionError, XorbFormatError
+from arkfs.xet.errors import XorbFormatError
 from arkfs.xet.hashing import file_hash as compute_file_hash
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import Term
+from arkfs.xet.trust import verify_terms
 from arkfs.xet.xorb import XorbFooter, iter_chunks, verify_chunk
 
 MAP_FORMAT, MAP_VERSION = "arkfs-file-map", 1
@@ -75,44 +76,24 @@ def build_map(
     """The map of a file from its terms and the verified footers of their xorbs.
 
     Blocking (hashes every chunk hash into the file hash): call it in a worker thread.
-    Raises ReconstructionError if the terms disagree with the footers or the size, and
-    HashMismatchError if they do not give the file hash.
+    Raises what verify_terms raises (the trust chain).
     """
+    verify_terms(file_hash, size, terms, footers)
     ends, xorb_of, index = array("Q"), array("I"), array("I")
     packed_start, packed_end = array("I"), array("I")
     hashes: list[bytes] = []
-    pairs: list[tuple[bytes, int]] = []
     xorb_ids: dict[bytes, int] = {}
-    pos = 0
-    for n, t in enumerate(terms):
+    for t in terms:
         f = footers[t.xorb_hash]
-        if not t.start < t.end <= f.num_chunks:
-            raise ReconstructionError(
-                f"term {n} names chunks {t.start}..{t.end} of xorb "
-                f"{hash_to_string(t.xorb_hash)}, which has {f.num_chunks}"
-            )
         xid = xorb_ids.setdefault(t.xorb_hash, len(xorb_ids))
         ue, pe = f.unpacked_ends, f.packed_ends
-        term_start = pos
-        for i in range(t.start, t.end):
-            size_i = ue[i] - (ue[i - 1] if i else 0)
-            pos += size_i
-            ends.append(pos)
-            hashes.append(f.chunk_hashes[i])
-            pairs.append((f.chunk_hashes[i], size_i))
-            packed_start.append(pe[i - 1] if i else 0)
-            packed_end.append(pe[i])
-        if pos - term_start != t.unpacked_length:
-            raise ReconstructionError(
-                f"term {n} says {t.unpacked_length} bytes, its chunks hold {pos - term_start}"
-            )
+        base = (ends[-1] if ends else 0) - (ue[t.start - 1] if t.start else 0)
+        ends.extend(base + ue[i] for i in range(t.start, t.end))
+        hashes.extend(f.chunk_hashes[t.start : t.end])
+        packed_start.extend(pe[i - 1] if i else 0 for i in range(t.start, t.end))
+        packed_end.extend(pe[t.start : t.end])
         xorb_of.extend([xid] * (t.end - t.start))
         index.extend(range(t.start, t.end))
-    if pos != size:
-        raise ReconstructionError(f"the terms hold {pos} bytes, the file has {size}")
-    actual = compute_file_hash(pairs)
-    if actual != file_hash:
-        raise HashMismatchError("file", hash_to_string(file_hash), hash_to_string(actual))
     return FileMap(
         file_hash,
         size,

@@ -12,8 +12,10 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from arkfs.store.errors import NotFound, StoreCorrupt
 from arkfs.xet.constants import HASH_SIZE
-from arkfs.xet.hashing import file_hash, hash_to_string
+from arkfs.xet.errors import XetError
+from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import Term
+from arkfs.xet.trust import verify_terms
 from arkfs.xet.xorb import XorbFooter
 
 SHA256_SIZE = 32
@@ -174,29 +176,20 @@ def file_problem(record: FileRecord, footer_of: FooterOf) -> str | None:
         return problem
     if record.sha256 is not None and len(record.sha256) != SHA256_SIZE:
         return f"SHA-256 of {len(record.sha256)} bytes"
-    chunks: list[tuple[bytes, int]] = []
+    footers: dict[bytes, XorbFooter] = {}
     for i, term in enumerate(record.terms):
         problem = hash_problem(f"term {i} xorb", term.xorb_hash)
         if problem:
             return problem
-        footer, problem = _footer_problem(footer_of, term.xorb_hash)
-        if footer is None:
-            return f"term {i}: {problem}"
-        if not 0 <= term.start < term.end <= footer.num_chunks:
-            return (
-                f"term {i} covers chunks {term.start}..{term.end} of xorb "
-                f"{hash_to_string(term.xorb_hash)}, which has {footer.num_chunks}"
-            )
-        sizes = [footer.unpacked_size(c) for c in range(term.start, term.end)]
-        if sum(sizes) != term.unpacked_length:
-            return f"term {i} claims {term.unpacked_length} bytes, its chunks hold {sum(sizes)}"
-        chunks.extend(zip(footer.chunk_hashes[term.start : term.end], sizes, strict=True))
-    total = sum(size for _, size in chunks)
-    if total != record.size:
-        return f"size {record.size}, but its terms hold {total} bytes"
-    actual = file_hash(chunks)
-    if actual != record.file_hash:
-        return f"the chunks of its terms hash to {hash_to_string(actual)}"
+        if term.xorb_hash not in footers:
+            footer, problem = _footer_problem(footer_of, term.xorb_hash)
+            if footer is None:
+                return f"term {i}: {problem}"
+            footers[term.xorb_hash] = footer
+    try:
+        verify_terms(record.file_hash, record.size, record.terms, footers)
+    except XetError as exc:
+        return str(exc)
     return None
 
 

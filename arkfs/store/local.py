@@ -36,10 +36,11 @@ from arkfs.store.base import (
     hash_problem,
 )
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
-from arkfs.xet.errors import HashMismatchError, XetError
+from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_footer, parse_xorb
+from arkfs.xet.trust import named_footer
+from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_xorb
 
 SCHEMA_VERSION = 1
 INDEX_NAME = "index.sqlite"
@@ -105,15 +106,6 @@ def _name(h: bytes, what: str) -> str:
     if problem:
         raise Rejected(problem)
     return hash_to_string(h)
-
-
-def _checked_footer(h: bytes, tail: bytes, xorb_size: int) -> XorbFooter:
-    """Parse and verify a footer from a xorb's tail; it must carry the xorb's own hash."""
-    footer = parse_footer(tail, xorb_size)
-    footer.verify()
-    if footer.xorb_hash != h:
-        raise HashMismatchError("xorb footer", hash_to_string(h), hash_to_string(footer.xorb_hash))
-    return footer
 
 
 class _FooterCache:
@@ -269,7 +261,7 @@ class LocalStore:
         if path.is_file():
             return False
         try:
-            footer = _checked_footer(h, stored, len(stored))
+            footer = named_footer(stored, len(stored), h)
         except XetError as exc:
             raise Rejected(
                 f"xorb {path.name} not stored: {exc}; send the whole stored form "
@@ -340,7 +332,7 @@ class LocalStore:
         finally:
             os.close(fd)
         try:
-            footer = _checked_footer(h, tail, size)
+            footer = named_footer(tail, size, h)
         except XetError as exc:
             raise StoreCorrupt(f"xorb {name} is damaged: {exc}; run `arkfs store check`") from None
         self._footers.put(h, footer)

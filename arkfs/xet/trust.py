@@ -1,0 +1,74 @@
+"""The trust chain, in one place: every other layer calls these two checks.
+
+An ARK binding names a file hash. The file hash is the Merkle root of the file's chunk
+hashes (File Hashes); the chunk hashes come from xorb footers, and each footer is checked
+against the hash of the xorb it ends (Xorb Hashes, CasObjectInfo Footer). Every chunk's
+bytes are then checked against their chunk hash (verify_chunk in xorb.py). So:
+
+- named_footer: parse a footer, verify it, and check it names the xorb asked for;
+- verify_terms: check a file's terms against verified footers, its size and its hash.
+"""
+
+from collections.abc import Mapping, Sequence
+
+from arkfs.xet.errors import HashMismatchError, ReconstructionError
+from arkfs.xet.hashing import file_hash, hash_to_string
+from arkfs.xet.reconstruction import Term
+from arkfs.xet.xorb import XorbFooter, parse_footer
+
+
+def named_footer(tail: bytes | memoryview, xorb_size: int, xorb_hash: bytes) -> XorbFooter:
+    """The footer at the end of tail (the last bytes of a xorb of xorb_size bytes), verified
+    against the hashes it lists and checked to be the footer of xorb_hash.
+
+    Raises XorbFormatError if malformed, HashMismatchError if it fails its hash or names
+    another xorb.
+    """
+    footer = parse_footer(tail, xorb_size)
+    footer.verify()
+    if footer.xorb_hash != xorb_hash:
+        raise HashMismatchError(
+            "xorb footer", hash_to_string(xorb_hash), hash_to_string(footer.xorb_hash)
+        )
+    return footer
+
+
+def verify_terms(
+    expected_hash: bytes, size: int, terms: Sequence[Term], footers: Mapping[bytes, XorbFooter]
+) -> list[tuple[bytes, int]]:
+    """The (chunk hash, size) of every chunk of a file, once its terms are shown to agree
+    with the verified footers of their xorbs, with size and with expected_hash.
+
+    footers must hold a footer for every xorb the terms name (KeyError otherwise).
+    Raises ReconstructionError when a term or the size disagrees with the footers, and
+    HashMismatchError when the chunks do not hash to expected_hash.
+    """
+    chunks: list[tuple[bytes, int]] = []
+    for n, t in enumerate(terms):
+        footer = footers[t.xorb_hash]
+        if not 0 <= t.start < t.end <= footer.num_chunks:
+            raise ReconstructionError(
+                f"term {n} covers chunks {t.start}..{t.end} of xorb "
+                f"{hash_to_string(t.xorb_hash)}, which has {footer.num_chunks}"
+            )
+        ends = footer.unpacked_ends
+        held = ends[t.end - 1] - (ends[t.start - 1] if t.start else 0)
+        if held != t.unpacked_length:
+            raise ReconstructionError(
+                f"term {n} claims {t.unpacked_length} bytes, its chunks hold {held}"
+            )
+        chunks.extend(
+            (footer.chunk_hashes[i], ends[i] - (ends[i - 1] if i else 0))
+            for i in range(t.start, t.end)
+        )
+    total = sum(s for _, s in chunks)
+    if total != size:
+        raise ReconstructionError(f"size {size}, but its terms hold {total} bytes")
+    actual = file_hash(chunks)
+    if actual != expected_hash:
+        raise HashMismatchError(
+            "file (the chunks of its terms hash to another)",
+            hash_to_string(expected_hash),
+            hash_to_string(actual),
+        )
+    return chunks

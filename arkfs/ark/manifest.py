@@ -134,7 +134,8 @@ class Manifest:
 
     def to_msgpack(self) -> bytes:
         rows = [[getattr(e, f) for f in ENTRY_FIELDS] for e in self.entries]
-        return msgpack.packb(self._document(rows), use_bin_type=True)
+        packed: bytes = msgpack.packb(self._document(rows), use_bin_type=True)
+        return packed
 
     @classmethod
     def from_msgpack(cls, data: bytes) -> "Manifest":
@@ -205,10 +206,10 @@ def _head(obj: object) -> dict[str, Any]:
 
 def _entry(item: dict[str, Any], i: int) -> Entry:
     try:
-        kind = Kind(item.get("kind"))
+        kind = Kind(str(item.get("kind")))
     except ValueError:
         raise ManifestError(f"manifest entry {i} has unknown kind {item.get('kind')!r}") from None
-    values = {f: item.get(f) for f in ENTRY_FIELDS}
+    values: dict[str, Any] = {f: item.get(f) for f in ENTRY_FIELDS}
     values["kind"] = kind
     for key in ("size", "mode", "mtime_ns"):
         if not isinstance(values[key], int) or isinstance(values[key], bool):

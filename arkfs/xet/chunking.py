@@ -3,7 +3,7 @@
 import struct
 from collections.abc import Iterable, Iterator
 
-from arkfs.xet import _gearcut
+import arkfs.xet._gearcut as _gearcut
 from arkfs.xet.constants import GEAR_MASK, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from arkfs.xet.gear_table import GEAR_TABLE
 

@@ -38,9 +38,10 @@ def byte_ungroup_4(grouped: bytes) -> bytes:
 
 def _lz4(data: bytes) -> bytes:
     # One independent 256 KiB block per chunk, the frame settings hf_xet writes.
-    return lz4.frame.compress(
+    out: bytes = lz4.frame.compress(
         data, block_size=lz4.frame.BLOCKSIZE_MAX256KB, block_linked=False, store_size=False
     )
+    return out
 
 
 def compress(data: bytes, scheme: Compression) -> bytes:
@@ -84,7 +85,7 @@ def _lz4_exact(payload: bytes | memoryview, size: int) -> bytes:
     """Decode one LZ4 frame into at most size bytes (no decompression bombs)."""
     decoder = lz4.frame.LZ4FrameDecompressor()
     try:
-        out = decoder.decompress(bytes(payload), max_length=size)
+        out: bytes = decoder.decompress(bytes(payload), max_length=size)
     except RuntimeError as exc:
         raise CompressionError(f"corrupt LZ4 frame: {exc}") from None
     if not decoder.eof:

@@ -393,7 +393,7 @@ def _parse_file_block(view: memoryview, pos: int, limit: int) -> tuple[FileBlock
         pos += count * RECORD_SIZE
     sha256 = None
     if with_ext:
-        sha256 = _sha256_swap(view[pos : pos + HASH_SIZE])
+        sha256 = _sha256_swap(bytes(view[pos : pos + HASH_SIZE]))
         pos += RECORD_SIZE
     return FileBlock(file_hash, tuple(terms), verification, sha256), pos
 
@@ -510,11 +510,11 @@ def _parse_stored(view: memoryview, app_id: bytes) -> Shard:
     require(cas_offset + RECORD_SIZE <= file_lookup_offset <= foot, "file lookup offset")
     tables = []
     table_offset = file_lookup_offset
-    for table, record in (("file", _LOOKUP), ("cas", _LOOKUP), ("chunk", _CHUNK_LOOKUP)):
-        require(offsets[f"{table} lookup offset"] == table_offset, f"{table} lookup offset")
-        count = offsets[f"{table} lookup num entries"]
-        require(count * record.size <= foot - table_offset, f"{table} lookup num entries")
-        tables.append((table_offset, count, record, table))
+    for name, record in (("file", _LOOKUP), ("cas", _LOOKUP), ("chunk", _CHUNK_LOOKUP)):
+        require(offsets[f"{name} lookup offset"] == table_offset, f"{name} lookup offset")
+        count = offsets[f"{name} lookup num entries"]
+        require(count * record.size <= foot - table_offset, f"{name} lookup num entries")
+        tables.append((table_offset, count, record, name))
         table_offset += count * record.size
     require(table_offset == foot, "chunk lookup num entries")
 

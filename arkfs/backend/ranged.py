@@ -4,19 +4,19 @@ The mount's trio thread serves every FUSE request; receiving megabytes of xorb d
 (httpx hands it over in 64 KiB pieces) left it little time for anything else and capped a
 cold read near 150 MB/s. Here a worker thread does the whole fetch with http.client and
 readinto, which releases the GIL while it waits on the socket. Each thread keeps its own
-keep-alive connection per origin. Retries follow the same RetryPolicy as every request.
+keep-alive connection per origin. Retries follow arkfs.backend.retry, like every request.
 """
 
 import http.client
-import random
 import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
 
 from arkfs import __version__
-from arkfs.backend.base import BadReply, Unreachable
-from arkfs.backend.http import RetryPolicy, one_line, origin
+from arkfs.backend.base import BadReply
+from arkfs.backend.http import one_line, origin
+from arkfs.backend.retry import Retry, RetryPolicy, retryable
 
 _Origin = tuple[str, str, int | None]
 
@@ -29,6 +29,7 @@ class RangedReply:
     body: bytes
     message: str  # the error body's first line, for messages
     content_range: str | None = None
+    retry_after: str | None = None
 
 
 class RangedGetter:
@@ -62,29 +63,19 @@ class RangedGetter:
             raise BadReply(f"{origin(url)}: not an http(s) URL")
         where = (parts.scheme, parts.hostname, parts.port)
         target = parts.path + (f"?{parts.query}" if parts.query else "")
-        started = time.monotonic()
-        delay = self.policy.first_delay
-        for attempt in range(1, self.policy.attempts + 1):
-            wait = min(delay, self.policy.max_delay) * random.uniform(0.5, 1.5)
+        retry = Retry(self.policy, time.monotonic)
+        while (pause := retry.next_pause()) is not None:
+            time.sleep(pause)
             try:
                 reply = self._once(where, target, range_header)
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(where)
-                reason = one_line(str(exc)) or type(exc).__name__
-            else:
-                if reply.status != 429 and reply.status < 500:
-                    return reply
-                reason = f"HTTP {reply.status} ({reply.message})"
-            if attempt == self.policy.attempts or (
-                time.monotonic() - started + wait > self.policy.budget
-            ):
-                break
-            time.sleep(wait)
-            delay *= 2
-        raise Unreachable(
-            f"cannot reach {origin(url)}: {reason}, tried {attempt} times; "
-            "is `arkfs serve` running?"
-        )
+                retry.transport_failed(one_line(str(exc)) or type(exc).__name__)
+                continue
+            if not retryable(reply.status):
+                return reply
+            retry.status_failed(reply.status, reply.message, reply.retry_after)
+        raise retry.unreachable(origin(url))
 
     def _once(self, where: _Origin, target: str, range_header: str) -> RangedReply:
         conn = self._connection(where)
@@ -98,7 +89,13 @@ class RangedGetter:
             if resp.will_close:
                 self._drop(where)
             text = one_line(body.decode("utf-8", "replace")) or f"HTTP {resp.status}"
-            return RangedReply(resp.status, body, text, resp.getheader("Content-Range"))
+            return RangedReply(
+                resp.status,
+                body,
+                text,
+                resp.getheader("Content-Range"),
+                resp.getheader("Retry-After"),
+            )
         buf = bytearray(int(length))
         view = memoryview(buf)
         got = 0

@@ -21,15 +21,9 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ErcError, ManifestError
 from arkfs.ark.manifest import Manifest
 from arkfs.backend.base import Archive, BadReply, NotBound, Refused, Unauthorized
-from arkfs.backend.http import (
-    RetryPolicy,
-    json_reply,
-    make_client,
-    origin,
-    raise_for_status,
-    send,
-)
+from arkfs.backend.http import json_reply, make_client, origin, raise_for_status, send
 from arkfs.backend.ranged import RangedGetter, RangedReply
+from arkfs.backend.retry import RetryPolicy
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
@@ -83,7 +77,7 @@ def _content_range(header: str | None) -> tuple[int, int, int] | None:
 class RemoteBackend:
     """The archive side behind an HTTP base URL.
 
-    retries and retry_time bound the retries of a request (see arkfs.backend.http);
+    retries and retry_time bound the retries of a request (see arkfs.backend.retry);
     timeout bounds each connect, read and write.
     """
 
@@ -101,7 +95,7 @@ class RemoteBackend:
         self.name = base_url.rstrip("/")
         self.bytes_fetched = 0  # bytes of every reply body, for statistics
         self._token = token
-        self._policy = RetryPolicy(attempts=retries + 1, budget=retry_time)
+        self._policy = RetryPolicy(attempts=retries + 1, deadline=retry_time)
         self._client = make_client(timeout)
         self._ranged = RangedGetter(timeout, self._policy)
         self._fetch_threads = trio.CapacityLimiter(FETCH_THREADS)

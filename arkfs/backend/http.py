@@ -1,9 +1,10 @@
 """HTTP plumbing of the remote backend: one pooled httpx client, and retries with backoff.
 
-Connection errors, timeouts, 429 and 5xx are retried as arkfs.backend.retry decides, so a
-dead server fails with Unreachable in bounded time (the mount turns that into EIO). Every
-other reply goes back to the caller, which maps its status. Messages name origins, never
-URLs: fetch URLs carry signatures, and no header (so no token) ever reaches a message.
+Connection errors, timeouts, 429 and 5xx are retried as arkfs.backend.retry decides, and
+every request ends by its policy's deadline, so a dead or stuck server fails with
+Unreachable in bounded time (the mount turns that into EIO). Every other reply goes back to
+the caller, which maps its status. Messages name origins, never URLs: fetch URLs carry
+signatures, and no header (so no token) ever reaches a message.
 """
 
 import json
@@ -112,24 +113,33 @@ async def send(
 ) -> httpx.Response:
     """Send a request, retrying transient failures; the first reply that is not 429 or 5xx.
 
-    Raises Unreachable once the attempts or the time are spent.
+    Each attempt is cut at the policy's deadline (httpx times each operation, not the
+    whole request). Raises Unreachable once the attempts or the time are spent.
     """
     retry = Retry(policy, trio.current_time)
     while (pause := retry.next_pause()) is not None:
         await trio.sleep(pause)
-        try:
-            resp = await client.request(method, url, headers=headers, content=content)
-        except (
-            httpx.InvalidURL,
-            httpx.UnsupportedProtocol,
-            httpx.TooManyRedirects,
-            httpx.DecodingError,
-        ) as exc:  # retrying cannot help
-            raise BadReply(f"{origin(url)}: {one_line(str(exc)) or type(exc).__name__}") from None
-        except httpx.TransportError as exc:
-            retry.transport_failed(_transport_reason(exc))
-            continue
-        if not retryable(resp.status_code):
+        with trio.move_on_at(retry.deadline) as attempt:
+            try:
+                resp = await client.request(method, url, headers=headers, content=content)
+            except (
+                httpx.InvalidURL,
+                httpx.UnsupportedProtocol,
+                httpx.TooManyRedirects,
+                httpx.DecodingError,
+            ) as exc:  # retrying cannot help
+                raise BadReply(
+                    f"{origin(url)}: {one_line(str(exc)) or type(exc).__name__}"
+                ) from None
+            except httpx.TransportError as exc:
+                retry.transport_failed(_transport_reason(exc))
+                continue
+        if attempt.cancelled_caught:
+            retry.timed_out()
+        elif retryable(resp.status_code):
+            retry.status_failed(
+                resp.status_code, server_message(resp), resp.headers.get("retry-after")
+            )
+        else:
             return resp
-        retry.status_failed(resp.status_code, server_message(resp), resp.headers.get("retry-after"))
     raise retry.unreachable(origin(url))

@@ -4,7 +4,8 @@ Connection failures, 429 and 5xx are retried, within a bounded number of attempt
 pauses that double from first_delay up to max_delay, each scaled by a random factor in
 [0.5, 1.5) so that clients which failed together do not retry together. A Retry-After
 header lengthens the pause. Everything is bounded by an overall deadline: no attempt starts
-and no pause ends at or after it.
+and no pause ends at or after it, and the drivers cut an attempt still under way there, so a
+reply that trickles in cannot hold a request (or the thread running it) past it.
 
 The decisions are pure: the drivers (the async httpx loop in http.py, the blocking loop in
 ranged.py) pass a clock, do the sleeping and the I/O, and report each failure:
@@ -12,7 +13,7 @@ ranged.py) pass a clock, do the sleeping and the I/O, and report each failure:
     retry = Retry(policy, clock)
     while (pause := retry.next_pause()) is not None:
         sleep(pause)
-        ... one attempt; return its reply unless it failed ...
+        ... one attempt, cut at retry.deadline; return its reply unless it failed ...
         retry.transport_failed(reason)  # or retry.status_failed(...), retry.timed_out()
     raise retry.unreachable(origin)
 """

@@ -37,7 +37,7 @@ def retryable(status: int) -> bool:
 def retry_after(value: str | None) -> float | None:
     """The seconds a Retry-After header asks for (the delta-seconds form), if it does."""
     value = (value or "").strip()
-    return float(value) if value.isdigit() else None
+    return float(value) if value.isascii() and value.isdigit() else None
 
 
 @dataclass(frozen=True)

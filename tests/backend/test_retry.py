@@ -185,7 +185,15 @@ def test_retryable_statuses() -> None:
 
 @pytest.mark.parametrize(
     ("header", "seconds"),
-    [("5", 5.0), (" 0 ", 0.0), (None, None), ("", None), ("-1", None), ("1.5", None)],
+    [
+        ("5", 5.0),
+        (" 0 ", 0.0),
+        (None, None),
+        ("", None),
+        ("-1", None),
+        ("1.5", None),
+        ("\u00b2", None),  # a digit to str.isdigit, not to float
+    ],
 )
 def test_retry_after_in_seconds(header: str | None, seconds: float | None) -> None:
     assert retry_after(header) == seconds

@@ -1,7 +1,7 @@
 """HTTP plumbing of the remote backend: one pooled httpx client, and retries with backoff.
 
-Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and jitter,
-within a bounded number of attempts and a bounded time, so a dead server fails with
+Connection errors, timeouts, 429 and 5xx are retried as arkfs.backend.retry decides, and
+every request ends by its policy's deadline, so a dead or stuck server fails with
 Unreachable in bounded time (the mount turns that into EIO). Every other reply goes back to
 the caller, which maps its status. Messages name origins, never URLs: fetch URLs carry
 signatures, and no header (so no token) ever reaches a message.
@@ -9,31 +9,20 @@ signatures, and no header (so no token) ever reaches a message.
 
 import json
 import logging
-import random
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import trio
 
 from arkfs import __version__
-from arkfs.backend.base import BadReply, Refused, Unauthorized, Unreachable
+from arkfs.backend.base import BadReply, Refused, Unauthorized
+from arkfs.backend.retry import Retry, RetryPolicy, retryable
 
 CONNECT_TIMEOUT = 5.0
 MAX_MESSAGE = 200
 
 # httpx logs every request line at INFO, and fetch URLs are signed: keep them out of logs.
 logging.getLogger("httpx").setLevel(logging.WARNING)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how long to retry a request whose failure may be transient."""
-
-    attempts: int = 6  # the first try and 5 retries
-    first_delay: float = 0.2  # doubles after each retry, up to max_delay, with jitter
-    max_delay: float = 2.0
-    budget: float = 15.0  # no attempt starts later than this after the first one
 
 
 def make_client(timeout: float) -> httpx.AsyncClient:
@@ -107,12 +96,6 @@ def json_reply(resp: httpx.Response, what: str) -> dict[str, Any]:
     return obj
 
 
-def _retry_after(resp: httpx.Response) -> float | None:
-    """Seconds a 429 or 503 asks us to wait (Retry-After in seconds), if it says."""
-    value = resp.headers.get("retry-after", "")
-    return float(value) if value.isdigit() else None
-
-
 def _transport_reason(exc: httpx.TransportError) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return f"no answer in time ({type(exc).__name__})"
@@ -130,32 +113,33 @@ async def send(
 ) -> httpx.Response:
     """Send a request, retrying transient failures; the first reply that is not 429 or 5xx.
 
-    Raises Unreachable once the attempts or the time budget are spent.
+    Each attempt is cut at the policy's deadline (httpx times each operation, not the
+    whole request). Raises Unreachable once the attempts or the time are spent.
     """
-    started = trio.current_time()
-    delay = policy.first_delay
-    for attempt in range(1, policy.attempts + 1):
-        wait = min(delay, policy.max_delay) * random.uniform(0.5, 1.5)
-        try:
-            resp = await client.request(method, url, headers=headers, content=content)
-        except (
-            httpx.InvalidURL,
-            httpx.UnsupportedProtocol,
-            httpx.TooManyRedirects,
-            httpx.DecodingError,
-        ) as exc:  # retrying cannot help
-            raise BadReply(f"{origin(url)}: {one_line(str(exc)) or type(exc).__name__}") from None
-        except httpx.TransportError as exc:
-            reason = _transport_reason(exc)
-            hint = "is `arkfs serve` running?"
+    retry = Retry(policy, trio.current_time)
+    while (pause := retry.next_pause()) is not None:
+        await trio.sleep(pause)
+        with trio.move_on_at(retry.deadline) as attempt:
+            try:
+                resp = await client.request(method, url, headers=headers, content=content)
+            except (
+                httpx.InvalidURL,
+                httpx.UnsupportedProtocol,
+                httpx.TooManyRedirects,
+                httpx.DecodingError,
+            ) as exc:  # retrying cannot help
+                raise BadReply(
+                    f"{origin(url)}: {one_line(str(exc)) or type(exc).__name__}"
+                ) from None
+            except httpx.TransportError as exc:
+                retry.transport_failed(_transport_reason(exc))
+                continue
+        if attempt.cancelled_caught:
+            retry.timed_out()
+        elif retryable(resp.status_code):
+            retry.status_failed(
+                resp.status_code, server_message(resp), resp.headers.get("retry-after")
+            )
         else:
-            if resp.status_code != 429 and resp.status_code < 500:
-                return resp
-            reason = f"HTTP {resp.status_code} ({server_message(resp)})"
-            hint = "retry later, or see the server's log"
-            wait = max(wait, _retry_after(resp) or 0.0)
-        if attempt == policy.attempts or trio.current_time() - started + wait > policy.budget:
-            break
-        await trio.sleep(wait)
-        delay *= 2
-    raise Unreachable(f"cannot reach {origin(url)}: {reason}, tried {attempt} times; {hint}")
+            return resp
+    raise retry.unreachable(origin(url))

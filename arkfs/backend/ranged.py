@@ -4,19 +4,25 @@ The mount's trio thread serves every FUSE request; receiving megabytes of xorb d
 (httpx hands it over in 64 KiB pieces) left it little time for anything else and capped a
 cold read near 150 MB/s. Here a worker thread does the whole fetch with http.client and
 readinto, which releases the GIL while it waits on the socket. Each thread keeps its own
-keep-alive connection per origin. Retries follow the same RetryPolicy as every request.
+keep-alive connection per origin. Retries follow arkfs.backend.retry, like every request.
+
+A GET ends by its deadline, however slowly the reply comes: each connect, send and receive
+waits at most the time left (and at most timeout), so a server that trickles a byte now and
+then cannot hold the thread, and the caller's slot of worker threads, past it.
 """
 
 import http.client
-import random
+import io
+import socket
 import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
 
 from arkfs import __version__
-from arkfs.backend.base import BadReply, Unreachable
-from arkfs.backend.http import RetryPolicy, one_line, origin
+from arkfs.backend.base import BadReply
+from arkfs.backend.http import CONNECT_TIMEOUT, one_line, origin
+from arkfs.backend.retry import Retry, RetryPolicy, retryable
 
 _Origin = tuple[str, str, int | None]
 
@@ -29,10 +35,46 @@ class RangedReply:
     body: bytes
     message: str  # the error body's first line, for messages
     content_range: str | None = None
+    retry_after: str | None = None
+
+
+class _Receiver(io.RawIOBase):
+    """The receiving side of a socket for one reply, ending at a deadline (time.monotonic).
+
+    Each receive waits at most idle seconds and never past the deadline. HTTPResponse
+    takes it as its socket: makefile() hands it over, buffered.
+    """
+
+    def __init__(self, sock: socket.socket, deadline: float, idle: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._io = sock.makefile("rb", buffering=0)  # keeps the socket open until closed
+        self._deadline = deadline
+        self._idle = idle
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(self)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the deadline passed")
+        self._sock.settimeout(min(self._idle, left))
+        return self._io.readinto(buffer)
+
+    def close(self) -> None:
+        self._io.close()
+        super().close()
 
 
 class RangedGetter:
-    """Blocking ranged GETs for worker threads (trio.to_thread), one connection per thread."""
+    """Blocking ranged GETs for worker threads (trio.to_thread), one connection per thread.
+
+    timeout bounds each connect, send and receive; the caller's deadline bounds the GET.
+    """
 
     def __init__(self, timeout: float, policy: RetryPolicy) -> None:
         self.timeout = timeout
@@ -47,7 +89,7 @@ class RangedGetter:
         if conn is None:
             scheme, host, port = where
             kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-            conn = conns[where] = kind(host, port, timeout=self.timeout)
+            conn = conns[where] = kind(host, port)
         return conn
 
     def _drop(self, where: _Origin) -> None:
@@ -55,50 +97,55 @@ class RangedGetter:
         if conn is not None:
             conn.close()
 
-    def get(self, url: str, range_header: str) -> RangedReply:
-        """GET url with a Range header, retrying connection failures, 429 and 5xx."""
+    def get(self, url: str, range_header: str, deadline: float) -> RangedReply:
+        """GET url with a Range header by deadline (time.monotonic), retrying connection
+        failures, 429 and 5xx; Unreachable once the attempts or the time are spent."""
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadReply(f"{origin(url)}: not an http(s) URL")
         where = (parts.scheme, parts.hostname, parts.port)
         target = parts.path + (f"?{parts.query}" if parts.query else "")
-        started = time.monotonic()
-        delay = self.policy.first_delay
-        for attempt in range(1, self.policy.attempts + 1):
-            wait = min(delay, self.policy.max_delay) * random.uniform(0.5, 1.5)
+        retry = Retry(self.policy, time.monotonic, deadline=deadline)
+        while (pause := retry.next_pause()) is not None:
+            time.sleep(pause)
             try:
-                reply = self._once(where, target, range_header)
+                reply = self._once(where, target, range_header, retry.deadline)
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(where)
-                reason = one_line(str(exc)) or type(exc).__name__
-            else:
-                if reply.status != 429 and reply.status < 500:
-                    return reply
-                reason = f"HTTP {reply.status} ({reply.message})"
-            if attempt == self.policy.attempts or (
-                time.monotonic() - started + wait > self.policy.budget
-            ):
-                break
-            time.sleep(wait)
-            delay *= 2
-        raise Unreachable(
-            f"cannot reach {origin(url)}: {reason}, tried {attempt} times; "
-            "is `arkfs serve` running?"
-        )
+                retry.transport_failed(one_line(str(exc)) or type(exc).__name__)
+                continue
+            if not retryable(reply.status):
+                return reply
+            retry.status_failed(reply.status, reply.message, reply.retry_after)
+        raise retry.unreachable(origin(url))
 
-    def _once(self, where: _Origin, target: str, range_header: str) -> RangedReply:
+    def _once(self, where: _Origin, target: str, range_header: str, deadline: float) -> RangedReply:
         conn = self._connection(where)
+        wait = min(self.timeout, deadline - time.monotonic())
+        if wait <= 0:
+            raise TimeoutError("the deadline passed")
+        conn.timeout = min(wait, CONNECT_TIMEOUT)  # for a new connection
+        if conn.sock is not None:
+            conn.sock.settimeout(wait)
+        conn.response_class = lambda sock, *args, **kwargs: http.client.HTTPResponse(
+            _Receiver(sock, deadline, self.timeout), *args, **kwargs
+        )
         conn.request(
             "GET", target, headers={"Range": range_header, "User-Agent": f"arkfs/{__version__}"}
         )
-        resp = conn.getresponse()
+        with conn.getresponse() as resp:
+            return self._reply(where, resp)
+
+    def _reply(self, where: _Origin, resp: http.client.HTTPResponse) -> RangedReply:
+        """Receive the reply's body: all of it, straight into one buffer for 200 or 206."""
+        content_range, retry_after = resp.getheader("Content-Range"), resp.getheader("Retry-After")
         length = resp.getheader("Content-Length")
         if resp.status not in (200, 206) or length is None or not length.isdigit():
             body = resp.read()
             if resp.will_close:
                 self._drop(where)
             text = one_line(body.decode("utf-8", "replace")) or f"HTTP {resp.status}"
-            return RangedReply(resp.status, body, text, resp.getheader("Content-Range"))
+            return RangedReply(resp.status, body, text, content_range, retry_after)
         buf = bytearray(int(length))
         view = memoryview(buf)
         got = 0
@@ -109,4 +156,4 @@ class RangedGetter:
             got += n
         if resp.will_close:
             self._drop(where)
-        return RangedReply(resp.status, bytes(buf), "", resp.getheader("Content-Range"))
+        return RangedReply(resp.status, bytes(buf), "", content_range)

@@ -10,7 +10,7 @@ shows one.
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import parsedate_to_datetime
 
 import httpx
@@ -21,15 +21,9 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ErcError, ManifestError
 from arkfs.ark.manifest import Manifest
 from arkfs.backend.base import Archive, BadReply, NotBound, Refused, Unauthorized
-from arkfs.backend.http import (
-    RetryPolicy,
-    json_reply,
-    make_client,
-    origin,
-    raise_for_status,
-    send,
-)
+from arkfs.backend.http import json_reply, make_client, origin, raise_for_status, send
 from arkfs.backend.ranged import RangedGetter, RangedReply
+from arkfs.backend.retry import RetryPolicy
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
@@ -83,8 +77,16 @@ def _content_range(header: str | None) -> tuple[int, int, int] | None:
 class RemoteBackend:
     """The archive side behind an HTTP base URL.
 
-    retries and retry_time bound the retries of a request (see arkfs.backend.http);
-    timeout bounds each connect, read and write.
+    A request is retried up to retries times (see arkfs.backend.retry); timeout bounds each
+    connect, send and receive. retry_time is the deadline of every read (a GET, fetches
+    included): it has a complete answer by then, retries and the wait for a fetch thread
+    included, or fails with Unreachable. Uploads and binds have no deadline, as a large
+    upload that keeps moving must finish: only timeout and retries bound them.
+
+    The defaults fit the mount: a read(2) on a stuck server fails within 30 s even though
+    the kernel tries a failed readahead again (two fetches of 10 s), one on a server that
+    refuses connections within 10 s (4 attempts take about 2 s of pauses), and a range of
+    at most 8 MiB arrives in 10 s from any server that sends 1 MB/s or more.
     """
 
     def __init__(
@@ -92,18 +94,19 @@ class RemoteBackend:
         base_url: str,
         token: str | None,
         *,
-        retries: int = 5,
+        retries: int = 3,
         timeout: float = 10.0,
-        retry_time: float = 15.0,
+        retry_time: float = 10.0,
     ) -> None:
         if retries < 0 or timeout <= 0:
             raise ValueError(f"retries must be >= 0 and timeout > 0, got {retries} and {timeout}")
         self.name = base_url.rstrip("/")
         self.bytes_fetched = 0  # bytes of every reply body, for statistics
         self._token = token
-        self._policy = RetryPolicy(attempts=retries + 1, budget=retry_time)
+        self._reads = RetryPolicy(attempts=retries + 1, deadline=retry_time)
+        self._writes = replace(self._reads, deadline=math.inf)
         self._client = make_client(timeout)
-        self._ranged = RangedGetter(timeout, self._policy)
+        self._ranged = RangedGetter(timeout, self._reads)
         self._fetch_threads = trio.CapacityLimiter(FETCH_THREADS)
         self._access: dict[str, _CasAccess] = {}
         self._access_lock = trio.Lock()
@@ -115,7 +118,8 @@ class RemoteBackend:
     async def _send(
         self, method: str, url: str, headers: dict[str, str], content: bytes | None = None
     ) -> httpx.Response:
-        resp = await send(self._client, method, url, self._policy, headers=headers, content=content)
+        policy = self._reads if method == "GET" else self._writes
+        resp = await send(self._client, method, url, policy, headers=headers, content=content)
         self.bytes_fetched += len(resp.content)
         return resp
 
@@ -267,13 +271,20 @@ class RemoteBackend:
         return rec
 
     async def _signed_get(self, url: str, range_header: str, what: str) -> RangedReply:
-        """GET a signed xorb URL in a worker thread (arkfs.backend.ranged explains why).
+        """GET a signed xorb URL in a worker thread (arkfs.backend.ranged explains why),
+        complete by the read deadline, counted from now: waiting for a thread counts too.
 
         A refused URL means it expired (Unauthorized: the caller asks for a new
         reconstruction); any other status but 200 or 206 is a bad reply.
         """
+        deadline = time.monotonic() + self._reads.deadline
         reply = await trio.to_thread.run_sync(
-            self._ranged.get, url, range_header, limiter=self._fetch_threads, abandon_on_cancel=True
+            self._ranged.get,
+            url,
+            range_header,
+            deadline,
+            limiter=self._fetch_threads,
+            abandon_on_cancel=True,
         )
         self.bytes_fetched += len(reply.body)
         if reply.status in (401, 403):

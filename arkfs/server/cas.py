@@ -2,7 +2,8 @@
 
 The rules (intake, reconstructions, dedup) are the service's; this is HTTP around them.
 Service calls block (SQLite, files, hashing every chunk), so each runs in a worker thread.
-`GET /v1/stats` (read scope) reports what the CAS has served since the server started
+`POST /v1/telemetry` takes hf_xet's small upload summaries from token holders and drops
+them. `GET /v1/stats` (read scope) reports what the CAS has served since the server started
 (CasStats), e.g. to measure a client's read amplification.
 """
 
@@ -21,6 +22,8 @@ from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.shard import serialize_stored
+
+MAX_TELEMETRY = 64 * 1024  # hf_xet's upload summaries are about 1.3 KiB of JSON
 
 
 @dataclass
@@ -177,5 +180,8 @@ class CasService(Face):
         return JSONResponse({"result": 1 if inserted else 0})
 
     async def telemetry(self, request: Request) -> Response:
-        await request.body()
+        """hf_xet's upload summaries: taken from token holders (of either scope), small, and
+        dropped: arkfs keeps no client telemetry."""
+        self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
+        await read_body(request, MAX_TELEMETRY, "telemetry report")
         return JSONResponse({})

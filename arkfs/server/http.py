@@ -19,6 +19,7 @@ from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import string_to_hash
 
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)$")
+_DIGITS = 18  # a number with more significant digits is past the end of any object
 T = TypeVar("T")
 
 
@@ -54,6 +55,13 @@ def hash_param(value: str, what: str) -> bytes:
         ) from None
 
 
+def _number(digits: str) -> int:
+    """A decimal number from a header, without converting thousands of digits (Python
+    refuses past 4,300): any number too long to be a byte offset becomes 10**_DIGITS."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _DIGITS else 10**_DIGITS
+
+
 def parse_range(header: str | None, size: int, what: str) -> tuple[int, int]:
     """An HTTP Range of what (size bytes) as [start, end); 416 (with `Content-Range:
     bytes */size`) if unsatisfiable. No header: the whole object.
@@ -72,12 +80,12 @@ def parse_range(header: str | None, size: int, what: str) -> tuple[int, int]:
             unsatisfiable,
         )
     if not m.group(1):
-        length = int(m.group(2))
+        length = _number(m.group(2))
         if length == 0 or size == 0:
             raise HttpError(416, f"{what}: empty suffix range of {size} bytes", unsatisfiable)
         return max(size - length, 0), size
-    start = int(m.group(1))
-    end = int(m.group(2)) + 1 if m.group(2) else size
+    start = _number(m.group(1))
+    end = _number(m.group(2)) + 1 if m.group(2) else size
     try:
         return clip_range(size, start, end, what)
     except OutOfRange as exc:
@@ -87,7 +95,7 @@ def parse_range(header: str | None, size: int, what: str) -> tuple[int, int]:
 async def read_body(request: Request, limit: int, what: str) -> bytes:
     """The request body, refusing (413) anything over limit bytes before reading it all."""
     declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+    if declared.isascii() and declared.isdigit() and _number(declared) > limit:
         raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
     parts = []
     size = 0

@@ -68,7 +68,7 @@ def _status(exc: Exception) -> tuple[int, str, dict[str, str], str | None]:
             return 500, f"internal error ({name}); see the server log", {}, f"bug: {name}: {exc}"
 
 
-def error_reply(method: str, path: str, exc: Exception) -> Response:
+def _error_reply(method: str, path: str, exc: Exception) -> Response:
     """The reply to exc on the route at path, in its face's format; 5xx are logged once."""
     status, message, headers, logged = _status(exc)
     if logged is not None:
@@ -81,11 +81,11 @@ def error_reply(method: str, path: str, exc: Exception) -> Response:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split("\n"))
+    return " ".join(text.splitlines())
 
 
 class ErrorReplies:
-    """ASGI middleware: whatever a route raises becomes error_reply's answer.
+    """ASGI middleware: whatever a route raises becomes _error_reply's answer.
 
     Once a reply has started (a streamed file) it cannot change: the error is logged in one
     line and the connection dropped, so the client sees an incomplete body.
@@ -114,12 +114,12 @@ class ErrorReplies:
             if started:
                 log.error("%s %s: reply cut short: %s", method, path, _one_line(str(exc)))
                 return
-            await error_reply(method, path, exc)(scope, receive, send)
+            await _error_reply(method, path, exc)(scope, receive, send)
 
 
 async def _starlette_error(request: Request, exc: Exception) -> Response:
     """Starlette answers unknown paths and methods itself; this gives them our format."""
-    return error_reply(request.method, request.url.path, exc)
+    return _error_reply(request.method, request.url.path, exc)
 
 
 def token_routes(auth: Authorizer) -> list[Route]:

@@ -14,8 +14,8 @@ import trio
 
 from arkfs.ark.erc import Erc
 from arkfs.ark.manifest import Manifest
-from arkfs.backend.base import Archive, BadReply, NotBound, Refused, Unreachable
-from arkfs.service.archive import ArchiveService
+from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
+from arkfs.service.archive import Archive, ArchiveService
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import hash_to_string

@@ -242,10 +242,10 @@ class ArchiveService:
         spans: dict[bytes, list[tuple[int, int]]] = {}
         for t in terms:
             spans.setdefault(t.xorb_hash, []).append((t.start, t.end))
-        fetch = {}
+        fetch: dict[bytes, tuple[FetchRange, ...]] = {}
         for xh, chunk_spans in spans.items():
             url = url_for(xh)
-            ranges = []
+            ranges: list[FetchRange] = []
             for cs, ce in _merge_spans(chunk_spans):
                 lo, hi = footers[xh].packed_range(cs, ce)
                 ranges.append(FetchRange(url, cs, ce, lo, hi - 1))
@@ -295,7 +295,7 @@ class ArchiveService:
             raise Rejected(f"invalid shard: {exc}") from None
         named = {t.xorb_hash for f in shard.files for t in f.terms}
         named |= {b.xorb_hash for b in shard.cas_blocks}
-        footers = {}
+        footers: dict[bytes, XorbFooter] = {}
         for xh in named:
             try:
                 footers[xh] = self.store.xorb_footer(xh)
@@ -303,8 +303,8 @@ class ArchiveService:
                 raise Rejected(
                     f"shard references xorb {hash_to_string(xh)}, which was not uploaded"
                 ) from None
-        records = []
-        dedup = []
+        records: list[FileRecord] = []
+        dedup: list[DedupEntry] = []
         for block in shard.files:
             if block.verification is not None:
                 try:

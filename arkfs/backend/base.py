@@ -2,14 +2,15 @@
 
 Everything is async and runs on trio; a backend offloads its own blocking work. Reads give
 hints (reconstructions, fetch URLs), never trusted bytes: callers verify every chunk
-against its hash. Errors are BackendError subclasses with one-line messages.
+against its hash. Errors are BackendError subclasses with one-line messages. An archive is
+an arkfs.service.archive.Archive, the one type every layer above the service shares.
 """
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from arkfs.ark.erc import Erc
 from arkfs.ark.manifest import Manifest
+from arkfs.service.archive import Archive
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
 from arkfs.xet.shard import Shard
 from arkfs.xet.xorb import XorbFooter
@@ -37,15 +38,6 @@ class BadReply(BackendError):
 
 class Refused(BackendError):
     """The backend refused what we sent (a 4xx other than auth): the message says why."""
-
-
-@dataclass(frozen=True)
-class Archive:
-    """A bound archive: its manifest and ERC record."""
-
-    manifest: Manifest
-    erc: Erc
-    updated: float
 
 
 class Backend(Protocol):

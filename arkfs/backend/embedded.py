@@ -1,34 +1,34 @@
 """EmbeddedBackend: a LocalStore in this process, behind the same interface as a server.
 
-Every store call blocks (SQLite, files, hashing), so each runs in a worker thread under one
-CapacityLimiter. Reads and uploads go through the same planning and checks the server uses
-(arkfs.store.plan), so a caller cannot tell the two apart except by name and speed.
+The rules are the archive service's (arkfs.service.archive), the same ones `arkfs serve`
+runs, so a caller cannot tell the two apart except by name and speed. This is the thin
+async wrapper: each call runs in a worker thread under one CapacityLimiter, and service
+errors become backend errors in one place (_run).
 """
 
 import secrets
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
-import blake3
 import trio
 
 from arkfs.ark.erc import Erc
-from arkfs.ark.errors import ErcError, ManifestError
 from arkfs.ark.manifest import Manifest
-from arkfs.backend.base import Archive, BadReply, NotBound, Refused, Unreachable
-from arkfs.store.base import Binding
+from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
+from arkfs.service.archive import Archive, ArchiveService
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError
 from arkfs.store.local import LocalStore
-from arkfs.store.plan import dedup_blocks, plan_reconstruction, shard_records
-from arkfs.xet.errors import XetError
-from arkfs.xet.hashing import ZERO_HASH, hash_to_string
+from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
-from arkfs.xet.shard import Shard, keyed_dedup_shard
-from arkfs.xet.xorb import XorbFooter, parse_xorb
+from arkfs.xet.shard import Shard
+from arkfs.xet.xorb import XorbFooter
 
-DEDUP_KEY_TTL = 3600  # seconds a dedup reply's keyed hashes may be matched, as the server
 T = TypeVar("T")
+
+
+def _fetch_key(xorb_hash: bytes) -> str:
+    """Where a reconstruction says a xorb's bytes are: fetch() reads them from the store."""
+    return "embedded:" + hash_to_string(xorb_hash)
 
 
 class EmbeddedBackend:
@@ -37,17 +37,20 @@ class EmbeddedBackend:
     def __init__(self, store: LocalStore, *, threads: int = 8) -> None:
         self.store = store
         self.name = f"embedded:{store.root}"
+        # A dedup key of its own: nothing outside this process matches its replies.
+        self.service = ArchiveService(
+            store, secrets.token_bytes(32), f"in the embedded store {store.root}"
+        )
         self._limiter = trio.CapacityLimiter(threads)
-        self._dedup_key = secrets.token_bytes(32)
 
     def __repr__(self) -> str:
         return f"EmbeddedBackend({str(self.store.root)!r})"
 
     async def _run(self, fn: Callable[..., T], *args: object) -> T:
-        """Run blocking store work in a worker thread; store errors become backend errors.
+        """Run blocking service work in a worker thread; its errors become backend errors.
 
         NotFound becomes NotBound, Rejected Refused, StoreCorrupt BadReply, and any other
-        store or OS error Unreachable; callers that know better catch NotFound themselves.
+        store or OS error Unreachable; callers that know better catch NotBound themselves.
         """
         try:
             return await trio.to_thread.run_sync(fn, *args, limiter=self._limiter)
@@ -67,71 +70,20 @@ class EmbeddedBackend:
 
     # --- bindings --------------------------------------------------------------------------
 
-    def _load(self, ark: str) -> Archive:
-        try:
-            binding = self.store.get_binding(ark)
-        except NotFound:
-            raise NotBound(
-                f"no archive is bound to {ark} in the embedded store {self.store.root}; "
-                f"publish one with `arkfs publish DIR --ark {ark}`"
-            ) from None
-        try:
-            manifest = Manifest.from_msgpack(binding.manifest)
-            erc = Erc.from_anvl(binding.erc)
-        except (ManifestError, ErcError) as exc:
-            raise BadReply(
-                f"the binding of {ark} in {self.store.root} is damaged: {exc}; publish it again"
-            ) from None
-        if manifest.ark != ark:
-            raise BadReply(
-                f"the binding of {ark} in {self.store.root} holds the manifest of {manifest.ark}"
-            )
-        return Archive(manifest, erc, binding.updated)
-
     async def archive(self, ark: str) -> Archive:
-        return await self._run(self._load, ark)
+        return await self._run(self.service.archive, ark)
 
     async def list_archives(self, prefix: str = "") -> list[str]:
-        return await self._run(self.store.list_bindings, prefix)
-
-    def _bind(self, manifest: Manifest, erc: Erc) -> None:
-        checked: dict[bytes, int] = {ZERO_HASH: 0}  # the empty file needs no storage
-        for entry in manifest.files:
-            assert entry.xet_hash is not None  # Manifest guarantees it for files
-            name = hash_to_string(entry.xet_hash)
-            if entry.xet_hash not in checked:
-                try:
-                    checked[entry.xet_hash] = self.store.get_file(entry.xet_hash).size
-                except NotFound:
-                    raise Refused(
-                        f"cannot bind {manifest.ark}: {entry.path} has file hash {name}, which "
-                        f"is not in the store at {self.store.root}; upload its xorbs and shard"
-                    ) from None
-            if checked[entry.xet_hash] != entry.size:
-                raise Refused(
-                    f"cannot bind {manifest.ark}: {entry.path} is {entry.size} bytes in the "
-                    f"manifest, but the store holds file {name} of {checked[entry.xet_hash]}"
-                )
-        self.store.bind(Binding(manifest.ark, manifest.to_msgpack(), erc.to_anvl(), time.time()))
+        return await self._run(self.service.list_archives, prefix)
 
     async def bind(self, manifest: Manifest, erc: Erc) -> None:
-        await self._run(self._bind, manifest, erc)
+        await self._run(self.service.bind, manifest.ark, manifest.to_msgpack(), erc.to_anvl())
 
     # --- CAS reads -------------------------------------------------------------------------
 
     def _plan(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
-        name = hash_to_string(file_hash)
-        try:
-            record = self.store.get_file(file_hash)
-        except NotFound:
-            raise NotBound(f"no file {name} in the embedded store {self.store.root}") from None
-        if not 0 <= start < end or start >= record.size:
-            raise Refused(
-                f"bytes {start}..{end} of file {name} are past its end ({record.size} bytes)"
-            )
-        return plan_reconstruction(
-            self.store, record, start, end, lambda xh: "embedded:" + hash_to_string(xh)
-        )
+        record = self.service.file(file_hash)
+        return self.service.reconstruction(record, start, end, _fetch_key)
 
     async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
         return await self._run(self._plan, file_hash, start, end)
@@ -155,46 +107,20 @@ class EmbeddedBackend:
         """The store checks the footer against the xorb's name before it returns it."""
         return await self._xorb_call(self.store.xorb_footer, xorb_hash)
 
-    def _has_file(self, file_hash: bytes, size: int) -> bool:
-        try:
-            return self.store.get_file(file_hash).size == size
-        except NotFound:
-            return False
-
     async def has_file(self, file_hash: bytes, size: int) -> bool:
-        return await self._run(self._has_file, file_hash, size)
-
-    def _dedup(self, chunk_hash: bytes) -> Shard | None:
-        blocks = dedup_blocks(self.store, chunk_hash)
-        if not blocks:
-            return None
-        now = int(time.time())
-        return keyed_dedup_shard(
-            blocks, self._dedup_key, creation_timestamp=now, key_expiry=now + DEDUP_KEY_TTL
-        )
+        return await self._run(self.service.has_file, file_hash, size)
 
     async def query_dedup(self, chunk_hash: bytes) -> Shard | None:
         """A dedup shard with keyed hashes, as a server sends: match it with dedup_matches."""
-        return await self._run(self._dedup, chunk_hash)
+        return await self._run(self.service.dedup_shard, chunk_hash)
 
     # --- CAS writes ------------------------------------------------------------------------
 
-    def _put_xorb(self, xorb_hash: bytes, data: bytes) -> bool:
-        try:
-            parsed = parse_xorb(data, xorb_hash)
-        except XetError as exc:
-            raise Refused(f"invalid xorb {hash_to_string(xorb_hash)}: {exc}") from None
-        return self.store.put_xorb(xorb_hash, parsed.serialize())
-
     async def upload_xorb(self, xorb_hash: bytes, data: bytes) -> bool:
-        return await self._run(self._put_xorb, xorb_hash, data)
-
-    def _put_shard(self, data: bytes) -> bool:
-        records, dedup = shard_records(self.store, data)
-        return self.store.put_shard(blake3.blake3(data).digest(), data, records, dedup)
+        return await self._run(self.service.put_xorb, xorb_hash, data)
 
     async def upload_shard(self, data: bytes) -> bool:
-        return await self._run(self._put_shard, data)
+        return await self._run(self.service.put_shard, data)
 
     async def aclose(self) -> None:
         await trio.to_thread.run_sync(self.store.close, limiter=self._limiter)

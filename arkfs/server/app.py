@@ -1,9 +1,14 @@
-"""The ASGI application of `arkfs serve` and how to run it with hypercorn on trio.
+"""The ASGI application of `arkfs serve`, its one error mapping, and how to run it with
+hypercorn on trio.
 
 Routes: the CAS API and its counters, `GET /v1/stats` (cas.py), `GET /v1/token[/{scope}]`
-(below), and the NMA (nma.py).
-CAS and token errors are JSON `{"error"}`; NMA errors are one line of text/plain. Other
-paths get 404 (hf_xet relies on that to fall back from routes a CAS may lack).
+(below), and the NMA (nma.py), all over one ArchiveService. Other paths get 404 (hf_xet
+relies on that to fall back from routes a CAS may lack).
+
+Every error is answered here, once, in the format of its route's face: JSON `{"error"}` on
+the CAS and token routes (`/v1/...`, `/v2/...`), one line of text/plain elsewhere (the
+resolver). 5xx replies also get exactly one log line, never a traceback; a client that
+goes away is not an error.
 """
 
 import logging
@@ -12,29 +17,109 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Scope as AsgiScope
 
 from arkfs.server.auth import AuthError, Authorizer, Scope
-from arkfs.server.cas import CasService, HttpError, error_response
+from arkfs.server.cas import CasService
+from arkfs.server.http import HttpError
 from arkfs.server.nma import NmaService
 from arkfs.server.signing import UrlSigner
-from arkfs.server.tokens import SCOPES
+from arkfs.server.tokens import SCOPES, derive_key
+from arkfs.service.archive import ArchiveService
 from arkfs.store.base import Store
+from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
 
 log = logging.getLogger("arkfs.serve")
 
+RETRY_AFTER = 5  # seconds a client waits before it retries a store that is unavailable
+JSON_FACE = ("/v1/", "/v2/")  # path prefixes of the CAS and token routes
 
-async def _http_error(_request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HttpError | AuthError)
-    status = exc.status
-    response = error_response(status, exc.message if isinstance(exc, HttpError) else str(exc))
-    if isinstance(exc, HttpError):
-        response.headers.update(exc.headers)
-    if status == 401:
-        response.headers["WWW-Authenticate"] = "Bearer"
-    return response
+
+def _status(exc: Exception) -> tuple[int, str, dict[str, str], str | None]:
+    """The reply an error means: status, message, headers, and the line to log (5xx only)."""
+    match exc:
+        case HttpError():
+            logged = exc.message if exc.status >= 500 else None
+            return exc.status, exc.message, exc.headers, logged
+        case AuthError():
+            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+            return exc.status, str(exc), headers, None
+        case HTTPException():  # starlette's own: an unknown path or method
+            return exc.status_code, exc.detail, dict(exc.headers or {}), None
+        case NotFound():
+            return 404, str(exc), {}, None
+        case OutOfRange():
+            return 416, str(exc), {}, None
+        case Rejected():
+            return 400, str(exc), {}, None
+        case StoreCorrupt():
+            return 500, str(exc), {}, str(exc)
+        case StoreError() | OSError():
+            retry = {"Retry-After": str(RETRY_AFTER)}
+            return 503, "the store is unavailable; retry later", retry, f"store: {exc}"
+        case _:
+            name = type(exc).__name__
+            return 500, f"internal error ({name}); see the server log", {}, f"bug: {name}: {exc}"
+
+
+def _error_reply(method: str, path: str, exc: Exception) -> Response:
+    """The reply to exc on the route at path, in its face's format; 5xx are logged once."""
+    status, message, headers, logged = _status(exc)
+    if logged is not None:
+        log.error("%s %s: %s", method, path, _one_line(logged))
+    if path.startswith(JSON_FACE):
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
+    return Response(
+        _one_line(message) + "\n", status_code=status, headers=headers, media_type="text/plain"
+    )
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.splitlines())
+
+
+class ErrorReplies:
+    """ASGI middleware: whatever a route raises becomes _error_reply's answer.
+
+    Once a reply has started (a streamed file) it cannot change: the error is logged in one
+    line and the connection dropped, so the client sees an incomplete body.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        method, path = scope["method"], scope["path"]
+        try:
+            await self.app(scope, receive, watched)
+        except ClientDisconnect:
+            log.debug("%s %s: the client went away", method, path)
+        except Exception as exc:
+            if started:
+                log.error("%s %s: reply cut short: %s", method, path, _one_line(str(exc)))
+                return
+            await _error_reply(method, path, exc)(scope, receive, send)
+
+
+async def _starlette_error(request: Request, exc: Exception) -> Response:
+    """Starlette answers unknown paths and methods itself; this gives them our format."""
+    return _error_reply(request.method, request.url.path, exc)
 
 
 def token_routes(auth: Authorizer) -> list[Route]:
@@ -58,11 +143,14 @@ def token_routes(auth: Authorizer) -> list[Route]:
 
 def build_app(store: Store, auth: Authorizer, signer: UrlSigner | None = None) -> Starlette:
     """The whole service: CAS API, token route and NMA over store, with auth and signed URLs."""
-    cas = CasService(store, auth, signer or UrlSigner(), trio.CapacityLimiter(4))
-    nma = NmaService(store, auth, trio.CapacityLimiter(4))
+    signer = signer or UrlSigner()
+    service = ArchiveService(store, derive_key(signer.key, "dedup"), "on this server")
+    cas = CasService(service, auth, trio.CapacityLimiter(4), signer)
+    nma = NmaService(service, auth, trio.CapacityLimiter(4))
     return Starlette(
         routes=[*cas.routes(), *token_routes(auth), *nma.routes()],
-        exception_handlers={HttpError: _http_error, AuthError: _http_error},
+        middleware=[Middleware(ErrorReplies)],
+        exception_handlers={HTTPException: _starlette_error},
     )
 
 

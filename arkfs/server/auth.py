@@ -63,12 +63,15 @@ class Authorizer:
         tokens = parse_tokens(path.read_text(), str(path)) if path else {}
         return cls(tokens, open_read, issuer or TokenIssuer())
 
-    def require(self, header: str | None, scope: Scope, derived: bool = True) -> str | None:
+    def require(
+        self, header: str | None, scope: Scope, derived: bool = True, anonymous: bool = True
+    ) -> str | None:
         """Return the token used (None for an open read) or raise AuthError.
 
-        derived=False refuses derived tokens, so one cannot be renewed into another forever.
+        derived=False refuses derived tokens, so one cannot be renewed into another forever;
+        anonymous=False wants a token even where --open-read lets anyone read.
         """
-        if scope is Scope.READ and self.open_read:
+        if scope is Scope.READ and self.open_read and anonymous:
             return None
         if not header or not header.startswith("Bearer "):
             raise AuthError(401, "missing bearer token: pass --token or set ARKFS_TOKEN")

@@ -1,53 +1,29 @@
-"""The XET CAS API (spec: "CAS API"), as hf_xet 1.8 calls it, over an arkfs Store.
+"""The XET CAS API (spec: "CAS API"), as hf_xet 1.8 calls it, over the archive service.
 
-Store calls block (SQLite, files), so each runs in a worker thread; so do xorb and shard
-validation, which hash every chunk. `GET /v1/stats` (read scope) reports what the CAS has
-served since the server started (CasStats), e.g. to measure a client's read amplification.
+The rules (intake, reconstructions, dedup) are the service's; this is HTTP around them.
+Service calls block (SQLite, files, hashing every chunk), so each runs in a worker thread.
+`POST /v1/telemetry` takes hf_xet's small upload summaries from token holders and drops
+them. `GET /v1/stats` (read scope) reports what the CAS has served since the server started
+(CasStats), e.g. to measure a client's read amplification.
 """
 
-import re
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
 
-import blake3
-import trio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from arkfs.server.auth import Authorizer, Scope
+from arkfs.server.auth import Scope
+from arkfs.server.http import Face, HttpError, hash_param, parse_range, read_body
 from arkfs.server.signing import UrlSigner
-from arkfs.store.base import Store
-from arkfs.store.errors import NotFound, Rejected
-from arkfs.store.plan import dedup_blocks, plan_reconstruction, shard_records
+from arkfs.service.archive import DEDUP_KEY_TTL, MAX_SHARD_SIZE
+from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
-from arkfs.xet.errors import HashStringError, XetError
-from arkfs.xet.hashing import hash_to_string, string_to_hash
-from arkfs.xet.shard import (
-    keyed_dedup_shard,
-    serialize_stored,
-)
-from arkfs.xet.xorb import parse_xorb
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.shard import serialize_stored
 
-MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
-DEDUP_KEY_TTL = 3600
-_RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
-T = TypeVar("T")
-
-
-class HttpError(Exception):
-    """An error reply: status, a one-line reason, and any headers it needs."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        self.status, self.message, self.headers = status, message, headers or {}
-        super().__init__(message)
-
-
-def error_response(status: int, message: str) -> Response:
-    """A JSON error body with a one-line reason."""
-    return JSONResponse({"error": message}, status_code=status)
+MAX_TELEMETRY = 64 * 1024  # hf_xet's upload summaries are about 1.3 KiB of JSON
 
 
 @dataclass
@@ -71,21 +47,14 @@ class CasStats:
 
 
 @dataclass
-class CasService:
-    """The CAS endpoints' shared state."""
+class CasService(Face):
+    """The CAS endpoints: HTTP around the archive service, signed xorb URLs, and counters."""
 
-    store: Store
-    auth: Authorizer
     signer: UrlSigner
-    limiter: trio.CapacityLimiter
     stats: CasStats = field(default_factory=CasStats)
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking work in a worker thread."""
-        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
-
     def routes(self) -> list[Route]:
-        """Starlette routes of the CAS API."""
+        """Starlette routes of the CAS API, each body limited (by read_body) where it has one."""
         return [
             Route("/v1/reconstructions/{file_id}", self.reconstruction_v1),
             Route("/v2/reconstructions/{file_id}", self.reconstruction_v2),
@@ -113,16 +82,13 @@ class CasService:
     async def _reconstruction(self, request: Request, v2: bool) -> Response:
         """Get File Reconstruction: only the terms that overlap the Range, trimmed to chunks."""
         self.auth.require(request.headers.get("authorization"), Scope.READ)
-        fh = _hash_param(request.path_params["file_id"], "file id")
-        try:
-            record = await self.run(self.store.get_file, fh)
-        except NotFound:
-            raise HttpError(404, f"no file {hash_to_string(fh)} in this CAS") from None
-        start, end = parse_range(request.headers.get("range"), record.size)
+        fh = hash_param(request.path_params["file_id"], "file id")
+        record = await self.run(self.service.file, fh)
+        what = f"file {hash_to_string(fh)}"
+        start, end = parse_range(request.headers.get("range"), record.size, what)
         base_url = str(request.base_url)
         rec = await self.run(
-            plan_reconstruction,
-            self.store,
+            self.service.reconstruction,
             record,
             start,
             end,
@@ -142,13 +108,14 @@ class CasService:
             )
         except PermissionError as exc:
             raise HttpError(403, str(exc)) from None
-        xh = _hash_param(name, "xorb hash")
+        xh = hash_param(name, "xorb hash")
+        store = self.service.store  # raw xorb bytes: no archive rule applies
         try:
-            size = await self.run(self.store.xorb_size, xh)
+            size = await self.run(store.xorb_size, xh)
         except NotFound:
             raise HttpError(404, f"no xorb {name}") from None
         range_header = request.headers.get("range")
-        start, end = parse_range(range_header, size)
+        start, end = parse_range(range_header, size, f"xorb {name}")
         headers = {
             "Cache-Control": f"public, immutable, max-age={left}",
             "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + left)),
@@ -160,7 +127,7 @@ class CasService:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
         body = b""
         if request.method != "HEAD":
-            body = await self.run(self.store.read_xorb, xh, start, end)
+            body = await self.run(store.read_xorb, xh, start, end)
             if range_header is not None and range_header.strip().startswith("bytes=-"):
                 self.stats.footer_requests += 1
                 self.stats.footer_bytes_served += len(body)
@@ -178,20 +145,18 @@ class CasService:
     async def dedup(self, request: Request) -> Response:
         """Query Chunk Deduplication: a shard of the xorbs holding the chunk, keyed hashes."""
         self.auth.require(request.headers.get("authorization"), Scope.READ)
-        ch = _hash_param(request.path_params["chunk"], "chunk hash")
-        blocks = await self.run(dedup_blocks, self.store, ch)
-        if not blocks:
+        ch = hash_param(request.path_params["chunk"], "chunk hash")
+        shard = await self.run(self.service.dedup_shard, ch)
+        if shard is None:
             raise HttpError(404, "chunk not tracked by global deduplication")
-        now = int(time.time())
-        key = blake3.blake3(self.signer.key + (now // DEDUP_KEY_TTL).to_bytes(8, "little")).digest()
-        shard = keyed_dedup_shard(
-            blocks, key, creation_timestamp=now, key_expiry=now + DEDUP_KEY_TTL
-        )
         self.stats.dedup_queries += 1
         return Response(
             serialize_stored(shard),
             media_type="application/octet-stream",
-            headers={"Cache-Control": "private, max-age=3600", "Vary": "Authorization"},
+            headers={
+                "Cache-Control": f"private, max-age={DEDUP_KEY_TTL}",
+                "Vary": "Authorization",
+            },
         )
 
     # --- writes ------------------------------------------------------------------------
@@ -199,13 +164,9 @@ class CasService:
     async def upload_xorb(self, request: Request) -> Response:
         """Upload Xorb: validate format and hash (400 on any error), then store atomically."""
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
-        xh = _hash_param(request.path_params["xorb"], "xorb hash")
+        xh = hash_param(request.path_params["xorb"], "xorb hash")
         body = await read_body(request, MAX_XORB_ACCEPTED, "xorb")
-        try:
-            parsed = await self.run(parse_xorb, body, xh)
-        except XetError as exc:
-            raise HttpError(400, f"invalid xorb: {exc}") from None
-        inserted = await self.run(self.store.put_xorb, xh, parsed.serialize())
+        inserted = await self.run(self.service.put_xorb, xh, body)
         self.stats.xorb_uploads += 1
         self.stats.xorb_bytes_received += len(body)
         return JSONResponse({"was_inserted": inserted})
@@ -214,67 +175,13 @@ class CasService:
         """Upload Shard: validate it against the stored xorbs, then register its files."""
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         body = await read_body(request, MAX_SHARD_SIZE, "shard")
-        name = blake3.blake3(body).digest()
-        try:
-            records, dedup = await self.run(shard_records, self.store, body)
-            inserted = await self.run(self.store.put_shard, name, body, records, dedup)
-        except Rejected as exc:
-            raise HttpError(400, str(exc)) from None
+        inserted = await self.run(self.service.put_shard, body)
         self.stats.shard_uploads += 1
         return JSONResponse({"result": 1 if inserted else 0})
 
     async def telemetry(self, request: Request) -> Response:
-        await request.body()
+        """hf_xet's upload summaries: taken from token holders (of either scope), small, and
+        dropped: arkfs keeps no client telemetry."""
+        self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
+        await read_body(request, MAX_TELEMETRY, "telemetry report")
         return JSONResponse({})
-
-
-def _hash_param(value: str, what: str) -> bytes:
-    try:
-        return string_to_hash(value)
-    except HashStringError:
-        raise HttpError(
-            400, f"malformed {what}: expected 64 hex digits, got {value[:80]!r}"
-        ) from None
-
-
-def parse_range(header: str | None, size: int) -> tuple[int, int]:
-    """An HTTP Range as [start, end); 416 (with `Content-Range: bytes */size`) if unsatisfiable.
-
-    Takes `bytes=S-E` (E inclusive, clipped to the end), `bytes=S-`, and the suffix form
-    `bytes=-N`: the last N bytes, or the whole object when N >= size (RFC 9110, 14.1.2).
-    """
-    if header is None:
-        return 0, size
-    unsatisfiable = {"Content-Range": f"bytes */{size}"}
-    m = _RANGE.match(header.strip())
-    if not m or not (m.group(1) or m.group(2)):
-        raise HttpError(
-            416,
-            f"unsupported Range header {header[:80]!r}: use bytes=START-END or bytes=-LENGTH",
-            unsatisfiable,
-        )
-    if not m.group(1):
-        length = int(m.group(2))
-        if length == 0 or size == 0:
-            raise HttpError(416, f"empty suffix range of a {size}-byte object", unsatisfiable)
-        return max(size - length, 0), size
-    start = int(m.group(1))
-    end = min(int(m.group(2)) + 1, size) if m.group(2) else size
-    if start >= size or start >= end:
-        raise HttpError(416, f"range starts at {start}, past the end ({size} bytes)", unsatisfiable)
-    return start, end
-
-
-async def read_body(request: Request, limit: int, what: str) -> bytes:
-    """The request body, refusing (413) anything over limit bytes before reading it all."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise HttpError(413, f"{what} of {declared} bytes exceeds the {limit}-byte limit")
-    parts = []
-    size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
-        parts.append(part)
-    return b"".join(parts)

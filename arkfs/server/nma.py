@@ -29,9 +29,10 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   asks (IANA Considerations), then `#` comment lines with the NAANs served here and the
   URL template.
 
-HEAD works wherever GET does. Errors on these routes are one line of text/plain naming
-the ARK or the problem: 400 malformed ARK or bind, 401/403 token, 404 unknown ARK or
-path, 416 range, 500 damaged store. (The CAS routes answer errors as JSON.)
+HEAD works wherever GET does. The rules (bind, archives, files) are the archive service's.
+Errors on these routes are one line of text/plain naming the ARK or the problem (app.py
+maps them): 400 malformed ARK or bind, 401/403 token, 404 unknown ARK or path, 416 range,
+500 damaged store, 503 store unavailable. (The CAS routes answer errors as JSON.)
 """
 
 import html
@@ -40,17 +41,15 @@ import logging
 import mimetypes
 import posixpath
 import re
-import time
 from base64 import b64encode
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import formatdate
-from typing import Any, TypeVar
+from typing import Any
 
 import msgpack
-import trio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -58,23 +57,15 @@ from starlette.routing import Route
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
-from arkfs.ark.manifest import (
-    MAX_MANIFEST_SIZE,
-    Entry,
-    Kind,
-    Manifest,
-    entry_ark,
-    entry_erc,
-    entry_path,
-)
+from arkfs.ark.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import info_response
-from arkfs.server.auth import AuthError, Authorizer, Scope
-from arkfs.server.cas import HttpError, parse_range, read_body
-from arkfs.store.base import Binding, FileRecord, Store
-from arkfs.store.errors import NotFound, StoreError
-from arkfs.store.files import check_file, read_file
-from arkfs.xet.hashing import ZERO_HASH, hash_to_string
+from arkfs.server.auth import Scope
+from arkfs.server.http import Face, HttpError, parse_range, read_body
+from arkfs.service.archive import Archive
+from arkfs.store.errors import StoreCorrupt
+from arkfs.store.files import read_file
+from arkfs.xet.hashing import hash_to_string
 
 log = logging.getLogger("arkfs.serve")
 
@@ -83,8 +74,6 @@ JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
 MAX_BIND_BODY = MAX_MANIFEST_SIZE
-ARCHIVE_CACHE = 16  # parsed manifests kept in memory
-T = TypeVar("T")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -96,42 +85,23 @@ class _ArkRoute(Route):
         self.path_regex = re.compile(r"^/ark:(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 
 
-@dataclass(frozen=True)
-class Archive:
-    """A bound archive, parsed: its ARK, manifest, ERC record, and when it was bound."""
-
-    ark: Ark
-    manifest: Manifest
-    erc: Erc
-    updated: float
-
-
 @dataclass
-class NmaService:
-    """The NMA endpoints' shared state; archives are cached until rebound."""
-
-    store: Store
-    auth: Authorizer
-    limiter: trio.CapacityLimiter
-    _archives: OrderedDict[str, Archive] = field(default_factory=OrderedDict)
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run blocking work in a worker thread."""
-        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+class NmaService(Face):
+    """The NMA endpoints: HTTP around the archive service's bindings and files."""
 
     def routes(self) -> list[Route]:
-        """Starlette routes of the NMA."""
+        """Starlette routes of the NMA; only the bind PUT reads a body (up to MAX_BIND_BODY)."""
         return [
-            Route("/.well-known/ark", _text_errors(self.well_known)),
-            Route("/arks", _text_errors(self.list_arks)),
-            _ArkRoute(_text_errors(self.ark), methods=["GET", "PUT"]),
+            Route("/.well-known/ark", self.well_known),
+            Route("/arks", self.list_arks),
+            _ArkRoute(self.ark, methods=["GET", "PUT"]),
         ]
 
     # --- discovery ---------------------------------------------------------------------
 
     async def well_known(self, request: Request) -> Response:
         """Finding a Resolver Service: the service path, then NAANs and template as comments."""
-        arks = await self.run(self.store.list_bindings, "")
+        arks = await self.run(self.service.list_archives, "")
         naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in arks})
         base = str(request.base_url)
         lines = [
@@ -145,7 +115,8 @@ class NmaService:
     async def list_arks(self, request: Request) -> Response:
         """The bound archives whose normalized ARK starts with ?prefix=."""
         self.auth.require(request.headers.get("authorization"), Scope.READ)
-        arks = await self.run(self.store.list_bindings, request.query_params.get("prefix", ""))
+        prefix = request.query_params.get("prefix", "")
+        arks = await self.run(self.service.list_archives, prefix)
         return JSONResponse({"arks": arks})
 
     # --- ARKs --------------------------------------------------------------------------
@@ -156,7 +127,7 @@ class NmaService:
         if request.method == "PUT":
             return await self.bind(request, ark)
         self.auth.require(request.headers.get("authorization"), Scope.READ)
-        archive = await self.archive(ark.base)
+        archive = await self.run(self.service.archive, str(ark.base))
         path = entry_path(archive.ark, ark)
         entry = archive.manifest.entry(path) if path else None
         if path is None or (path and entry is None):
@@ -173,30 +144,6 @@ class NmaService:
         if entry.kind is Kind.SYMLINK:
             return self.symlink(request, archive, entry)
         return await self.file(request, archive, entry)
-
-    async def archive(self, ark: Ark) -> Archive:
-        """The archive bound to ark (a base ARK), parsed once per binding."""
-        key = str(ark)
-        try:
-            binding = await self.run(self.store.get_binding, key)
-        except NotFound:
-            raise HttpError(404, f"{key} is not bound on this server") from None
-        cached = self._archives.get(key)
-        if cached is not None and cached.updated == binding.updated:
-            self._archives.move_to_end(key)
-            return cached
-        try:
-            manifest = await self.run(Manifest.from_msgpack, binding.manifest)
-            erc = Erc.from_anvl(binding.erc)
-        except ArkError as exc:
-            raise HttpError(
-                500, f"the stored binding of {key} is damaged ({exc}); bind it again"
-            ) from None
-        archive = Archive(ark, manifest, erc, binding.updated)
-        self._archives[key] = archive
-        while len(self._archives) > ARCHIVE_CACHE:
-            self._archives.popitem(last=False)
-        return archive
 
     def info(self, request: Request, archive: Archive, entry: Entry | None) -> Response:
         """The ERC record of the archive or of one of its entries (THUMP)."""
@@ -261,11 +208,9 @@ class NmaService:
         """A file's bytes, rebuilt from the store and verified chunk by chunk."""
         assert entry.xet_hash is not None
         ark = entry_ark(archive.ark, entry.path)
-        record = await self.run(self._record, entry, ark)
-        try:
-            start, end = parse_range(request.headers.get("range"), record.size)
-        except HttpError as exc:
-            raise HttpError(exc.status, f"{ark}: {exc.message}", exc.headers) from None
+        with _naming(ark):
+            record = await self.run(self.service.bound_file, entry.xet_hash)
+        start, end = parse_range(request.headers.get("range"), record.size, str(ark))
         headers = {
             "ETag": f'"{hash_to_string(entry.xet_hash)}"',
             "Accept-Ranges": "bytes",
@@ -281,94 +226,45 @@ class NmaService:
         status = 206 if partial else 200
         if request.method == "HEAD" or start == end:
             return Response(b"", status_code=status, headers=headers, media_type=media)
-        pieces = read_file(self.store, record, start, end)
+        pieces = read_file(self.service.store, record, start, end)
         try:  # the first piece before the headers, so damage there is a clean 500
-            first = await self.run(next, pieces, b"")
-        except StoreError as exc:
+            with _naming(ark):
+                first = await self.run(next, pieces, b"")
+        except BaseException:
             pieces.close()
-            raise HttpError(500, f"{ark}: {exc}") from None
-        body = self._stream(first, pieces, str(ark))
+            raise
+        body = self._stream(first, pieces)
         return StreamingResponse(body, status_code=status, headers=headers, media_type=media)
 
-    def _record(self, entry: Entry, ark: Ark) -> FileRecord:
-        """The stored reconstruction of a file entry, checked against its xorb footers."""
-        assert entry.xet_hash is not None
-        if entry.xet_hash == ZERO_HASH and entry.size == 0:
-            return FileRecord(ZERO_HASH, 0, None, ())  # the empty file needs no storage
-        try:
-            record = self.store.get_file(entry.xet_hash)
-            check_file(self.store, record)
-        except StoreError as exc:
-            raise HttpError(500, f"{ark}: {exc}") from None
-        return record
-
     async def _stream(
-        self, first: bytes, pieces: Generator[bytes, None, None], what: str
+        self, first: bytes, pieces: Generator[bytes, None, None]
     ) -> AsyncIterator[bytes]:
         """Verified file bytes, one decoded xorb range per worker-thread call.
 
-        Damage found after the headers went out can only cut the reply short: logged here,
-        the connection is then dropped, and the client sees an incomplete body.
+        Damage found after the headers went out can only cut the reply short: the error
+        mapping (app.py) logs it, the connection is dropped, and the client sees an
+        incomplete body.
         """
         try:
             yield first
             while (piece := await self.run(next, pieces, None)) is not None:
                 yield piece
-        except StoreError as exc:
-            log.error("%s: stopped sending: %s", what, exc)
-            raise
         finally:
             pieces.close()
 
     # --- binding -----------------------------------------------------------------------
 
     async def bind(self, request: Request, ark: Ark) -> Response:
-        """PUT: validate the manifest, ERC and files against the store, then bind."""
+        """PUT: bind an archive, once the service has checked it against the store."""
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         if ark.components or ark.variants:
             raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")
         body = await read_body(request, MAX_BIND_BODY, "bind request")
-        manifest, manifest_bytes, erc_text = await self.run(self._validate_bind, ark, body)
-        key = str(ark)
-        await self.run(self.store.bind, Binding(key, manifest_bytes, erc_text, time.time()))
-        self._archives.pop(key, None)
-        log.info("bound %s: %d files, %d bytes", key, len(manifest.files), manifest.total_size)
-        return JSONResponse(
-            {"ark": key, "files": len(manifest.files), "bytes": manifest.total_size}
-        )
-
-    def _validate_bind(self, ark: Ark, body: bytes) -> tuple[Manifest, bytes, str]:
-        """The manifest (parsed and as sent) and ERC text of a bind body; HttpError 400 if bad."""
-        manifest_bytes, erc_text = _bind_parts(body)
-        try:
-            manifest = Manifest.from_msgpack(manifest_bytes)
-        except ArkError as exc:
-            raise HttpError(400, f"bind {ark}: {exc}") from None
-        if manifest.ark != str(ark):
-            raise HttpError(400, f"bind {ark}: the manifest is of {manifest.ark}; PUT it there")
-        try:
-            Erc.from_anvl(erc_text)
-        except ArkError as exc:
-            raise HttpError(400, f"bind {ark}: ERC record: {exc}") from None
-        sizes = {ZERO_HASH: 0}  # the empty file needs no upload
-        for e in manifest.files:
-            assert e.xet_hash is not None
-            name = hash_to_string(e.xet_hash)
-            try:
-                size = sizes.get(e.xet_hash)
-                if size is None:
-                    size = sizes[e.xet_hash] = self.store.get_file(e.xet_hash).size
-            except NotFound:
-                raise HttpError(
-                    400, f"bind {ark}: entry {e.path!r}: file {name} is not in the CAS; upload it"
-                ) from None
-            if size != e.size:
-                raise HttpError(
-                    400,
-                    f"bind {ark}: entry {e.path!r}: size {e.size}, but file {name} in the CAS "
-                    f"has {size} bytes",
-                )
-        return manifest, manifest_bytes, erc_text
+        manifest, erc = _bind_parts(body)
+        archive = await self.run(self.service.bind, str(ark), manifest, erc)
+        m = archive.manifest
+        log.info("bound %s: %d files, %d bytes", ark, len(m.files), m.total_size)
+        return JSONResponse({"ark": str(ark), "files": len(m.files), "bytes": m.total_size})
 
 
 def _bind_parts(body: bytes) -> tuple[bytes, str]:
@@ -388,27 +284,13 @@ def _bind_parts(body: bytes) -> tuple[bytes, str]:
     return obj["manifest"], obj["erc"]
 
 
-def _text_errors(handler: Handler) -> Handler:
-    """Answer HttpError, AuthError and StoreError from handler as one line of text/plain."""
-
-    async def wrapped(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except HttpError as exc:
-            return _text_error(exc.status, exc.message, exc.headers)
-        except AuthError as exc:
-            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
-            return _text_error(exc.status, str(exc), headers)
-        except StoreError as exc:
-            log.error("%s %s: %s", request.method, request.url.path, exc)
-            return _text_error(500, f"store error: {exc}", {})
-
-    return wrapped
-
-
-def _text_error(status: int, message: str, headers: dict[str, str]) -> Response:
-    line = message.replace("\n", " ") + "\n"
-    return Response(line, status_code=status, headers=headers, media_type="text/plain")
+@contextmanager
+def _naming(ark: Ark) -> Iterator[None]:
+    """Damage found while serving ark: the same StoreCorrupt, its message naming ark."""
+    try:
+        yield
+    except StoreCorrupt as exc:
+        raise StoreCorrupt(f"{ark}: {exc}") from None
 
 
 def _request_ark(request: Request) -> Ark:

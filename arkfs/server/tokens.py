@@ -14,6 +14,7 @@ import time
 PREFIX = "arkfs1"
 SCOPES = ("read", "write")
 DEFAULT_TTL = 3600
+MAX_EXP_DIGITS = 20  # an expiry in Unix seconds; Python will not convert past 4,300 digits
 
 
 class TokenError(Exception):
@@ -52,11 +53,17 @@ class TokenIssuer:
     def check(self, token: str, now: float | None = None) -> str:
         """The scope a derived token grants; TokenError if malformed, forged or expired."""
         parts = token.split(".")
-        if len(parts) != 4 or parts[0] != PREFIX or parts[1] not in SCOPES:
+        if not (
+            len(parts) == 4
+            and parts[0] == PREFIX
+            and parts[1] in SCOPES
+            and parts[2].isascii()
+            and parts[2].isdigit()
+            and len(parts[2]) <= MAX_EXP_DIGITS
+        ):
             raise TokenError("malformed token: ask /v1/token for a new one")
         _, scope, exp_text, mac = parts
-        valid = exp_text.isascii() and exp_text.isdigit() and mac.isascii()
-        if not valid or not hmac.compare_digest(self._mac(scope, int(exp_text)), mac):
+        if not (mac.isascii() and hmac.compare_digest(self._mac(scope, int(exp_text)), mac)):
             raise TokenError(
                 "token not signed by this server (altered, or the server restarted without "
                 "--key-file): ask /v1/token for a new one"

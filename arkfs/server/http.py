@@ -1,0 +1,107 @@
+"""HTTP plumbing both faces of `arkfs serve` share: HttpError, path hashes, Range, bodies.
+
+Errors raised here and by the archive service are answered by the one error mapping in
+app.py, in the format of the route's face.
+"""
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import trio
+from starlette.requests import Request
+
+from arkfs.server.auth import Authorizer
+from arkfs.service.archive import ArchiveService, clip_range
+from arkfs.store.errors import OutOfRange
+from arkfs.xet.errors import HashStringError
+from arkfs.xet.hashing import string_to_hash
+
+_RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)$")
+_DIGITS = 18  # a number with more significant digits is past the end of any object
+T = TypeVar("T")
+
+
+class HttpError(Exception):
+    """An error reply: status, a one-line reason, and any headers it needs."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self.status, self.message, self.headers = status, message, headers or {}
+        super().__init__(message)
+
+
+@dataclass
+class Face:
+    """What the routes of one face (CAS or resolver) share: the archive service, the token
+    rules, and the worker threads that run blocking service calls."""
+
+    service: ArchiveService
+    auth: Authorizer
+    limiter: trio.CapacityLimiter
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking work in a worker thread."""
+        return await trio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+
+def hash_param(value: str, what: str) -> bytes:
+    """A hash named in a request path; 400 unless it is 64 hex digits."""
+    try:
+        return string_to_hash(value)
+    except HashStringError:
+        raise HttpError(
+            400, f"malformed {what}: expected 64 hex digits, got {value[:80]!r}"
+        ) from None
+
+
+def _number(digits: str) -> int:
+    """A decimal number from a header, without converting thousands of digits (Python
+    refuses past 4,300): any number too long to be a byte offset becomes 10**_DIGITS."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _DIGITS else 10**_DIGITS
+
+
+def parse_range(header: str | None, size: int, what: str) -> tuple[int, int]:
+    """An HTTP Range of what (size bytes) as [start, end); 416 (with `Content-Range:
+    bytes */size`) if unsatisfiable. No header: the whole object.
+
+    Takes `bytes=S-E` (E inclusive, clipped to the end), `bytes=S-`, and the suffix form
+    `bytes=-N`: the last N bytes, or the whole object when N >= size (RFC 9110, 14.1.2).
+    """
+    if header is None:
+        return 0, size
+    unsatisfiable = {"Content-Range": f"bytes */{size}"}
+    m = _RANGE.match(header.strip())
+    if not m or not (m.group(1) or m.group(2)):
+        raise HttpError(
+            416,
+            f"unsupported Range header {header[:80]!r}: use bytes=START-END or bytes=-LENGTH",
+            unsatisfiable,
+        )
+    if not m.group(1):
+        length = _number(m.group(2))
+        if length == 0 or size == 0:
+            raise HttpError(416, f"{what}: empty suffix range of {size} bytes", unsatisfiable)
+        return max(size - length, 0), size
+    start = _number(m.group(1))
+    end = _number(m.group(2)) + 1 if m.group(2) else size
+    try:
+        return clip_range(size, start, end, what)
+    except OutOfRange as exc:
+        raise HttpError(416, str(exc), unsatisfiable) from None
+
+
+async def read_body(request: Request, limit: int, what: str) -> bytes:
+    """The request body, refusing (413) anything over limit bytes before reading it all."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and _number(declared) > limit:
+        raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
+    parts = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
+        parts.append(part)
+    return b"".join(parts)

@@ -1,0 +1,350 @@
+"""ArchiveService: every archive-side rule over a Store, for `arkfs serve` and the embedded
+backend alike, so a caller cannot tell the two apart by construction.
+
+Synchronous: every method may block (SQLite, files, hashing), so async callers run it in a
+worker thread. Errors are store errors, mapped once at each boundary: NotFound (nothing by
+that name), Rejected (bad input; OutOfRange for a byte range), StoreCorrupt (stored data is
+damaged), and any other StoreError or OSError (the store is unavailable).
+"""
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import blake3
+
+from arkfs.ark.erc import Erc
+from arkfs.ark.errors import ArkError
+from arkfs.ark.identifier import Ark
+from arkfs.ark.manifest import Manifest
+from arkfs.ark.normalization import parse
+from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
+from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
+from arkfs.store.files import check_file
+from arkfs.xet.constants import MAX_XORB_ACCEPTED
+from arkfs.xet.errors import XetError
+from arkfs.xet.hashing import ZERO_HASH, hash_to_string
+from arkfs.xet.reconstruction import FetchRange, Reconstruction, plan_range
+from arkfs.xet.shard import (
+    CasBlock,
+    Shard,
+    cas_block,
+    keyed_dedup_shard,
+    parse_shard,
+    verify_file_block,
+)
+from arkfs.xet.xorb import XorbFooter, parse_xorb
+
+MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
+DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed hashes may be matched
+ARCHIVE_CACHE = 16  # parsed archives kept in memory
+EMPTY_FILE = FileRecord(ZERO_HASH, 0, None, ())  # the empty file: it needs no storage
+
+
+@dataclass(frozen=True)
+class Archive:
+    """A bound archive: its manifest, its ERC record, and when it was bound (Unix time)."""
+
+    manifest: Manifest
+    erc: Erc
+    updated: float
+
+    @cached_property
+    def ark(self) -> Ark:
+        """The ARK the archive is bound to, parsed from its manifest."""
+        return parse(self.manifest.ark)
+
+
+def clip_range(size: int, start: int, end: int, what: str) -> tuple[int, int]:
+    """Bytes [start, end) of what (size bytes), end clipped to its end; OutOfRange unless
+    the range holds at least one of its bytes."""
+    if start >= size:
+        raise OutOfRange(f"{what}: bytes {start}..{end} start past its end ({size} bytes)")
+    if not 0 <= start < end:
+        raise OutOfRange(f"{what}: bytes {start}..{end} are no range; start must be below end")
+    return start, min(end, size)
+
+
+def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint chunk spans covering spans; overlapping or touching ones merge.
+
+    hf_xet fails ("range end out of bounds") on overlapping fetch ranges of one xorb,
+    which a file whose chunks repeat would otherwise get.
+    """
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+class ArchiveService:
+    """The archive side over a Store: bindings, files, reconstructions, intake and dedup.
+
+    place says where the store is, in messages ('on this server', 'in the embedded store
+    DIR'). dedup_secret (32 bytes) keys the dedup replies (Keyed Hash Security).
+    """
+
+    def __init__(self, store: Store, dedup_secret: bytes, place: str) -> None:
+        if len(dedup_secret) != 32:
+            raise ValueError(f"the dedup secret must be 32 bytes, got {len(dedup_secret)}")
+        self.store = store
+        self.place = place
+        self._dedup_secret = dedup_secret
+        self._archives: OrderedDict[str, Archive] = OrderedDict()
+        self._lock = threading.Lock()  # guards _archives: callers run in many threads
+
+    # --- archives ---------------------------------------------------------------------------
+
+    def bind(self, ark: str, manifest: bytes, erc: str) -> Archive:
+        """Bind ark (a normalized ark:NAAN/Name) to manifest (msgpack) and erc (ANVL text).
+
+        Both must parse, the manifest must be of ark, and every file it lists must be
+        stored with its size; otherwise Rejected names what is wrong and nothing is bound.
+        """
+        try:
+            parsed = Manifest.from_msgpack(manifest)
+        except ArkError as exc:
+            raise Rejected(f"bind {ark}: {exc}") from None
+        if parsed.ark != ark:
+            raise Rejected(f"bind {ark}: the manifest is of {parsed.ark}; bind it there")
+        try:
+            record = Erc.from_anvl(erc)
+        except ArkError as exc:
+            raise Rejected(f"bind {ark}: ERC record: {exc}") from None
+        sizes: dict[bytes, int] = {}
+        for e in parsed.files:
+            assert e.xet_hash is not None  # Manifest guarantees it for files
+            name = hash_to_string(e.xet_hash)
+            if e.xet_hash not in sizes:
+                try:
+                    sizes[e.xet_hash] = self.file(e.xet_hash).size
+                except NotFound:
+                    raise Rejected(
+                        f"bind {ark}: entry {e.path!r}: file {name} is not {self.place}; "
+                        "upload its xorbs and shard"
+                    ) from None
+            if sizes[e.xet_hash] != e.size:
+                raise Rejected(
+                    f"bind {ark}: entry {e.path!r}: size {e.size}, but file {name} "
+                    f"{self.place} has {sizes[e.xet_hash]} bytes"
+                )
+        archive = Archive(parsed, record, time.time())
+        self.store.bind(Binding(ark, manifest, erc, archive.updated))
+        self._remember(ark, archive)
+        return archive
+
+    def archive(self, ark: str) -> Archive:
+        """The archive bound to ark (a normalized ark:NAAN/Name), parsed once per binding.
+
+        NotFound if none is; StoreCorrupt if the stored binding is damaged.
+        """
+        try:
+            binding = self.store.get_binding(ark)
+        except NotFound:
+            raise NotFound(
+                f"{ark} is not bound {self.place}; publish one with `arkfs publish DIR --ark {ark}`"
+            ) from None
+        with self._lock:
+            cached = self._archives.get(ark)
+            if cached is not None and cached.updated == binding.updated:
+                self._archives.move_to_end(ark)
+                return cached
+        try:
+            manifest = Manifest.from_msgpack(binding.manifest)
+            erc = Erc.from_anvl(binding.erc)
+        except ArkError as exc:
+            raise StoreCorrupt(
+                f"the binding of {ark} {self.place} is damaged ({exc}); bind it again"
+            ) from None
+        if manifest.ark != ark:
+            raise StoreCorrupt(
+                f"the binding of {ark} {self.place} holds the manifest of {manifest.ark}; "
+                "bind it again"
+            )
+        archive = Archive(manifest, erc, binding.updated)
+        self._remember(ark, archive)
+        return archive
+
+    def _remember(self, ark: str, archive: Archive) -> None:
+        with self._lock:
+            self._archives[ark] = archive
+            self._archives.move_to_end(ark)
+            while len(self._archives) > ARCHIVE_CACHE:
+                self._archives.popitem(last=False)
+
+    def list_archives(self, prefix: str = "") -> list[str]:
+        """The bound ARKs (normalized) that start with prefix, sorted."""
+        return self.store.list_bindings(prefix)
+
+    # --- files ------------------------------------------------------------------------------
+
+    def file(self, file_hash: bytes) -> FileRecord:
+        """The stored reconstruction of a file (the empty file needs none); NotFound if none."""
+        if file_hash == ZERO_HASH:
+            return EMPTY_FILE
+        try:
+            return self.store.get_file(file_hash)
+        except NotFound:
+            raise NotFound(
+                f"no file {hash_to_string(file_hash)} {self.place}; "
+                "upload the shard that registers it"
+            ) from None
+
+    def has_file(self, file_hash: bytes, size: int) -> bool:
+        """Is the file stored (or the empty file), with that size?"""
+        try:
+            return self.file(file_hash).size == size
+        except NotFound:
+            return False
+
+    def bound_file(self, file_hash: bytes) -> FileRecord:
+        """The reconstruction of a file a binding names, checked against the xorb footers and
+        the file hash (the trust chain above the chunks); StoreCorrupt if lost or damaged."""
+        try:
+            record = self.file(file_hash)
+        except NotFound as exc:
+            raise StoreCorrupt(f"{exc}, yet a binding names it; run `arkfs store check`") from None
+        check_file(self.store, record)
+        return record
+
+    def reconstruction(
+        self, record: FileRecord, start: int, end: int, url_for: Callable[[bytes], str]
+    ) -> Reconstruction:
+        """Get File Reconstruction for bytes [start, end) of a file: the terms that overlap
+        them, trimmed to whole chunks, and their fetch ranges (merged per xorb).
+
+        [start, end) must be the whole file (0, size) or hold one of its bytes (clip_range).
+        url_for names where a xorb's bytes can be fetched (a signed URL, or any key).
+        """
+        what = f"file {hash_to_string(record.file_hash)}"
+        if record.size == 0 and (start, end) == (0, 0):  # the whole of the empty file
+            return Reconstruction((), 0, {})
+        start, end = clip_range(record.size, start, end, what)
+        footers: dict[bytes, XorbFooter] = {}
+
+        def chunk_sizes(h: bytes) -> list[int]:
+            if h not in footers:
+                footers[h] = self._footer(h, what)
+            return footers[h].chunk_sizes()
+
+        try:
+            terms, offset = plan_range(record.terms, chunk_sizes, start, end)
+        except (XetError, IndexError) as exc:
+            raise StoreCorrupt(
+                f"{what}: its stored terms disagree with its xorbs ({exc}); run `arkfs store check`"
+            ) from None
+        spans: dict[bytes, list[tuple[int, int]]] = {}
+        for t in terms:
+            spans.setdefault(t.xorb_hash, []).append((t.start, t.end))
+        fetch: dict[bytes, tuple[FetchRange, ...]] = {}
+        for xh, chunk_spans in spans.items():
+            url = url_for(xh)
+            ranges: list[FetchRange] = []
+            for cs, ce in _merge_spans(chunk_spans):
+                lo, hi = footers[xh].packed_range(cs, ce)
+                ranges.append(FetchRange(url, cs, ce, lo, hi - 1))
+            fetch[xh] = tuple(ranges)
+        return Reconstruction(tuple(terms), offset, fetch)
+
+    def _footer(self, xorb_hash: bytes, what: str) -> XorbFooter:
+        """The footer of a xorb that what (a file or dedup entry) names: missing is damage."""
+        try:
+            return self.store.xorb_footer(xorb_hash)
+        except NotFound:
+            raise StoreCorrupt(
+                f"{what}: xorb {hash_to_string(xorb_hash)} is missing {self.place}; "
+                "run `arkfs store check`"
+            ) from None
+
+    # --- intake -----------------------------------------------------------------------------
+
+    def put_xorb(self, xorb_hash: bytes, data: bytes) -> bool:
+        """Upload Xorb: store a xorb (either form) once its format and hash check; False if it
+        was already there. Rejected if invalid or over MAX_XORB_ACCEPTED bytes."""
+        name = hash_to_string(xorb_hash)
+        if len(data) > MAX_XORB_ACCEPTED:
+            raise Rejected(
+                f"xorb {name} of {len(data)} bytes exceeds the {MAX_XORB_ACCEPTED}-byte limit"
+            )
+        try:
+            parsed = parse_xorb(data, xorb_hash)
+        except XetError as exc:
+            raise Rejected(f"invalid xorb {name}: {exc}") from None
+        return self.store.put_xorb(xorb_hash, parsed.serialize())
+
+    def put_shard(self, data: bytes) -> bool:
+        """Upload Shard: register the files and dedup chunks of a shard (upload form) once it
+        agrees with the stored xorbs; False if it was already there. Rejected otherwise."""
+        if len(data) > MAX_SHARD_SIZE:
+            raise Rejected(f"shard of {len(data)} bytes exceeds the {MAX_SHARD_SIZE}-byte limit")
+        records, dedup = self._shard_records(data)
+        return self.store.put_shard(blake3.blake3(data).digest(), data, records, dedup)
+
+    def _shard_records(self, body: bytes) -> tuple[list[FileRecord], list[DedupEntry]]:
+        """The file records and dedup entries of a shard, its verification entries checked
+        against the stored xorbs; the store checks each file against the footers again."""
+        try:
+            shard = parse_shard(body)
+        except XetError as exc:
+            raise Rejected(f"invalid shard: {exc}") from None
+        named = {t.xorb_hash for f in shard.files for t in f.terms}
+        named |= {b.xorb_hash for b in shard.cas_blocks}
+        footers: dict[bytes, XorbFooter] = {}
+        for xh in named:
+            try:
+                footers[xh] = self.store.xorb_footer(xh)
+            except NotFound:
+                raise Rejected(
+                    f"shard references xorb {hash_to_string(xh)}, which was not uploaded"
+                ) from None
+        records: list[FileRecord] = []
+        dedup: list[DedupEntry] = []
+        for block in shard.files:
+            if block.verification is not None:
+                try:
+                    verify_file_block(block, lambda h, s, e: footers[h].chunk_hashes[s:e])
+                except (XetError, IndexError) as exc:
+                    raise Rejected(f"shard verification entries: {exc}") from None
+            terms = block.terms
+            records.append(FileRecord(block.file_hash, block.size, block.sha256, terms))
+            if terms:  # Eligibility Criteria: the first chunk of every file
+                first = terms[0]
+                if first.start < footers[first.xorb_hash].num_chunks:
+                    ch = footers[first.xorb_hash].chunk_hashes[first.start]
+                    dedup.append(DedupEntry(ch, first.xorb_hash, first.start))
+        for cas in shard.cas_blocks:
+            dedup += (
+                DedupEntry(c.chunk_hash, cas.xorb_hash, i)
+                for i, c in enumerate(cas.chunks)
+                if c.global_dedup_eligible
+            )
+        return records, dedup
+
+    # --- global deduplication ---------------------------------------------------------------
+
+    def dedup_shard(self, chunk_hash: bytes, now: int | None = None) -> Shard | None:
+        """Query Chunk Deduplication: a shard of every xorb holding a global-dedup chunk, its
+        chunk hashes keyed (Keyed Hash Security); None if the chunk is not tracked."""
+        what = f"dedup entry of chunk {hash_to_string(chunk_hash)}"
+        xorbs = dict.fromkeys(loc.xorb_hash for loc in self.store.dedup_lookup(chunk_hash))
+        blocks: list[CasBlock] = [
+            cas_block(self._footer(xh, what), self.store.xorb_size(xh), lambda h: h == chunk_hash)
+            for xh in xorbs
+        ]
+        if not blocks:
+            return None
+        now = int(time.time()) if now is None else now
+        return keyed_dedup_shard(
+            blocks, self._dedup_key(now), creation_timestamp=now, key_expiry=now + DEDUP_KEY_TTL
+        )
+
+    def _dedup_key(self, now: int) -> bytes:
+        """The key of dedup replies at time now: keyed by the secret, new every DEDUP_KEY_TTL s."""
+        period = (now // DEDUP_KEY_TTL).to_bytes(8, "little")
+        return blake3.blake3(period, key=self._dedup_secret).digest()

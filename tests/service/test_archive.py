@@ -1,0 +1,155 @@
+"""ArchiveService rules the backend contract suite cannot see from outside: the dedup key's
+rotation, the archive cache, what counts as damage, the range rule and the intake limits."""
+
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from arkfs.service.archive import (
+    DEDUP_KEY_TTL,
+    MAX_SHARD_SIZE,
+    ArchiveService,
+    clip_range,
+)
+from arkfs.store.base import Binding
+from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
+from arkfs.store.local import LocalStore
+from arkfs.xet.constants import MAX_XORB_ACCEPTED
+from arkfs.xet.hashing import ZERO_HASH, hash_to_string
+from arkfs.xet.shard import Shard
+from tests.backend.content import Content, build_content, erc_of, manifest_of
+
+SECRET = bytes(range(32))
+NOW = 1_700_000_000 // DEDUP_KEY_TTL * DEDUP_KEY_TTL  # the start of a key period
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[LocalStore]:
+    with LocalStore.open(tmp_path / "store") as s:
+        yield s
+
+
+def filled(store: LocalStore, seed: int = 1) -> tuple[ArchiveService, Content]:
+    service = ArchiveService(store, SECRET, "in the test store")
+    content = build_content({"f": random.Random(seed).randbytes(300_000)})
+    for x in content.xorbs:
+        assert service.put_xorb(x.hash, x.data)
+    assert service.put_shard(content.shard)
+    return service, content
+
+
+def key_of(shard: Shard) -> bytes:
+    assert shard.footer is not None
+    return shard.footer.chunk_hash_key
+
+
+def test_dedup_keys_rotate_each_period_and_depend_on_the_secret(store: LocalStore) -> None:
+    service, content = filled(store)
+    chunk = content.files["f"].chunks[0]
+
+    def key(svc: ArchiveService, now: int) -> bytes:
+        shard = svc.dedup_shard(chunk, now)
+        assert shard is not None and shard.footer is not None
+        assert shard.footer.key_expiry == now + DEDUP_KEY_TTL
+        return key_of(shard)
+
+    assert key(service, NOW) == key(service, NOW + DEDUP_KEY_TTL - 1)
+    assert key(service, NOW) != key(service, NOW + DEDUP_KEY_TTL)
+    other = ArchiveService(store, bytes(32), "elsewhere")
+    assert key(other, NOW) != key(service, NOW)
+    assert service.dedup_shard(bytes(range(32))) is None
+    with pytest.raises(ValueError, match="32 bytes"):
+        ArchiveService(store, b"short", "here")
+
+
+def test_archives_are_parsed_once_per_binding(store: LocalStore) -> None:
+    service, content = filled(store)
+    manifest = manifest_of(content.files)
+    bound = service.bind(manifest.ark, manifest.to_msgpack(), erc_of().to_anvl())
+    assert service.archive(manifest.ark) is bound
+    assert str(bound.ark) == manifest.ark
+    rebound = service.bind(manifest.ark, manifest.to_msgpack(), erc_of().to_anvl())
+    assert service.archive(manifest.ark) is rebound is not bound
+    # Another service on the same store (another replica) sees the new binding too.
+    assert ArchiveService(store, SECRET, "there").archive(manifest.ark) == rebound
+
+
+def test_damaged_bindings_are_store_corruption(store: LocalStore) -> None:
+    service = ArchiveService(store, SECRET, "here")
+    manifest = manifest_of({})
+    store.bind(Binding(manifest.ark, b"\x93garbage", erc_of().to_anvl(), 1.0))
+    with pytest.raises(StoreCorrupt, match=f"the binding of {manifest.ark} here is damaged"):
+        service.archive(manifest.ark)
+    other = "ark:99999/fk4other"
+    store.bind(Binding(other, manifest.to_msgpack(), erc_of().to_anvl(), 2.0))
+    with pytest.raises(StoreCorrupt, match=f"holds the manifest of {manifest.ark}"):
+        service.archive(other)
+    with pytest.raises(NotFound, match="ark:99999/fk4none is not bound here"):
+        service.archive("ark:99999/fk4none")
+
+
+def test_a_bind_refuses_an_ark_other_than_the_manifests(store: LocalStore) -> None:
+    service = ArchiveService(store, SECRET, "here")
+    manifest = manifest_of({})
+    with pytest.raises(Rejected, match=f"the manifest is of {manifest.ark}"):
+        service.bind("ark:99999/fk4other", manifest.to_msgpack(), erc_of().to_anvl())
+    assert service.list_archives() == []
+
+
+def test_the_empty_file_needs_no_storage(store: LocalStore) -> None:
+    service = ArchiveService(store, SECRET, "here")
+    assert service.has_file(ZERO_HASH, 0) and not service.has_file(ZERO_HASH, 1)
+    assert service.bound_file(ZERO_HASH).size == 0
+    rec = service.reconstruction(service.file(ZERO_HASH), 0, 0, hash_to_string)
+    assert rec.terms == () and rec.fetch == {}
+    with pytest.raises(OutOfRange, match="past its end"):
+        service.reconstruction(service.file(ZERO_HASH), 0, 1, hash_to_string)
+
+
+def test_a_lost_xorb_under_a_stored_file_is_damage_not_absence(store: LocalStore) -> None:
+    service, content = filled(store)
+    f = content.files["f"]
+    record = service.file(f.hash)
+    name = hash_to_string(content.xorbs[-1].hash)
+    (store.root / "xorbs" / name[:2] / name).unlink()
+    fresh = ArchiveService(LocalStore.open(store.root), SECRET, "here")  # no cached footers
+    with pytest.raises(StoreCorrupt, match=f"xorb {name} is missing here"):
+        fresh.reconstruction(record, 0, len(f.data), hash_to_string)
+    with pytest.raises(StoreCorrupt, match=f"xorb {name} is missing"):
+        fresh.bound_file(f.hash)
+    with pytest.raises(StoreCorrupt, match="yet a binding names it"):
+        fresh.bound_file(bytes(range(32)))
+    with pytest.raises(NotFound, match=r"no file \w+ here"):
+        fresh.file(bytes(range(32)))
+
+
+def test_terms_that_disagree_with_the_footers_are_damage(store: LocalStore) -> None:
+    service, content = filled(store)
+    record = service.file(content.files["f"].hash)
+    term = record.terms[0]
+    beyond = replace(term, start=term.end + 50, end=term.end + 100)  # chunks the xorb lacks
+    bad = replace(record, terms=(beyond, *record.terms[1:]))
+    with pytest.raises(StoreCorrupt, match="stored terms disagree"):
+        service.reconstruction(bad, 1000, 2000, hash_to_string)
+
+
+def test_clip_range() -> None:
+    assert clip_range(10, 0, 10, "x") == (0, 10)
+    assert clip_range(10, 3, 99, "x") == (3, 10)
+    assert clip_range(10, 9, 10, "x") == (9, 10)
+    for start, end, words in [(10, 11, "past its end"), (5, 5, "no range"), (-1, 3, "no range")]:
+        with pytest.raises(OutOfRange, match=words):
+            clip_range(10, start, end, "x")
+    with pytest.raises(OutOfRange, match="past its end"):
+        clip_range(0, 0, 0, "the empty file")  # only a reconstruction takes the empty whole
+
+
+def test_intake_limits(store: LocalStore) -> None:
+    service = ArchiveService(store, SECRET, "here")
+    with pytest.raises(Rejected, match="exceeds"):
+        service.put_xorb(bytes(32), bytes(MAX_XORB_ACCEPTED + 1))
+    with pytest.raises(Rejected, match="exceeds"):
+        service.put_shard(bytes(MAX_SHARD_SIZE + 1))

@@ -112,7 +112,16 @@ class EmbeddedBackend:
                     f"cannot bind {manifest.ark}: {entry.path} is {entry.size} bytes in the "
                     f"manifest, but the store holds file {name} of {checked[entry.xet_hash]}"
                 )
-        self.store.bind(Binding(manifest.ark, manifest.to_msgpack(), erc.to_anvl(), time.time()))
+        self.store.bind(
+            Binding(
+                manifest.ark,
+                manifest.to_msgpack(),
+                erc.to_anvl(),
+                time.time(),
+                files=len(manifest.files),
+                bytes=manifest.total_size,
+            )
+        )
 
     async def bind(self, manifest: Manifest, erc: Erc) -> None:
         await self._run(self._bind, manifest, erc)

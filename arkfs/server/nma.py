@@ -330,7 +330,9 @@ class NmaService:
         body = await read_body(request, MAX_BIND_BODY, "bind request")
         manifest, manifest_bytes, erc_text = await self.run(self._validate_bind, ark, body)
         key = str(ark)
-        await self.run(self.store.bind, Binding(key, manifest_bytes, erc_text, time.time()))
+        files, size = len(manifest.files), manifest.total_size
+        binding = Binding(key, manifest_bytes, erc_text, time.time(), files=files, bytes=size)
+        await self.run(self.store.bind, binding)
         self._archives.pop(key, None)
         log.info("bound %s: %d files, %d bytes", key, len(manifest.files), manifest.total_size)
         return JSONResponse(

@@ -16,6 +16,9 @@ a retry overwrites with the same bytes); neither is damage.
 An ARK's versions are rows that are only ever inserted. bind reads the latest number and
 inserts the next in one write transaction (BEGIN IMMEDIATE takes the write lock first), so
 concurrent binders, threads or processes, get distinct consecutive numbers.
+
+Index schema 2 replaced schema 1's table `bindings` (one replaceable row per ARK) by
+`versions`; open migrates a schema-1 index in one transaction, each binding becoming v1.
 """
 
 import hashlib
@@ -29,6 +32,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+# The manifest format is imported for one purpose only: the migration from schema 1 counts
+# the files and bytes of each binding's manifest, which schema 2 keeps beside it.
+from arkfs.ark.errors import ArkError
+from arkfs.ark.manifest import Manifest
 from arkfs.store.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.store.base import (
     Binding,
@@ -230,7 +237,9 @@ class LocalStore:
             ).fetchone()
             if found is not None:
                 row = db.execute("SELECT version FROM schema_version").fetchone()
-                if row is None or row[0] != SCHEMA_VERSION:
+                if row is not None and row[0] == 1:
+                    _migrate_from_1(db)
+                elif row is None or row[0] != SCHEMA_VERSION:
                     raise StoreError(
                         f"the store at {self.root} has index schema version "
                         f"{row[0] if row else 'unknown'}; this arkfs reads version "
@@ -658,6 +667,30 @@ def _latest(db: sqlite3.Connection, ark: str) -> int | None:
         "SELECT max(version) FROM versions WHERE ark = ?", (ark,)
     ).fetchone()[0]
     return latest
+
+
+def _migrate_from_1(db: sqlite3.Connection) -> None:
+    """Schema 1 to 2 inside the caller's transaction: each binding becomes v1 of its ARK."""
+    db.execute(_VERSIONS_TABLE)
+    for ark, manifest, erc, updated in db.execute(
+        "SELECT ark, manifest, erc, updated FROM bindings"
+    ):
+        files, size = _manifest_summary(manifest)
+        db.execute(_INSERT_VERSION, (ark, manifest, erc, updated, 1, "", None, files, size))
+    db.execute("DROP TABLE bindings")
+    db.execute("UPDATE schema_version SET version = 2")
+
+
+def _manifest_summary(manifest: bytes) -> tuple[int, int]:
+    """The files and bytes of a manifest; (0, 0) if it does not parse.
+
+    Schema 1 never parsed manifests; one that does not parse must not keep the store shut.
+    """
+    try:
+        m = Manifest.from_msgpack(manifest)
+    except (ArkError, TypeError, ValueError):
+        return 0, 0
+    return len(m.files), m.total_size
 
 
 def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:

@@ -135,7 +135,16 @@ class ArchiveService:
                     f"{self.place} has {sizes[e.xet_hash]} bytes"
                 )
         archive = Archive(parsed, record, time.time())
-        self.store.bind(Binding(ark, manifest, erc, archive.updated))
+        self.store.bind(
+            Binding(
+                ark,
+                manifest,
+                erc,
+                archive.updated,
+                files=len(parsed.files),
+                bytes=parsed.total_size,
+            )
+        )
         self._remember(ark, archive)
         return archive
 

@@ -3,7 +3,8 @@
 Backends (the local directory with SQLite now; an S3-compatible object store with PostgreSQL
 later) implement Store. Methods are synchronous: the async server calls them through
 trio.to_thread. put_shard checks records against the stored xorb footers with file_problem
-and dedup_problem, and check() applies the same rules to what is already indexed.
+and dedup_problem, and bind checks a new version with binding_problem. check() applies the
+same rules to what is already indexed, and version_problems to each ARK's versions.
 """
 
 from collections.abc import Callable, Sequence
@@ -48,12 +49,35 @@ class ChunkLocation(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """An ARK (normalized key) bound to its manifest (opaque msgpack) and ERC record (ANVL)."""
+    """One version of an ARK (normalized key): its manifest (opaque msgpack) and ERC (ANVL).
+
+    bind() assigns version and follows (the version it appends to, None for v1): a caller
+    leaves both at their defaults. files and bytes summarize the manifest for list_versions,
+    so the store never parses it; the caller supplies them.
+    """
 
     ark: str
     manifest: bytes
     erc: str
-    updated: float  # Unix time of the binding
+    updated: float  # Unix time the version was made
+    version: int = 0
+    message: str = ""
+    follows: int | None = None
+    files: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    """A version of an ARK without its manifest and ERC: what list_versions shows."""
+
+    ark: str
+    version: int
+    created: float  # Unix time the version was made
+    message: str
+    follows: int | None
+    files: int
+    bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +90,8 @@ class StoreStats:
     shard_bytes: int
     files: int
     dedup_chunks: int
-    bindings: int
+    bindings: int  # bound ARKs
+    versions: int  # versions of all of them
 
 
 FooterOf = Callable[[bytes], XorbFooter]
@@ -74,10 +99,11 @@ FooterOf = Callable[[bytes], XorbFooter]
 
 @runtime_checkable
 class Store(Protocol):
-    """Xorbs, shards, file reconstructions, global-dedup chunks and ARK bindings.
+    """Xorbs, shards, file reconstructions, global-dedup chunks and ARK versions.
 
-    A put returns only once what it stored is durable (acknowledged). Xorbs and shards are
-    never removed, so a row that refers to them stays valid.
+    A put or bind returns only once what it stored is durable (acknowledged). Xorbs, shards
+    and versions are never removed or changed, so a row that refers to them stays valid and
+    an ARK keeps naming what it named.
     """
 
     def has_xorb(self, h: bytes) -> bool:
@@ -128,12 +154,16 @@ class Store(Protocol):
         """Every stored location of a global-dedup chunk; empty if none."""
         ...
 
-    def bind(self, binding: Binding) -> None:
-        """Bind an ARK to its manifest and ERC record, replacing an earlier binding."""
+    def bind(self, binding: Binding) -> int:
+        """Append a new version of binding.ark and return its number; nothing is replaced."""
         ...
 
-    def get_binding(self, ark: str) -> Binding:
-        """The binding of an ARK (normalized key)."""
+    def get_binding(self, ark: str, version: int | None = None) -> Binding:
+        """The given version of an ARK (normalized key); its latest when version is None."""
+        ...
+
+    def list_versions(self, ark: str) -> list[VersionInfo]:
+        """Every version of an ARK, oldest first."""
         ...
 
     def list_bindings(self, prefix: str = "") -> list[str]:
@@ -151,6 +181,52 @@ class Store(Protocol):
     def close(self) -> None:
         """Release the store's resources."""
         ...
+
+
+def binding_problem(binding: Binding) -> str | None:
+    """What makes a binding unfit to become a new version, or None."""
+    b = binding
+    if not (isinstance(b.ark, str) and b.ark):
+        return f"an ARK binding needs a non-empty ARK string, got {b.ark!r}"
+    if not (
+        isinstance(b.manifest, bytes)
+        and isinstance(b.erc, str)
+        and isinstance(b.updated, int | float)
+        and isinstance(b.message, str)
+    ):
+        return f"the binding of {b.ark} needs manifest bytes, ERC text, a Unix time and a message"
+    if not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in (b.files, b.bytes)
+    ):
+        return f"the binding of {b.ark} needs counts of files and bytes >= 0"
+    if b.version != 0 or b.follows is not None:
+        return f"the binding of {b.ark} sets version or follows; leave them out: bind assigns them"
+    return None
+
+
+def version_problems(ark: str, versions: Sequence[tuple[int, int | None]]) -> list[str]:
+    """What breaks the numbering of an ARK's (version, follows) pairs, sorted by version.
+
+    Versions are numbered 1..N without gaps, and each follows the one before (v1 none).
+    """
+    numbers = [v for v, _ in versions]
+    problems = []
+    missing = sorted(set(range(1, numbers[-1] + 1)) - set(numbers))
+    if missing:
+        problems.append(
+            f"{ark} is missing version{'s' * (len(missing) > 1)} "
+            f"{', '.join(map(str, missing))} of 1 to {numbers[-1]}; restore the index from a backup"
+        )
+    if numbers[0] < 1:
+        problems.append(f"{ark} has version {numbers[0]}; restore the index from a backup")
+    for version, follows in versions:
+        expected = version - 1 if version > 1 else None
+        if follows != expected:
+            problems.append(
+                f"{ark} version {version} follows {follows}, not {expected}; "
+                "restore the index from a backup"
+            )
+    return problems
 
 
 def hash_problem(what: str, h: object) -> str | None:

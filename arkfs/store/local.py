@@ -3,7 +3,7 @@
 Layout, every file named by the XET hash string of its content:
     root/xorbs/<first 2 hex digits>/<xorb hash>   stored xorbs (chunk region and footer)
     root/shards/<shard hash>                      shards as registered
-    root/index.sqlite                             shards, files, terms, dedup, bindings
+    root/index.sqlite                             shards, files, terms, dedup, versions
 
 Crash safety rests on one ordering: what a row refers to is durable before the row commits.
 A xorb or shard file appears only whole (write_atomic), and a put returns only after the
@@ -12,9 +12,17 @@ put_shard writes the shard file before the transaction that inserts it with its 
 dedup chunks, and accepts only records whose xorbs are already stored. A crash therefore
 leaves at worst a temp file (removed on open) or a shard file that no row names yet (which
 a retry overwrites with the same bytes); neither is damage.
+
+An ARK's versions are rows that are only ever inserted. bind reads the latest number and
+inserts the next in one write transaction (BEGIN IMMEDIATE takes the write lock first), so
+concurrent binders, threads or processes, get distinct consecutive numbers.
+
+Index schema 2 replaced schema 1's table `bindings` (one replaceable row per ARK) by
+`versions`; open migrates a schema-1 index in one transaction, each binding becoming v1.
 """
 
 import hashlib
+import itertools
 import os
 import sqlite3
 import struct
@@ -24,6 +32,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+# The manifest format is imported for one purpose only: the migration from schema 1 counts
+# the files and bytes of each binding's manifest, which schema 2 keeps beside it.
+from arkfs.ark.errors import ArkError
+from arkfs.ark.manifest import Manifest
 from arkfs.store.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.store.base import (
     Binding,
@@ -31,9 +43,12 @@ from arkfs.store.base import (
     DedupEntry,
     FileRecord,
     StoreStats,
+    VersionInfo,
+    binding_problem,
     dedup_problem,
     file_problem,
     hash_problem,
+    version_problems,
 )
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
 from arkfs.xet.errors import XetError
@@ -42,12 +57,31 @@ from arkfs.xet.reconstruction import Term
 from arkfs.xet.trust import named_footer
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_xorb
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 INDEX_NAME = "index.sqlite"
 XORBS, SHARDS = "xorbs", "shards"
 FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
 
 _U32 = struct.Struct("<I")
+
+# The small columns come first, so that listing versions never reads a manifest's pages.
+_VERSIONS_TABLE = """CREATE TABLE versions (
+    ark TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created REAL NOT NULL,
+    follows INTEGER,
+    files INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    erc TEXT NOT NULL,
+    manifest BLOB NOT NULL,
+    PRIMARY KEY (ark, version)
+)"""
+_INFO_COLUMNS = "version, created, message, follows, files, bytes"  # VersionInfo after ark
+_BINDING_COLUMNS = "manifest, erc, created, version, message, follows, files, bytes"
+_INSERT_VERSION = (
+    f"INSERT INTO versions (ark, {_BINDING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 _SCHEMA = (
     "CREATE TABLE schema_version (version INTEGER NOT NULL)",
@@ -78,12 +112,7 @@ _SCHEMA = (
         shard BLOB NOT NULL REFERENCES shards (hash),
         PRIMARY KEY (chunk, xorb)
     ) WITHOUT ROWID""",
-    """CREATE TABLE bindings (
-        ark TEXT PRIMARY KEY,
-        manifest BLOB NOT NULL,
-        erc TEXT NOT NULL,
-        updated REAL NOT NULL
-    ) WITHOUT ROWID""",
+    _VERSIONS_TABLE,
 )
 
 
@@ -208,7 +237,9 @@ class LocalStore:
             ).fetchone()
             if found is not None:
                 row = db.execute("SELECT version FROM schema_version").fetchone()
-                if row is None or row[0] != SCHEMA_VERSION:
+                if row is not None and row[0] == 1:
+                    _migrate_from_1(db)
+                elif row is None or row[0] != SCHEMA_VERSION:
                     raise StoreError(
                         f"the store at {self.root} has index schema version "
                         f"{row[0] if row else 'unknown'}; this arkfs reads version "
@@ -424,43 +455,59 @@ class LocalStore:
             ).fetchall()
         return [ChunkLocation(*r) for r in rows]
 
-    # ARK bindings
+    # ARK versions
 
-    def bind(self, binding: Binding) -> None:
-        """Bind an ARK to its manifest and ERC record, replacing an earlier binding."""
-        if not (isinstance(binding.ark, str) and binding.ark):
-            raise Rejected(f"an ARK binding needs a non-empty ARK string, got {binding.ark!r}")
-        if not (
-            isinstance(binding.manifest, bytes)
-            and isinstance(binding.erc, str)
-            and isinstance(binding.updated, int | float)
-        ):
-            raise Rejected(
-                f"the binding of {binding.ark} needs manifest bytes, ERC text and a Unix time"
-            )
+    def bind(self, binding: Binding) -> int:
+        """Append a new version of binding.ark and return its number; nothing is replaced.
+
+        Rejected if binding_problem finds one; the version follows the latest (None for v1).
+        """
+        problem = binding_problem(binding)
+        if problem:
+            raise Rejected(problem)
+        b = binding
         with self._db(write=True) as db:
+            latest = _latest(db, b.ark)
+            version = (latest or 0) + 1
             db.execute(
-                "INSERT INTO bindings (ark, manifest, erc, updated) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (ark) DO UPDATE SET manifest = excluded.manifest, "
-                "erc = excluded.erc, updated = excluded.updated",
-                (binding.ark, binding.manifest, binding.erc, binding.updated),
+                _INSERT_VERSION,
+                (b.ark, b.manifest, b.erc, b.updated, version, b.message, latest, b.files, b.bytes),
             )
+        return version
 
-    def get_binding(self, ark: str) -> Binding:
-        """The binding of an ARK (normalized key); NotFound if unbound."""
+    def get_binding(self, ark: str, version: int | None = None) -> Binding:
+        """The given version of an ARK, its latest when None; NotFound if there is none."""
         with self._db() as db:
+            latest = _latest(db, ark)
             row = db.execute(
-                "SELECT manifest, erc, updated FROM bindings WHERE ark = ?", (ark,)
+                f"SELECT {_BINDING_COLUMNS} FROM versions WHERE ark = ? AND version = ?",
+                (ark, latest if version is None else version),
             ).fetchone()
         if row is None:
-            raise NotFound(f"{ark} is not bound in the store at {self.root}")
+            raise NotFound(self._no_version(ark, version, latest))
         return Binding(ark, *row)
+
+    def list_versions(self, ark: str) -> list[VersionInfo]:
+        """Every version of an ARK, oldest first; NotFound if unbound."""
+        with self._db() as db:
+            rows = db.execute(
+                f"SELECT {_INFO_COLUMNS} FROM versions WHERE ark = ? ORDER BY version", (ark,)
+            ).fetchall()
+        if not rows:
+            raise NotFound(self._no_version(ark, None, None))
+        return [VersionInfo(ark, *r) for r in rows]
+
+    def _no_version(self, ark: str, version: int | None, latest: int | None) -> str:
+        if latest is None:
+            return f"{ark} is not bound in the store at {self.root}"
+        which = "its only version, 1" if latest == 1 else f"one of its versions 1 to {latest}"
+        return f"{ark} has no version {version} in the store at {self.root}; ask for {which}"
 
     def list_bindings(self, prefix: str = "") -> list[str]:
         """The bound ARKs that start with prefix, sorted."""
         with self._db() as db:
             rows = db.execute(
-                "SELECT ark FROM bindings WHERE substr(ark, 1, ?) = ? ORDER BY ark",
+                "SELECT DISTINCT ark FROM versions WHERE substr(ark, 1, ?) = ? ORDER BY ark",
                 (len(prefix), prefix),
             ).fetchall()
         return [r[0] for r in rows]
@@ -490,11 +537,14 @@ class LocalStore:
             shards, shard_bytes = db.execute(
                 "SELECT count(*), coalesce(sum(size), 0) FROM shards"
             ).fetchone()
-            files, dedup, bindings = (
+            files, dedup = (
                 db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                for table in ("files", "dedup", "bindings")
+                for table in ("files", "dedup")
             )
-        return StoreStats(xorbs, xorb_bytes, shards, shard_bytes, files, dedup, bindings)
+            bindings, versions = db.execute(
+                "SELECT count(DISTINCT ark), count(*) FROM versions"
+            ).fetchone()
+        return StoreStats(xorbs, xorb_bytes, shards, shard_bytes, files, dedup, bindings, versions)
 
     def check(self, repair: bool = False) -> list[str]:
         """One line per damage found: every xorb is parsed and hashed, every row followed.
@@ -504,6 +554,7 @@ class LocalStore:
         """
         problems = self._check_temps(repair)
         problems += self._check_index()
+        problems += self._check_versions()
         # Rows first: the xorbs they name were stored before they committed, so a put that
         # runs during the check cannot make a row seem to point nowhere.
         with self._db() as db:
@@ -557,6 +608,16 @@ class LocalStore:
         ]
         return problems
 
+    def _check_versions(self) -> list[str]:
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT ark, version, follows FROM versions ORDER BY ark, version"
+            ).fetchall()
+        problems = []
+        for ark, group in itertools.groupby(rows, key=lambda r: r[0]):
+            problems += version_problems(ark, [(v, f) for _, v, f in group])
+        return problems
+
     def _check_xorbs(self, sound: dict[bytes, bool]) -> list[str]:
         """Parse and hash every stored xorb, noting in sound whether each one is."""
         problems = []
@@ -598,6 +659,38 @@ class LocalStore:
                     f"unexpected entry {path} among the shards; move it out of the store"
                 )
         return problems
+
+
+def _latest(db: sqlite3.Connection, ark: str) -> int | None:
+    """The number of the latest version of ark, or None if it has none."""
+    latest: int | None = db.execute(
+        "SELECT max(version) FROM versions WHERE ark = ?", (ark,)
+    ).fetchone()[0]
+    return latest
+
+
+def _migrate_from_1(db: sqlite3.Connection) -> None:
+    """Schema 1 to 2 inside the caller's transaction: each binding becomes v1 of its ARK."""
+    db.execute(_VERSIONS_TABLE)
+    for ark, manifest, erc, updated in db.execute(
+        "SELECT ark, manifest, erc, updated FROM bindings"
+    ):
+        files, size = _manifest_summary(manifest)
+        db.execute(_INSERT_VERSION, (ark, manifest, erc, updated, 1, "", None, files, size))
+    db.execute("DROP TABLE bindings")
+    db.execute("UPDATE schema_version SET version = 2")
+
+
+def _manifest_summary(manifest: bytes) -> tuple[int, int]:
+    """The files and bytes of a manifest; (0, 0) if it does not parse.
+
+    Schema 1 never parsed manifests; one that does not parse must not keep the store shut.
+    """
+    try:
+        m = Manifest.from_msgpack(manifest)
+    except (ArkError, TypeError, ValueError):
+        return 0, 0
+    return len(m.files), m.total_size
 
 
 def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:

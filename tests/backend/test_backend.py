@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from arkfs.backend.base import Backend, NotBound, Refused
+from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import ZERO_HASH, chunk_hash, string_to_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import FileBlock, Shard, dedup_matches, serialize_upload
@@ -173,6 +174,7 @@ def test_query_dedup_finds_a_files_first_chunk(side: Side, content: Content) -> 
 
 def test_bind_then_archive(side: Side, content: Content) -> None:
     manifest = manifest_of(content.files)
+    smaller = manifest_of({"small": content.files["small"]})
     erc = erc_of()
 
     async def body(b: Backend) -> None:
@@ -185,11 +187,14 @@ def test_bind_then_archive(side: Side, content: Content) -> None:
         assert manifest.ark in await b.list_archives("ark:99999/")
         assert manifest.ark in await b.list_archives()
         assert manifest.ark not in await b.list_archives("ark:12345/")
-        smaller = manifest_of({"small": content.files["small"]})
         await b.bind(smaller, erc)
         assert (await b.archive(manifest.ark)).manifest.entries == smaller.entries
 
     side.run(body)
+    with LocalStore.open(side.store, create=False) as store:  # each bind kept as a version
+        *_, first, second = store.list_versions(manifest.ark)
+    assert (first.files, first.bytes) == (len(manifest.files), manifest.total_size)
+    assert (second.follows, second.files, second.bytes) == (first.version, 1, smaller.total_size)
 
 
 def test_archive_of_an_unbound_ark(side: Side) -> None:

@@ -1,7 +1,9 @@
 """Child process of the crash test: writes to a store forever, printing each acknowledgement.
 
 Usage: python -m tests.store.crash_writer ROOT SEED. Prints "ready" once the store is open,
-then "xorb H", "file H" and "ark A" lines, each flushed right after the put returned.
+then "xorb H", "file H" and "ark A N H" lines, each flushed right after the put or bind
+returned. Each file is bound to an ARK of its own and as a new version of SHARED, which
+every run appends to.
 """
 
 import random
@@ -12,6 +14,8 @@ from arkfs.store.base import Binding
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import hash_to_string
 from tests.store.factory import file_of, first_chunks, random_xorb, shard_blob
+
+SHARED = "ark:99999/shared"
 
 
 def main(root: str, seed: int) -> None:
@@ -26,11 +30,10 @@ def main(root: str, seed: int) -> None:
         record = file_of(xorbs)
         store.put_shard(*shard_blob(rng), [record], first_chunks(xorbs))
         print("file", hash_to_string(record.file_hash), flush=True)
-        ark = f"ark:99999/s{seed}n{n}"
-        store.bind(
-            Binding(ark, record.file_hash, f"erc:\nwhat: run {seed} item {n}\n", time.time())
-        )
-        print("ark", ark, flush=True)
+        for ark in (f"ark:99999/s{seed}n{n}", SHARED):
+            erc = f"erc:\nwhat: run {seed} item {n}\n"
+            version = store.bind(Binding(ark, record.file_hash, erc, time.time()))
+            print("ark", ark, version, hash_to_string(record.file_hash), flush=True)
 
 
 if __name__ == "__main__":

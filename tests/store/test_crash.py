@@ -10,6 +10,7 @@ from pathlib import Path
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import string_to_hash
 from arkfs.xet.xorb import parse_xorb
+from tests.store.crash_writer import SHARED
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDS = 8
@@ -55,5 +56,8 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path: Path) -> None:
             parse_xorb(store.read_xorb(h, 0, store.xorb_size(h)), expected_hash=h)
         for name in acked["file"]:
             assert store.has_file(string_to_hash(name))
-        for ark in acked["ark"]:
-            assert store.has_file(store.get_binding(ark).manifest)
+        for line in acked["ark"]:  # each acknowledged version holds what was bound
+            ark, version, name = line.split()
+            assert store.get_binding(ark, int(version)).manifest == string_to_hash(name)
+        shared = [v.version for v in store.list_versions(SHARED)]  # appended to by every run
+        assert shared == list(range(1, len(shared) + 1))

@@ -235,28 +235,6 @@ def test_put_shard_rejects_bad_records_and_leaves_store_unchanged(
     assert snapshot(store) == before
 
 
-def test_bindings(store: LocalStore) -> None:
-    first = Binding("ark:12345/x6np1wh8k", b"\x81\xa1a\x01", "erc:\nwho: A\n", 1.5)
-    store.bind(first)
-    store.bind(Binding("ark:12345/x6np1wh8q", b"", "erc:\n", 2.0))
-    store.bind(Binding("ark:67890/b", b"", "erc:\n", 3.0))
-    assert store.get_binding(first.ark) == first
-    newer = dataclasses.replace(first, manifest=b"\x80", updated=9.0)
-    store.bind(newer)
-    assert store.get_binding(first.ark) == newer
-    assert store.list_bindings() == ["ark:12345/x6np1wh8k", "ark:12345/x6np1wh8q", "ark:67890/b"]
-    assert store.list_bindings("ark:12345/") == ["ark:12345/x6np1wh8k", "ark:12345/x6np1wh8q"]
-    assert store.list_bindings("ark:12345/x6np1wh8k") == ["ark:12345/x6np1wh8k"]
-    assert store.list_bindings("ark:1%") == []
-    assert store.stats().bindings == 3
-    with pytest.raises(NotFound, match="not bound"):
-        store.get_binding("ark:12345/nope")
-    for bad in (Binding("", b"", "", 0.0), Binding("ark:1/a", "text", "", 0.0)):  # type: ignore[arg-type]
-        with pytest.raises(Rejected):
-            store.bind(bad)
-    assert store.stats().bindings == 3
-
-
 def test_open_refuses_what_is_not_a_store(tmp_path: Path) -> None:
     with pytest.raises(NotFound, match="no arkfs store"):
         LocalStore.open(tmp_path / "absent", create=False)

@@ -3,14 +3,14 @@
 Everything is async and runs on trio; a backend offloads its own blocking work. Reads give
 hints (reconstructions, fetch URLs), never trusted bytes: callers verify every chunk
 against its hash. Errors are BackendError subclasses with one-line messages. An archive is
-an arkfs.service.archive.Archive, the one type every layer above the service shares.
+an arkfs.archive.record.Archive, the one type every layer shares.
 """
 
 from typing import Protocol
 
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Manifest
-from arkfs.service.archive import Archive
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
 from arkfs.xet.shard import Shard
 from arkfs.xet.xorb import XorbFooter

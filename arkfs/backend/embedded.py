@@ -12,8 +12,8 @@ from typing import TypeVar
 
 import trio
 
+from arkfs.archive.manifest import Manifest
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Manifest
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
 from arkfs.service.archive import Archive, ArchiveService
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError

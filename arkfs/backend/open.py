@@ -10,17 +10,13 @@ from arkfs.backend.embedded import EmbeddedBackend
 from arkfs.backend.remote import RemoteBackend
 from arkfs.store.errors import NotFound, StoreError
 from arkfs.store.local import LocalStore
+from arkfs.util.paths import data_dir
 
 
 def default_store_dir() -> Path:
-    """$ARKFS_STORE, else $XDG_DATA_HOME/arkfs/store, else ~/.local/share/arkfs/store."""
+    """$ARKFS_STORE, else the store under arkfs's XDG data directory."""
     explicit = os.environ.get("ARKFS_STORE")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_DATA_HOME")
-    # The XDG spec says to ignore a relative XDG_DATA_HOME.
-    data = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "share"
-    return data / "arkfs" / "store"
+    return Path(explicit).expanduser() if explicit else data_dir() / "store"
 
 
 def open_backend(

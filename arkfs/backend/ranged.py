@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
+from typing import cast
 
 from arkfs import __version__
 from arkfs.backend.base import BadReply
@@ -63,7 +64,10 @@ class _Receiver(io.RawIOBase):
         if left <= 0:
             raise TimeoutError("the deadline passed")
         self._sock.settimeout(min(self._idle, left))
-        return self._io.readinto(buffer)
+        n = self._io.readinto(buffer)
+        if n is None:  # only a non-blocking socket answers None
+            raise TimeoutError("the socket would block")
+        return n
 
     def close(self) -> None:
         self._io.close()
@@ -127,8 +131,9 @@ class RangedGetter:
         conn.timeout = min(wait, CONNECT_TIMEOUT)  # for a new connection
         if conn.sock is not None:
             conn.sock.settimeout(wait)
-        conn.response_class = lambda sock, *args, **kwargs: http.client.HTTPResponse(
-            _Receiver(sock, deadline, self.timeout), *args, **kwargs
+        # http.client calls response_class(sock, ...) as it would the class itself.
+        conn.response_class = lambda sock, *args, **kwargs: http.client.HTTPResponse(  # type: ignore[assignment]
+            cast(socket.socket, _Receiver(sock, deadline, self.timeout)), *args, **kwargs
         )
         conn.request(
             "GET", target, headers={"Range": range_header, "User-Agent": f"arkfs/{__version__}"}

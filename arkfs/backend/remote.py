@@ -17,10 +17,11 @@ import httpx
 import msgpack
 import trio
 
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ErcError, ManifestError
-from arkfs.ark.manifest import Manifest
-from arkfs.backend.base import Archive, BadReply, NotBound, Refused, Unauthorized
+from arkfs.backend.base import BadReply, NotBound, Refused, Unauthorized
 from arkfs.backend.http import json_reply, make_client, origin, raise_for_status, send
 from arkfs.backend.ranged import RangedGetter, RangedReply
 from arkfs.backend.retry import RetryPolicy

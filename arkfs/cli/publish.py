@@ -11,10 +11,10 @@ from typing import TypeVar
 
 import trio
 
+from arkfs.archive.manifest import Entry, Kind, build
 from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
-from arkfs.ark.manifest import Entry, Kind, build
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, BackendError

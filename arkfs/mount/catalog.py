@@ -30,13 +30,14 @@ from urllib.parse import quote, unquote
 import msgpack
 import trio
 
+from arkfs.archive.manifest import Entry, Kind, Manifest
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
-from arkfs.ark.manifest import Entry, Kind, Manifest
 from arkfs.ark.naan import check_naan
 from arkfs.ark.normalization import parse
-from arkfs.backend.base import Archive, Backend, BackendError, NotBound, Unreachable
+from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
 from arkfs.store.atomic import is_temp, write_atomic
 
 log = logging.getLogger(__name__)

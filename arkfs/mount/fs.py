@@ -21,7 +21,7 @@ from typing import Any, ParamSpec, TypeVar
 import pyfuse3
 import trio
 
-from arkfs.ark.manifest import Kind, entry_erc
+from arkfs.archive.manifest import Kind, entry_erc
 from arkfs.backend.base import BackendError, NotBound, Unauthorized
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.namespace import Listing, Namespace, Node, NodeKind

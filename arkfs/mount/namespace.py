@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import pyfuse3
 
+from arkfs.archive.manifest import Kind, entry_ark, entry_path
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
-from arkfs.ark.manifest import Kind, entry_ark, entry_path
 from arkfs.ark.normalization import parse
 from arkfs.mount.catalog import Catalog, LoadedArchive
 

@@ -11,8 +11,8 @@
 Only attributes with a value exist; symlinks have none (Linux refuses `user.*` on them).
 """
 
+from arkfs.archive.manifest import Entry
 from arkfs.ark.erc import KERNEL, Erc, Segment
-from arkfs.ark.manifest import Entry
 from arkfs.xet.hashing import hash_to_string
 
 ARK_ID = "user.ark.id"

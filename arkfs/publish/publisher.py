@@ -15,8 +15,8 @@ from pathlib import Path
 
 import trio
 
+from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Entry, Kind, Manifest, build
 from arkfs.backend.base import Backend, NotBound
 from arkfs.publish.dedup import (
     ChunkIndex,

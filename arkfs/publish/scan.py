@@ -5,9 +5,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from arkfs.archive.manifest import Entry, Kind
 from arkfs.ark.errors import ArkError
 from arkfs.ark.filenames import filename_to_qualifier
-from arkfs.ark.manifest import Entry, Kind
 
 
 class ScanError(Exception):

@@ -54,15 +54,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
-from arkfs.ark.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import info_response
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
-from arkfs.service.archive import Archive
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
 from arkfs.xet.hashing import hash_to_string

@@ -11,16 +11,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
 
 import blake3
 
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
-from arkfs.ark.identifier import Ark
-from arkfs.ark.manifest import Manifest
-from arkfs.ark.normalization import parse
 from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.files import check_file
@@ -42,20 +39,6 @@ MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
 DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed hashes may be matched
 ARCHIVE_CACHE = 16  # parsed archives kept in memory
 EMPTY_FILE = FileRecord(ZERO_HASH, 0, None, ())  # the empty file: it needs no storage
-
-
-@dataclass(frozen=True)
-class Archive:
-    """A bound archive: its manifest, its ERC record, and when it was bound (Unix time)."""
-
-    manifest: Manifest
-    erc: Erc
-    updated: float
-
-    @cached_property
-    def ark(self) -> Ark:
-        """The ARK the archive is bound to, parsed from its manifest."""
-        return parse(self.manifest.ark)
 
 
 def clip_range(size: int, start: int, end: int, what: str) -> tuple[int, int]:

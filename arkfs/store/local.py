@@ -32,10 +32,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from arkfs.archive.manifest import Manifest
+
 # The manifest format is imported for one purpose only: the migration from schema 1 counts
 # the files and bytes of each binding's manifest, which schema 2 keeps beside it.
 from arkfs.ark.errors import ArkError
-from arkfs.ark.manifest import Manifest
 from arkfs.store.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.store.base import (
     Binding,

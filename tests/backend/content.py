@@ -5,8 +5,8 @@ import hashlib
 import random
 from dataclasses import dataclass
 
+from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Entry, Kind, Manifest, build
 from arkfs.backend.base import Backend
 from arkfs.xet.chunking import chunk_stream
 from arkfs.xet.hashing import chunk_hash, file_hash, is_global_dedup_eligible, verification_hash

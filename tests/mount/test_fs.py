@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from arkfs.archive.manifest import Kind, Manifest, entry_ark, entry_erc
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Kind, Manifest, entry_ark, entry_erc
 from arkfs.ark.normalization import parse
 from arkfs.xet.digest import digest_bytes
 from arkfs.xet.hashing import hash_to_string

@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arkfs.ark.manifest import Kind, Manifest
+from arkfs.archive.manifest import Kind, Manifest
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.xet.constants import MAX_CHUNK_SIZE
 from arkfs.xet.hashing import hash_to_string

@@ -10,8 +10,8 @@ from pathlib import Path
 import hf_xet
 import pytest
 
+from arkfs.archive.manifest import Kind, Manifest
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Kind, Manifest
 from arkfs.publish.dedup import LOW_FACTOR, MIN_RUN_BYTES, MIN_RUN_CHUNKS
 from arkfs.store.files import read_file
 from arkfs.store.local import LocalStore

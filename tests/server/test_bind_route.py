@@ -9,8 +9,8 @@ import httpx
 import msgpack
 import pytest
 
+from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Entry, Kind, Manifest, build
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import ZERO_HASH, string_to_hash
 from tests.support.hfxet import upload_files

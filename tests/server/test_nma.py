@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.ark.erc import Erc, Segment
-from arkfs.ark.manifest import Entry, Kind, Manifest, build
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string, string_to_hash
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, parse_footer
 from tests.support.hfxet import upload_files

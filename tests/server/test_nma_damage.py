@@ -5,8 +5,8 @@ from pathlib import Path
 
 import httpx
 
+from arkfs.archive.manifest import Entry, Kind, build
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Entry, Kind, build
 from arkfs.xet.hashing import string_to_hash
 from tests.support.hfxet import upload_files
 from tests.support.server import arkfs_server, put_archive

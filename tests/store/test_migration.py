@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import arkfs.store.local
-from arkfs.ark.manifest import Entry, Kind, build
+from arkfs.archive.manifest import Entry, Kind, build
 from arkfs.store.base import Binding, VersionInfo
 from arkfs.store.errors import StoreError
 from arkfs.store.local import LocalStore

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import blake3
 
+from arkfs.archive.manifest import Manifest
 from arkfs.ark.erc import Erc
-from arkfs.ark.manifest import Manifest
 from arkfs.store.local import LocalStore
 from tests.support.cli import run_arkfs
 from tests.support.corpus import corpus

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import msgpack
 
-from arkfs.ark.manifest import Manifest
+from arkfs.archive.manifest import Manifest
 from tests.support.cli import ARKFS
 
 

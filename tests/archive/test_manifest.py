@@ -5,9 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arkfs.ark.erc import Erc, Segment
-from arkfs.ark.errors import ManifestError
-from arkfs.ark.manifest import (
+from arkfs.archive.manifest import (
     VERSION,
     Entry,
     Kind,
@@ -17,6 +15,8 @@ from arkfs.ark.manifest import (
     entry_erc,
     entry_path,
 )
+from arkfs.ark.erc import Erc, Segment
+from arkfs.ark.errors import ManifestError
 from arkfs.ark.normalization import parse
 
 ARK = "ark:12345/x6np1wh8k"

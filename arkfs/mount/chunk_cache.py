@@ -16,20 +16,20 @@ read, so one cache serves every archive and mount, and survives remounts. A pack
 chunk that fails its check is deleted whole, logged once and its chunks reported missing:
 the caller fetches them again, never serves them.
 
-The LRU (pack, footer or map -> size) lives in memory; scan() fills it once from the
-directory, oldest mtime first, reading each pack's header. Blocking methods (scan,
-get_chunks, put_chunks, get_footer, put_footer, get_map, put_map) are for worker threads
-and are thread-safe; has() and the sizes are cheap and safe from any thread. Files are
-written whole under a temp name and renamed, so a crash leaves a whole file or a temp file
-that the next scan removes. Processes sharing a root each keep their own index: each stays
-within max_bytes for what it wrote, and a file one deletes is a miss for the others.
+The LRU (packs, footers and maps, each weighed by its file's size) lives in memory;
+scan() fills it once from the directory, oldest mtime first, reading each pack's header.
+Blocking methods (scan, get_chunks, put_chunks, get_footer, put_footer, get_map, put_map)
+are for worker threads and are thread-safe; has() and the sizes are cheap and safe from
+any thread. Files are written whole under a temp name and renamed, so a crash leaves a
+whole file or a temp file that the next scan removes. Processes sharing a root each keep
+their own index: each stays within max_bytes for what it wrote, and a file one deletes is
+a miss for the others.
 """
 
 import logging
 import os
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -38,6 +38,7 @@ import blake3
 
 from arkfs.mount.file_map import BadMapFile, FileMap, pack_map, unpack_map
 from arkfs.store.atomic import is_temp, remove_stale_temps, write_atomic
+from arkfs.util.lru import LRU
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
 from arkfs.xet.hashing import chunk_hash, hash_to_string, string_to_hash
@@ -109,20 +110,23 @@ class ChunkCache:
 
     def __init__(self, root: Path, max_bytes: int) -> None:
         self.root = Path(root)
-        self.max_bytes = max_bytes
-        self._index: OrderedDict[bytes, int] = OrderedDict()  # LRU key -> file size
+        # LRU key -> the chunk hashes a pack indexes (none for a footer or map), by file size
+        self._index: LRU[bytes, list[bytes]] = LRU(max_bytes)
         self._chunks: dict[bytes, _Where] = {}
-        self._packs: dict[bytes, list[bytes]] = {}  # pack key -> its chunk hashes
-        self._bytes = 0
         self._lock = threading.Lock()
         self._scan_lock = threading.Lock()  # a second scan() waits for the first to finish
         self._scanned = False
         self.bad_files = 0  # files that failed their check and were deleted
 
     @property
+    def max_bytes(self) -> int:
+        """The bound on used_bytes."""
+        return self._index.capacity
+
+    @property
     def used_bytes(self) -> int:
         """Bytes of the files in the index."""
-        return self._bytes
+        return self._index.total
 
     def __len__(self) -> int:
         """How many chunks the cache holds."""
@@ -168,18 +172,19 @@ class ChunkCache:
                             continue
                         found.append((st.st_mtime, key, st.st_size, listed))
         found.sort(key=lambda f: f[0])
+        victims: list[bytes] = []
         with self._lock:
             # Entries put before or during the scan are newer: keep them last.
-            newer = [(k, size, self._pack_entries(k)) for k, size in self._index.items()]
+            put_since = set(self._index)
+            newer = [(k, self._index.weight(k), self._pack_entries(k)) for k in self._index]
             self._index.clear()
             self._chunks.clear()
-            self._packs.clear()
-            self._bytes = 0
             for _mtime, key, size, listed in found:
-                self._add(key, size, listed)
+                if key not in put_since:
+                    victims += self._add(key, size, listed)
             for key, size, listed in newer:
-                self._add(key, size, listed)
-        self._evict()
+                victims += self._add(key, size, listed)
+        self._delete(victims)
 
     def _listed(self, key: bytes) -> list[tuple[bytes, int, int]]:
         """The chunks a pack file's header lists."""
@@ -191,25 +196,31 @@ class ChunkCache:
 
     def _pack_entries(self, key: bytes) -> list[tuple[bytes, int, int]]:
         """(hash, offset, size) of the chunks of an indexed pack (lock held)."""
-        return [(h, self._chunks[h].offset, self._chunks[h].size) for h in self._packs.get(key, [])]
+        return [
+            (h, self._chunks[h].offset, self._chunks[h].size) for h in self._index.peek(key, [])
+        ]
 
-    def _add(self, key: bytes, size: int, listed: list[tuple[bytes, int, int]]) -> None:
-        """Index key as most recently used, with the chunks of a pack (lock held)."""
+    def _add(self, key: bytes, size: int, listed: list[tuple[bytes, int, int]]) -> list[bytes]:
+        """Index key as most recently used, with the chunks of a pack; unindex the least
+        recently used beyond max_bytes and return their keys, to delete (lock held)."""
         self._drop(key)
-        self._bytes += size
-        self._index[key] = size
-        if key[:1] == _PACK_TAG:
-            hashes = []
-            for h, offset, length in listed:
-                if h not in self._chunks:
-                    self._chunks[h] = _Where(key, offset, length)
-                    hashes.append(h)
-            self._packs[key] = hashes
+        hashes = []
+        for h, offset, length in listed:
+            if h not in self._chunks:
+                self._chunks[h] = _Where(key, offset, length)
+                hashes.append(h)
+        evicted = self._index.put(key, hashes, size)
+        for old, old_hashes in evicted:
+            self._unindex_chunks(old, old_hashes)
+        return [old for old, _ in evicted]
 
     def _drop(self, key: bytes) -> None:
         """Unindex key and the chunks of its pack (lock held)."""
-        self._bytes -= self._index.pop(key, 0)
-        for h in self._packs.pop(key, ()):
+        self._unindex_chunks(key, self._index.pop(key, []))
+
+    def _unindex_chunks(self, key: bytes, hashes: list[bytes]) -> None:
+        """Unindex the chunks of hashes that the pack key holds (lock held)."""
+        for h in hashes:
             if self._chunks.get(h, _Where(b"", 0, 0)).pack == key:
                 del self._chunks[h]
 
@@ -219,17 +230,10 @@ class ChunkCache:
 
     def _touch(self, key: bytes) -> None:
         with self._lock:
-            if key in self._index:
-                self._index.move_to_end(key)
+            self._index.get(key)
 
-    def _evict(self) -> None:
-        """Delete least recently used files until the index is within max_bytes."""
-        victims = []
-        with self._lock:
-            while self._bytes > self.max_bytes and self._index:
-                key = next(iter(self._index))
-                self._drop(key)
-                victims.append(key)
+    def _delete(self, victims: list[bytes]) -> None:
+        """Delete the files of keys the LRU evicted."""
         for key in victims:
             self._path(key).unlink(missing_ok=True)
 
@@ -283,11 +287,13 @@ class ChunkCache:
     def _write(
         self, key: bytes, data: bytes | memoryview, listed: Iterable[tuple[bytes, int, int]] = ()
     ) -> None:
+        """Write a file whole and index it; delete what that evicts."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data, durable=False)
         with self._lock:
-            self._add(key, len(data), list(listed))
+            victims = self._add(key, len(data), list(listed))
+        self._delete(victims)
 
     def get_chunks(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         """The chunks of hashes that are in the cache and pass their check; the others
@@ -317,7 +323,7 @@ class ChunkCache:
         return found
 
     def put_chunks(self, chunks: Iterable[tuple[bytes, bytes]]) -> None:
-        """Store (hash, verified data) pairs not yet stored, as one pack; then evict down
+        """Store (hash, verified data) pairs not yet stored, as one pack, evicting down
         to max_bytes."""
         new = dict((h, data) for h, data in chunks if h not in self._chunks)
         if not new:
@@ -333,7 +339,6 @@ class ChunkCache:
             listed.append((h, at, len(chunk)))
             at += len(chunk)
         self._write(key, data, listed)
-        self._evict()
 
     def get_footer(self, xorb_hash: bytes) -> XorbFooter | None:
         """A stored footer of xorb_hash, checked against the xorb hash; None if absent or bad."""
@@ -359,7 +364,6 @@ class ChunkCache:
         key = _FOOTER_TAG + footer.xorb_hash
         if key not in self._index:
             self._write(key, footer.packed_ends[-1].to_bytes(8, "little") + footer.pack())
-            self._evict()
 
     def get_map(self, file_hash: bytes) -> FileMap | None:
         """The stored map of file_hash, checked again (unpack_map); None if absent or bad."""
@@ -382,4 +386,3 @@ class ChunkCache:
         key = _MAP_TAG + fmap.file_hash
         if key not in self._index:
             self._write(key, pack_map(fmap))
-            self._evict()

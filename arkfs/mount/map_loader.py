@@ -115,6 +115,7 @@ class MapLoader:
         xorbs = list(dict.fromkeys(t.xorb_hash for t in rec.terms))
         footers = {xh: f for xh in xorbs if (f := self._footers.peek(xh)) is not None}
         need = [xh for xh in xorbs if xh not in footers]
+        fetched: dict[bytes, XorbFooter] = {}
         if need:
             footers |= await trio.to_thread.run_sync(
                 self._disk_footers, need, limiter=self._limiters.disk
@@ -123,16 +124,19 @@ class MapLoader:
                 backend, what, rec, [xh for xh in need if xh not in footers]
             )
             footers |= fetched
-            if fetched:
-                self._writer.write_footers(list(fetched.values()))
-        for xh in xorbs:
-            self._footers.put(xh, footers[xh])
         try:
-            return await trio.to_thread.run_sync(
+            fmap = await trio.to_thread.run_sync(
                 build_map, file_hash, size, rec.terms, footers, limiter=self._limiters.cpu
             )
         except XetError as exc:
             raise ReadError(f"{what} from {backend.name} fails verification: {exc}") from None
+        # Only footers that gave a verified map are kept: a wrong one must not outlive
+        # the failed read it caused.
+        for xh in xorbs:
+            self._footers.put(xh, footers[xh])
+        if fetched:
+            self._writer.write_footers(list(fetched.values()))
+        return fmap
 
     def _disk_footers(self, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
         """Footers found in the disk cache, checked (blocking)."""

@@ -120,10 +120,13 @@ def _listed(path: Path) -> list[tuple[bytes, int, int]]:
         os.close(fd)
 
 
-def _walk(root: Path) -> list[tuple[float, bytes, int, list[tuple[bytes, int, int]]]]:
+_Found = tuple[float, bytes, int, list[tuple[bytes, int, int]]]  # mtime, key, size, chunks
+
+
+def _walk(root: Path) -> list[_Found]:
     """(mtime, LRU key, size, chunks listed) of every cache file under root, oldest first;
     stale temp files and unusable files are removed on the way."""
-    found = []
+    found: list[_Found] = []
     for kind, tag in _KINDS:
         top = root / kind
         top.mkdir(parents=True, exist_ok=True)
@@ -187,9 +190,7 @@ class _Index:
         with self._lock:
             return self._add(key, size, listed)
 
-    def restore(
-        self, found: list[tuple[float, bytes, int, list[tuple[bytes, int, int]]]]
-    ) -> list[bytes]:
+    def restore(self, found: list[_Found]) -> list[bytes]:
         """Index the files a scan found, oldest first, before those indexed meanwhile
         (newer); the keys evicted, to delete."""
         victims: list[bytes] = []

@@ -6,10 +6,11 @@ group at a time, under separate CapacityLimiters (Limiters) for a read's fetches
 reads), and for cache writes, so prefetching and cache writing never hold a slot a read
 waits for.
 
-Hosting: background jobs run in a nursery a Host owns. The reader's host starts it before
-the first read with `await nursery.start(reader.run)` and ends it with
-`await reader.aclose()`; cancelling the host's nursery drops the jobs under way. Reads
-that need a job raise ReadError while the host is not running.
+Hosting: background jobs run in a nursery that a Host owns. Whoever hosts the reader
+starts it before the first read with `await nursery.start(reader.run)` (the reader scans
+the disk cache first) and ends it with `await reader.aclose()`, which lets the cache
+writes under way finish (cache_writer.py); cancelling that nursery instead drops them.
+Reads that need a job raise ReadError while the host is not running.
 """
 
 import logging

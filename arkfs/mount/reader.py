@@ -5,7 +5,7 @@ One read, and the module that does each part:
    checked against the file hash).
 2. The chunks that cover the range, found by bisection. If all of them are in the memory
    LRU of decoded chunks, the answer is sliced and joined on the trio thread: no thread
-   hop, no await.
+   hop.
 3. Missing chunks: chunk_loader.py claims them in groups, loads each group once (disk
    cache, else fetched, decoded and verified in worker threads) and cache_writer.py writes
    the fetched ones to the disk cache.
@@ -13,6 +13,10 @@ One read, and the module that does each part:
    loader claims it in the background.
 Background work runs in a nursery this reader hosts and on separate thread limiters
 (jobs.py); backend calls have a backstop time limit (backend_calls.py).
+
+Every bound lives with what it bounds: decoded chunks in memory, group size and prefetch
+groups (chunk_loader.py), maps and footers in memory (map_loader.py), fetch URLs
+(backend_calls.py), streams (prefetch.py), the cache write backlog (cache_writer.py).
 """
 
 from collections.abc import Hashable
@@ -51,9 +55,10 @@ class ContentReader:
         self._limiters = Limiters(max_parallel_fetches)
         self._writer = CacheWriter(cache, self._host, self._limiters.writes)
         urls = FetchUrls()
-        parts = (cache, stats, self._host, self._limiters, self._writer, urls)
-        self._maps = MapLoader(*parts)
-        self._chunks = ChunkLoader(*parts, memory_bytes=memory_bytes)
+        self._maps = MapLoader(cache, stats, self._host, self._limiters, self._writer, urls)
+        self._chunks = ChunkLoader(
+            cache, stats, self._host, self._limiters, self._writer, urls, memory_bytes
+        )
         self._prefetcher = Prefetcher()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

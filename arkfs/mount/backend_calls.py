@@ -47,6 +47,7 @@ class FetchUrls:
         self._urls: LRU[tuple[str, bytes], str] = LRU(capacity)
 
     def get(self, backend: Backend, xorb_hash: bytes) -> str | None:
+        """The URL to fetch from xorb_hash through backend; None if none was seen."""
         return self._urls.peek((backend.name, xorb_hash))
 
     def keep(self, backend: Backend, rec: Reconstruction) -> None:

@@ -80,7 +80,6 @@ class FakeBackend:
         self._faults: dict[str, deque[Fault]] = {op: deque() for op in OPERATIONS}
         self._url_version = 0
         self.calls: Counter[str] = Counter()  # calls of each operation, faulty ones too
-        self.fetched: list[tuple[bytes, int, int]] = []  # (xorb, first, last byte) served
 
     # --- faults ----------------------------------------------------------------------------
 
@@ -135,7 +134,6 @@ class FakeBackend:
         if int(parse_qs(urlsplit(fr.url).query)["v"][0]) != self._url_version:
             raise Unauthorized(f"{fr.url} has expired")
         data = self.xorbs[xorb_hash].data[fr.byte_start : fr.byte_end + 1]
-        self.fetched.append((xorb_hash, fr.byte_start, fr.byte_end))
         if flip:
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0x20]) + data[middle + 1 :]

@@ -16,20 +16,20 @@ read, so one cache serves every archive and mount, and survives remounts. A pack
 chunk that fails its check is deleted whole, logged once and its chunks reported missing:
 the caller fetches them again, never serves them.
 
-The LRU (pack, footer or map -> size) lives in memory; scan() fills it once from the
-directory, oldest mtime first, reading each pack's header. Blocking methods (scan,
-get_chunks, put_chunks, get_footer, put_footer, get_map, put_map) are for worker threads
-and are thread-safe; has() and the sizes are cheap and safe from any thread. Files are
-written whole under a temp name and renamed, so a crash leaves a whole file or a temp file
-that the next scan removes. Processes sharing a root each keep their own index: each stays
-within max_bytes for what it wrote, and a file one deletes is a miss for the others.
+The LRU (packs, footers and maps, each weighed by its file's size) lives in memory;
+scan() fills it once from the directory, oldest mtime first, reading each pack's header.
+Blocking methods (scan, get_chunks, put_chunks, get_footer, put_footer, get_map, put_map)
+are for worker threads and are thread-safe; has() and the sizes are cheap and safe from
+any thread. Files are written whole under a temp name and renamed, so a crash leaves a
+whole file or a temp file that the next scan removes. Processes sharing a root each keep
+their own index: each stays within max_bytes for what it wrote, and a file one deletes is
+a miss for the others.
 """
 
 import logging
 import os
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -38,6 +38,7 @@ import blake3
 
 from arkfs.mount.file_map import BadMapFile, FileMap, pack_map, unpack_map
 from arkfs.store.atomic import is_temp, remove_stale_temps, write_atomic
+from arkfs.util.lru import LRU
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
 from arkfs.xet.hashing import chunk_hash, hash_to_string, string_to_hash
@@ -104,137 +105,181 @@ def _pack_header(fd: int) -> list[tuple[bytes, int, int]]:
     return out
 
 
+def _path(root: Path, key: bytes) -> Path:
+    """The file of an LRU key under root."""
+    name = hash_to_string(key[1:])
+    return root / _DIRS[key[:1]] / name[:2] / name
+
+
+def _listed(path: Path) -> list[tuple[bytes, int, int]]:
+    """The chunks a pack file's header lists."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _pack_header(fd)
+    finally:
+        os.close(fd)
+
+
+_Found = tuple[float, bytes, int, list[tuple[bytes, int, int]]]  # mtime, key, size, chunks
+
+
+def _walk(root: Path) -> list[_Found]:
+    """(mtime, LRU key, size, chunks listed) of every cache file under root, oldest first;
+    stale temp files and unusable files are removed on the way."""
+    found: list[_Found] = []
+    for kind, tag in _KINDS:
+        top = root / kind
+        top.mkdir(parents=True, exist_ok=True)
+        for sub in top.iterdir():
+            if not sub.is_dir():
+                continue
+            remove_stale_temps(sub)
+            with os.scandir(sub) as entries:
+                for e in entries:
+                    if is_temp(e.name):
+                        continue
+                    try:
+                        key = tag + string_to_hash(e.name)
+                        st = e.stat()
+                        listed = _listed(Path(e.path)) if tag == _PACK_TAG else []
+                    except (HashStringError, FileNotFoundError):
+                        continue
+                    except (OSError, ValueError) as exc:
+                        log.warning("cache file %s is unusable (%s); deleted", e.path, exc)
+                        Path(e.path).unlink(missing_ok=True)
+                        continue
+                    found.append((st.st_mtime, key, st.st_size, listed))
+    found.sort(key=lambda f: f[0])
+    return found
+
+
+def _delete(root: Path, keys: list[bytes]) -> None:
+    """Delete the files of keys the LRU evicted."""
+    for key in keys:
+        _path(root, key).unlink(missing_ok=True)
+
+
+class _Index:
+    """What the cache holds, in memory: the LRU of its files, weighed by their sizes, and
+    where each chunk is. Thread-safe."""
+
+    def __init__(self, max_bytes: int) -> None:
+        # LRU key -> the chunk hashes a pack indexes (none for a footer or map)
+        self.files: LRU[bytes, list[bytes]] = LRU(max_bytes)
+        self._chunks: dict[bytes, _Where] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def has(self, h: bytes) -> bool:
+        return h in self._chunks
+
+    def locate(self, hashes: Iterable[bytes]) -> dict[bytes, list[tuple[bytes, _Where]]]:
+        """The indexed chunks of hashes, by pack."""
+        by_pack: dict[bytes, list[tuple[bytes, _Where]]] = {}
+        with self._lock:
+            for h in hashes:
+                where = self._chunks.get(h)
+                if where is not None:
+                    by_pack.setdefault(where.pack, []).append((h, where))
+        return by_pack
+
+    def add(self, key: bytes, size: int, listed: list[tuple[bytes, int, int]]) -> list[bytes]:
+        """Index a file as most recently used; the keys evicted for it, to delete."""
+        with self._lock:
+            return self._add(key, size, listed)
+
+    def restore(self, found: list[_Found]) -> list[bytes]:
+        """Index the files a scan found, oldest first, before those indexed meanwhile
+        (newer); the keys evicted, to delete."""
+        victims: list[bytes] = []
+        with self._lock:
+            put_since = set(self.files)
+            newer = [(k, self.files.weight(k), self._pack_entries(k)) for k in self.files]
+            self.files.clear()
+            self._chunks.clear()
+            for _mtime, key, size, listed in found:
+                if key not in put_since:
+                    victims += self._add(key, size, listed)
+            for key, size, listed in newer:
+                victims += self._add(key, size, listed)
+        return victims
+
+    def forget(self, key: bytes) -> None:
+        """Unindex a file and the chunks of its pack."""
+        with self._lock:
+            self._drop(key)
+
+    def touch(self, key: bytes) -> None:
+        """Make a file the most recently used, if indexed."""
+        with self._lock:
+            self.files.get(key)
+
+    def _pack_entries(self, key: bytes) -> list[tuple[bytes, int, int]]:
+        """(hash, offset, size) of the chunks of an indexed pack (lock held)."""
+        return [(h, self._chunks[h].offset, self._chunks[h].size) for h in self.files.peek(key, [])]
+
+    def _add(self, key: bytes, size: int, listed: list[tuple[bytes, int, int]]) -> list[bytes]:
+        """Index key as most recently used, with the chunks of a pack; unindex the least
+        recently used beyond max_bytes and return their keys (lock held)."""
+        self._drop(key)
+        hashes = []
+        for h, offset, length in listed:
+            if h not in self._chunks:
+                self._chunks[h] = _Where(key, offset, length)
+                hashes.append(h)
+        evicted = self.files.put(key, hashes, size)
+        for old, old_hashes in evicted:
+            self._unindex_chunks(old, old_hashes)
+        return [old for old, _ in evicted]
+
+    def _drop(self, key: bytes) -> None:
+        """Unindex key and the chunks of its pack (lock held)."""
+        self._unindex_chunks(key, self.files.pop(key, []))
+
+    def _unindex_chunks(self, key: bytes, hashes: list[bytes]) -> None:
+        """Unindex the chunks of hashes that the pack key holds (lock held)."""
+        for h in hashes:
+            if self._chunks.get(h, _Where(b"", 0, 0)).pack == key:
+                del self._chunks[h]
+
+
 class ChunkCache:
     """Decompressed chunks on disk, keyed by chunk hash, shared across archives and mounts."""
 
     def __init__(self, root: Path, max_bytes: int) -> None:
         self.root = Path(root)
-        self.max_bytes = max_bytes
-        self._index: OrderedDict[bytes, int] = OrderedDict()  # LRU key -> file size
-        self._chunks: dict[bytes, _Where] = {}
-        self._packs: dict[bytes, list[bytes]] = {}  # pack key -> its chunk hashes
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._index = _Index(max_bytes)
+        self._lock = threading.Lock()  # guards bad_files
         self._scan_lock = threading.Lock()  # a second scan() waits for the first to finish
         self._scanned = False
         self.bad_files = 0  # files that failed their check and were deleted
 
     @property
+    def max_bytes(self) -> int:
+        """The bound on used_bytes."""
+        return self._index.files.capacity
+
+    @property
     def used_bytes(self) -> int:
         """Bytes of the files in the index."""
-        return self._bytes
+        return self._index.files.total
 
     def __len__(self) -> int:
         """How many chunks the cache holds."""
-        return len(self._chunks)
+        return len(self._index)
 
     def has(self, h: bytes) -> bool:
         """Is a chunk with hash h in the index? (It may still fail its check when read.)"""
-        return h in self._chunks
-
-    def _path(self, key: bytes) -> Path:
-        name = hash_to_string(key[1:])
-        return self.root / _DIRS[key[:1]] / name[:2] / name
+        return self._index.has(h)
 
     def scan(self) -> None:
         """Fill the index from the directory, once; remove stale temp files; trim to size."""
         with self._scan_lock:
             if not self._scanned:
-                self._scan()
+                _delete(self.root, self._index.restore(_walk(self.root)))
                 self._scanned = True
-
-    def _scan(self) -> None:
-        found: list[tuple[float, bytes, int, list[tuple[bytes, int, int]]]] = []
-        for kind, tag in _KINDS:
-            top = self.root / kind
-            top.mkdir(parents=True, exist_ok=True)
-            for sub in top.iterdir():
-                if not sub.is_dir():
-                    continue
-                remove_stale_temps(sub)
-                with os.scandir(sub) as entries:
-                    for e in entries:
-                        if is_temp(e.name):
-                            continue
-                        try:
-                            key = tag + string_to_hash(e.name)
-                            st = e.stat()
-                            listed = self._listed(key) if tag == _PACK_TAG else []
-                        except (HashStringError, FileNotFoundError):
-                            continue
-                        except (OSError, ValueError) as exc:
-                            log.warning("cache file %s is unusable (%s); deleted", e.path, exc)
-                            Path(e.path).unlink(missing_ok=True)
-                            continue
-                        found.append((st.st_mtime, key, st.st_size, listed))
-        found.sort(key=lambda f: f[0])
-        with self._lock:
-            # Entries put before or during the scan are newer: keep them last.
-            newer = [(k, size, self._pack_entries(k)) for k, size in self._index.items()]
-            self._index.clear()
-            self._chunks.clear()
-            self._packs.clear()
-            self._bytes = 0
-            for _mtime, key, size, listed in found:
-                self._add(key, size, listed)
-            for key, size, listed in newer:
-                self._add(key, size, listed)
-        self._evict()
-
-    def _listed(self, key: bytes) -> list[tuple[bytes, int, int]]:
-        """The chunks a pack file's header lists."""
-        fd = os.open(self._path(key), os.O_RDONLY)
-        try:
-            return _pack_header(fd)
-        finally:
-            os.close(fd)
-
-    def _pack_entries(self, key: bytes) -> list[tuple[bytes, int, int]]:
-        """(hash, offset, size) of the chunks of an indexed pack (lock held)."""
-        return [(h, self._chunks[h].offset, self._chunks[h].size) for h in self._packs.get(key, [])]
-
-    def _add(self, key: bytes, size: int, listed: list[tuple[bytes, int, int]]) -> None:
-        """Index key as most recently used, with the chunks of a pack (lock held)."""
-        self._drop(key)
-        self._bytes += size
-        self._index[key] = size
-        if key[:1] == _PACK_TAG:
-            hashes = []
-            for h, offset, length in listed:
-                if h not in self._chunks:
-                    self._chunks[h] = _Where(key, offset, length)
-                    hashes.append(h)
-            self._packs[key] = hashes
-
-    def _drop(self, key: bytes) -> None:
-        """Unindex key and the chunks of its pack (lock held)."""
-        self._bytes -= self._index.pop(key, 0)
-        for h in self._packs.pop(key, ()):
-            if self._chunks.get(h, _Where(b"", 0, 0)).pack == key:
-                del self._chunks[h]
-
-    def _forget(self, key: bytes) -> None:
-        with self._lock:
-            self._drop(key)
-
-    def _touch(self, key: bytes) -> None:
-        with self._lock:
-            if key in self._index:
-                self._index.move_to_end(key)
-
-    def _evict(self) -> None:
-        """Delete least recently used files until the index is within max_bytes."""
-        victims = []
-        with self._lock:
-            while self._bytes > self.max_bytes and self._index:
-                key = next(iter(self._index))
-                self._drop(key)
-                victims.append(key)
-        for key in victims:
-            self._path(key).unlink(missing_ok=True)
-
-    def _read(self, key: bytes) -> bytes | None:
-        return self._read_spans({key: None})[key]
 
     def _read_spans(self, spans: dict[bytes, tuple[int, int] | None]) -> dict[bytes, bytes | None]:
         """Bytes [start, end) of each file (None: all of it; None when unreadable).
@@ -246,15 +291,15 @@ class ChunkCache:
         out: dict[bytes, bytes | None] = dict.fromkeys(spans)
         try:
             for key, span in spans.items():
-                path = self._path(key)
+                path = _path(self.root, key)
                 try:
                     fd = os.open(path, os.O_RDONLY)
                 except FileNotFoundError:
-                    self._forget(key)
+                    self._index.forget(key)
                     continue
                 except OSError as exc:
                     log.warning("cannot open cache file %s (%s); will fetch it again", path, exc)
-                    self._forget(key)
+                    self._index.forget(key)
                     continue
                 opened[key] = fd
                 start, end = span or (0, 0)
@@ -265,39 +310,34 @@ class ChunkCache:
                     out[key] = _pread_all(fd, start, end)
                     os.utime(fd)  # the LRU order the next scan sees
                 except OSError as exc:
-                    log.warning("cannot read cache file %s (%s)", self._path(key), exc)
-                    self._forget(key)
+                    log.warning("cannot read cache file %s (%s)", _path(self.root, key), exc)
+                    self._index.forget(key)
         finally:
             for fd in opened.values():
                 os.close(fd)
         return out
 
     def _reject(self, key: bytes, why: str) -> None:
-        path = self._path(key)
+        path = _path(self.root, key)
         with self._lock:
             self.bad_files += 1
         log.warning("cache file %s %s; deleted, will fetch it again", path, why)
-        self._forget(key)
+        self._index.forget(key)
         path.unlink(missing_ok=True)
 
     def _write(
         self, key: bytes, data: bytes | memoryview, listed: Iterable[tuple[bytes, int, int]] = ()
     ) -> None:
-        path = self._path(key)
+        """Write a file whole and index it; delete what that evicts."""
+        path = _path(self.root, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data, durable=False)
-        with self._lock:
-            self._add(key, len(data), list(listed))
+        _delete(self.root, self._index.add(key, len(data), list(listed)))
 
     def get_chunks(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         """The chunks of hashes that are in the cache and pass their check; the others
         are missing. Blocking: reads each pack's span of them once, and hashes every chunk."""
-        by_pack: dict[bytes, list[tuple[bytes, _Where]]] = {}
-        with self._lock:
-            for h in hashes:
-                where = self._chunks.get(h)
-                if where is not None:
-                    by_pack.setdefault(where.pack, []).append((h, where))
+        by_pack = self._index.locate(hashes)
         spans = {
             pack: (min(w.offset for _, w in items), max(w.offset + w.size for _, w in items))
             for pack, items in by_pack.items()
@@ -312,14 +352,14 @@ class ChunkCache:
             if bad is not None:
                 self._reject(pack, f"holds chunk {hash_to_string(bad)} damaged")
                 continue
-            self._touch(pack)
+            self._index.touch(pack)
             found |= chunks
         return found
 
     def put_chunks(self, chunks: Iterable[tuple[bytes, bytes]]) -> None:
-        """Store (hash, verified data) pairs not yet stored, as one pack; then evict down
+        """Store (hash, verified data) pairs not yet stored, as one pack, evicting down
         to max_bytes."""
-        new = dict((h, data) for h, data in chunks if h not in self._chunks)
+        new = dict((h, data) for h, data in chunks if not self._index.has(h))
         if not new:
             return
         items = list(new.items())
@@ -333,14 +373,13 @@ class ChunkCache:
             listed.append((h, at, len(chunk)))
             at += len(chunk)
         self._write(key, data, listed)
-        self._evict()
 
     def get_footer(self, xorb_hash: bytes) -> XorbFooter | None:
         """A stored footer of xorb_hash, checked against the xorb hash; None if absent or bad."""
         key = _FOOTER_TAG + xorb_hash
-        if key not in self._index:
+        if key not in self._index.files:
             return None
-        data = self._read(key)
+        data = self._read_spans({key: None})[key]
         if data is None:
             return None
         try:
@@ -351,22 +390,21 @@ class ChunkCache:
         except XetError as exc:
             self._reject(key, f"is not a valid footer ({exc})")
             return None
-        self._touch(key)
+        self._index.touch(key)
         return footer
 
     def put_footer(self, footer: XorbFooter) -> None:
         """Store a verified footer under its xorb hash."""
         key = _FOOTER_TAG + footer.xorb_hash
-        if key not in self._index:
+        if key not in self._index.files:
             self._write(key, footer.packed_ends[-1].to_bytes(8, "little") + footer.pack())
-            self._evict()
 
     def get_map(self, file_hash: bytes) -> FileMap | None:
         """The stored map of file_hash, checked again (unpack_map); None if absent or bad."""
         key = _MAP_TAG + file_hash
-        if key not in self._index:
+        if key not in self._index.files:
             return None
-        data = self._read(key)
+        data = self._read_spans({key: None})[key]
         if data is None:
             return None
         try:
@@ -374,12 +412,11 @@ class ChunkCache:
         except BadMapFile as exc:
             self._reject(key, f"is not a valid file map ({exc})")
             return None
-        self._touch(key)
+        self._index.touch(key)
         return fmap
 
     def put_map(self, fmap: FileMap) -> None:
         """Store a verified map under its file hash."""
         key = _MAP_TAG + fmap.file_hash
-        if key not in self._index:
+        if key not in self._index.files:
             self._write(key, pack_map(fmap))
-            self._evict()

@@ -30,6 +30,7 @@ from arkfs.xet.trust import verify_terms
 from arkfs.xet.xorb import XorbFooter, iter_chunks, verify_chunk
 
 MAP_FORMAT, MAP_VERSION = "arkfs-file-map", 1
+MAP_BYTES = 56  # bytes a map takes per chunk, in memory and on disk
 _ARRAYS = {"ends": "Q", "xorb_of": "I", "index": "I", "packed_start": "I", "packed_end": "I"}
 
 

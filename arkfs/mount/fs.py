@@ -305,11 +305,13 @@ class ArkOperations(pyfuse3.Operations):
         pieces = [(a, b) for a, b in pieces if a < b]
         if pieces:
             self._stores_running += 1
-            trio.lowlevel.spawn_system_task(self._store, ino, start, data, pieces)
+            trio.lowlevel.spawn_system_task(self._hand_pages, ino, start, data, pieces)
 
-    async def _store(
+    async def _hand_pages(
         self, ino: int, start: int, data: bytes, pieces: list[tuple[int, int]]
     ) -> None:
+        """Put pieces [a, b) of the file, from data starting at start, in the kernel's page
+        cache (FUSE_NOTIFY_STORE), one worker-thread call each."""
         try:
             for a, b in pieces:
                 await trio.to_thread.run_sync(

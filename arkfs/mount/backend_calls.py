@@ -1,0 +1,57 @@
+"""How the data path asks a backend: calls under a backstop time limit whose errors become
+ReadError, and the fetch URLs reconstructions hand out.
+
+Fetch URLs come from reconstructions and are kept in memory only, at most URLS of them,
+per (backend, xorb): they expire, and a refused one (Expired) calls for a new
+reconstruction.
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import trio
+
+from arkfs.backend.base import Backend, BackendError, Unauthorized
+from arkfs.mount.jobs import ReadError
+from arkfs.util.lru import LRU
+from arkfs.xet.reconstruction import Reconstruction
+
+BACKEND_TIMEOUT = 120.0  # seconds: a backstop for a backend call that never returns
+URLS = 1 << 16  # fetch URLs remembered, per (backend, xorb)
+
+T = TypeVar("T")
+
+
+class Expired(ReadError):
+    """The backend refused a URL or token (Unauthorized): a new reconstruction may help."""
+
+
+async def call_backend(what: str, fn: Callable[..., Awaitable[T]], *args: object) -> T:
+    """fn(*args) with a time limit; its errors become ReadError (Expired if the backend
+    refused a URL or token), what saying what was being read."""
+    try:
+        with trio.fail_after(BACKEND_TIMEOUT):
+            return await fn(*args)
+    except Unauthorized as exc:
+        raise Expired(f"{what}: {exc}") from None
+    except BackendError as exc:
+        raise ReadError(f"{what}: {exc}") from None
+    except trio.TooSlowError:
+        raise ReadError(f"{what}: no answer from the backend in {BACKEND_TIMEOUT:.0f} s") from None
+
+
+class FetchUrls:
+    """The latest fetch URL of each (backend, xorb), from the reconstructions seen."""
+
+    def __init__(self, capacity: int = URLS) -> None:
+        self._urls: LRU[tuple[str, bytes], str] = LRU(capacity)
+
+    def get(self, backend: Backend, xorb_hash: bytes) -> str | None:
+        """The URL to fetch from xorb_hash through backend; None if none was seen."""
+        return self._urls.peek((backend.name, xorb_hash))
+
+    def keep(self, backend: Backend, rec: Reconstruction) -> None:
+        """Remember the URLs of a reconstruction, replacing older ones."""
+        for xh, frs in rec.fetch.items():
+            if frs:
+                self._urls.put((backend.name, xh), frs[0].url)

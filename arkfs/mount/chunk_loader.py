@@ -1,0 +1,253 @@
+"""Chunks for the data path: claimed in groups, each loaded once, from the disk cache or a
+backend, into a memory LRU of decoded chunks.
+
+Missing chunks are claimed in groups: runs of consecutive chunks of one xorb, at most
+GROUP_BYTES each. A chunk another read or the prefetcher already claimed is waited for,
+not fetched twice. Each group is one background job: chunks in the disk cache are read
+and checked in one worker-thread call; the others are fetched, one backend call per run
+with the exact packed byte range from the map, then decompressed and checked against
+their chunk hashes in one worker-thread call, and written to the disk cache afterwards
+(cache_writer.py). With no fetch URL for a xorb (a map from disk) or an expired one, the
+loader asks for a reconstruction of just the run's bytes. Failures are not remembered:
+the next read tries again, so reads work again once a backend is back.
+
+Loaded chunks go into the memory LRU (memory_bytes of decoded chunks), which reads use
+directly. Prefetch claims background groups: at most PREFETCH_GROUPS run at once;
+prefetch never queues, it claims only what it can start now, so a group a read joins is
+always under way. The in-flight table holds only chunks of running groups: those of the
+reads in progress plus the prefetch groups.
+"""
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
+
+import trio
+
+from arkfs.backend.base import Backend
+from arkfs.mount.backend_calls import Expired, FetchUrls, call_backend
+from arkfs.mount.cache_writer import CacheWriter
+from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.file_map import FileMap, decode_run
+from arkfs.mount.jobs import Host, Limiters, Pending, ReadError
+from arkfs.mount.stats import MountStats
+from arkfs.util.lru import LRU
+from arkfs.xet.errors import XetError
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.reconstruction import FetchRange
+
+MIB = 1024 * 1024
+MEMORY_BYTES = 64 * MIB  # decoded chunks kept in memory
+GROUP_BYTES = 8 * MIB  # most decoded bytes one group loads
+PREFETCH_GROUPS = 4
+
+Chunks = dict[bytes, bytes]  # chunk hash -> decoded, verified bytes
+
+
+def _runs(fmap: FileMap, indices: Sequence[int]) -> list[list[int]]:
+    """Split map indices into runs of consecutive chunks of one xorb."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and fmap.follows(runs[-1][-1], i):
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+class ChunkLoader:
+    """Loads the chunks of file maps once each, into memory (see the module docstring)."""
+
+    def __init__(
+        self,
+        cache: ChunkCache,
+        stats: MountStats,
+        host: Host,
+        limiters: Limiters,
+        writer: CacheWriter,
+        urls: FetchUrls,
+        memory_bytes: int = MEMORY_BYTES,
+    ) -> None:
+        self._cache = cache
+        self._stats = stats
+        self._host = host
+        self._limiters = limiters
+        self._writer = writer
+        self._urls = urls
+        self.memory: LRU[bytes, bytes] = LRU(memory_bytes)  # chunk hash -> decoded chunk
+        self._inflight: dict[bytes, Pending[Chunks]] = {}
+        self._prefetching = 0
+
+    @property
+    def inflight(self) -> int:
+        """Chunks claimed and not loaded yet."""
+        return len(self._inflight)
+
+    @property
+    def prefetching(self) -> int:
+        """Prefetch groups running."""
+        return self._prefetching
+
+    def claim(
+        self, backend: Backend, fmap: FileMap, indices: Sequence[int]
+    ) -> list[Pending[Chunks]]:
+        """The loads of the chunks at indices, for a read: joined if in flight, else started."""
+        return self._claim(backend, fmap, indices, prefetch=False)[0]
+
+    def prefetch(self, backend: Backend, fmap: FileMap, start: int, stop: int) -> int:
+        """Claim the chunks of bytes [start, stop) not in memory or in flight, in the
+        background, as far as PREFETCH_GROUPS allows; return where the claim ended."""
+        if not self._host.running:
+            return start
+        first, last = fmap.span(start, stop)
+        todo = [
+            i
+            for i in range(first, last)
+            if (h := fmap.chunk_hash(i)) not in self.memory and h not in self._inflight
+        ]
+        _, done = self._claim(backend, fmap, todo, prefetch=True)
+        return fmap.start(todo[done]) if done < len(todo) else fmap.ends[last - 1]
+
+    def _claim(
+        self, backend: Backend, fmap: FileMap, indices: Sequence[int], prefetch: bool
+    ) -> tuple[list[Pending[Chunks]], int]:
+        """Pending loads of the chunks at indices: joined if in flight, else started as groups.
+
+        Prefetch starts groups only while fewer than PREFETCH_GROUPS run; it stops before
+        the first chunk it could not claim. Returns the loads and how many indices were done.
+        """
+        nursery = self._host.nursery()  # before any claim: a claim must never be left unstarted
+        pendings: dict[int, Pending[Chunks]] = {}
+        groups: list[tuple[Pending[Chunks], list[int]]] = []
+        group_bytes = 0
+        done = len(indices)
+        for k, i in enumerate(indices):
+            h = fmap.chunk_hash(i)
+            p = self._inflight.get(h)
+            if p is None:
+                size = fmap.ends[i] - fmap.start(i)
+                if not groups or not (
+                    fmap.follows(groups[-1][1][-1], i) and group_bytes + size <= GROUP_BYTES
+                ):
+                    if prefetch and self._prefetching >= PREFETCH_GROUPS:
+                        done = k
+                        break
+                    self._prefetching += prefetch
+                    groups.append((Pending(), []))
+                    group_bytes = 0
+                p, run = groups[-1]
+                run.append(i)
+                group_bytes += size
+                self._inflight[h] = p
+            pendings[id(p)] = p
+        for p, run in groups:
+            nursery.start_soon(self._group, backend, fmap, run, p, prefetch)
+        return list(pendings.values()), done
+
+    async def _group(
+        self,
+        backend: Backend,
+        fmap: FileMap,
+        run: list[int],
+        pending: Pending[Chunks],
+        prefetch: bool,
+    ) -> None:
+        """Load the chunks of run (disk cache, else backend) for everyone waiting on pending."""
+        hashes = [fmap.chunk_hash(i) for i in run]
+        fetched: Chunks = {}
+
+        async def load() -> Chunks:
+            found = await self._from_disk(hashes, prefetch)
+            todo = [i for i, h in zip(run, hashes, strict=True) if h not in found]
+            for sub in _runs(fmap, todo):
+                decoded = await self._fetch_run(backend, fmap, sub, prefetch)
+                fetched.update(zip((fmap.chunk_hash(i) for i in sub), decoded, strict=True))
+            chunks = found | fetched
+            self._remember(chunks)
+            if prefetch:
+                self._stats.prefetched_bytes += sum(len(c) for c in chunks.values())
+            return chunks
+
+        what = f"reading file {hash_to_string(fmap.file_hash)}"
+        try:
+            await pending.settle(what, load)
+        finally:
+            for h in hashes:
+                if self._inflight.get(h) is pending:
+                    del self._inflight[h]
+            self._prefetching -= prefetch
+        if fetched:
+            await self._writer.write_chunks(fetched)
+
+    async def _from_disk(self, hashes: list[bytes], prefetch: bool) -> Chunks:
+        """The chunks of hashes in the disk cache, checked (one worker-thread call)."""
+        if not any(self._cache.has(h) for h in hashes):
+            return {}
+        limiter = self._limiters.background if prefetch else self._limiters.disk
+        found = await trio.to_thread.run_sync(self._cache.get_chunks, hashes, limiter=limiter)
+        self._stats.disk_hits += len(found)
+        self._stats.cache_hits += len(found)
+        return found
+
+    async def _fetch_run(
+        self, backend: Backend, fmap: FileMap, run: list[int], prefetch: bool
+    ) -> list[bytes]:
+        """Fetch the packed bytes of run (one xorb, consecutive chunks); decode and check them."""
+        xh = fmap.xorbs[fmap.xorb_of[run[0]]]
+        lo, hi = fmap.packed_start[run[0]], fmap.packed_end[run[-1]]
+        what = f"file {hash_to_string(fmap.file_hash)}"
+        limiter: AbstractAsyncContextManager[object] = (
+            nullcontext() if prefetch else self._limiters.fetch
+        )
+        url = self._urls.get(backend, xh)
+        refreshed = url is None
+        if url is None:
+            url = await self._fresh_url(backend, fmap, run)
+        while True:
+            fr = FetchRange(url, fmap.index[run[0]], fmap.index[run[-1]] + 1, lo, hi - 1)
+            try:
+                async with limiter:
+                    data = await call_backend(what, backend.fetch, xh, fr)
+                break
+            except Expired:  # the URL expired: ask for a new one, once
+                if refreshed:
+                    raise
+                url = await self._fresh_url(backend, fmap, run)
+                refreshed = True
+        if len(data) != hi - lo:
+            raise ReadError(f"{what}: {backend.name} sent {len(data)} bytes, not {hi - lo}")
+        self._stats.fetches += 1
+        self._stats.bytes_fetched += len(data)
+        self._stats.cache_misses += len(run)
+        cpu = self._limiters.background if prefetch else self._limiters.cpu
+        try:
+            return await trio.to_thread.run_sync(decode_run, data, fmap, run, limiter=cpu)
+        except XetError as exc:
+            raise ReadError(
+                f"{what}: xorb {hash_to_string(xh)} from {backend.name} fails verification: {exc}"
+            ) from None
+
+    async def _fresh_url(self, backend: Backend, fmap: FileMap, run: list[int]) -> str:
+        """A fetch URL for the xorb of run, from a reconstruction of the bytes run holds."""
+        name = hash_to_string(fmap.file_hash)
+        xh = fmap.xorbs[fmap.xorb_of[run[0]]]
+        rec = await call_backend(
+            f"file {name}",
+            backend.reconstruction,
+            fmap.file_hash,
+            fmap.start(run[0]),
+            fmap.ends[run[-1]],
+        )
+        self._stats.url_refreshes += 1
+        self._urls.keep(backend, rec)
+        url = self._urls.get(backend, xh)
+        if url is None:
+            raise ReadError(
+                f"file {name}: {backend.name} gave no URL for xorb {hash_to_string(xh)}"
+            )
+        return url
+
+    def _remember(self, chunks: Chunks) -> None:
+        """Keep decoded chunks in the memory LRU."""
+        memory = self.memory
+        for h, c in chunks.items():
+            memory.put(h, c, len(c))

@@ -1,0 +1,175 @@
+"""File maps for the data path: from memory, else the disk cache, else built from a backend.
+
+A file's map (file_map.py) comes from a bounded LRU in memory (MAP_CHUNKS chunks), else
+from the disk cache (checked again as it loads), else it is built and checked against the
+file hash, then written to the disk cache. Building it takes one reconstruction of the
+whole file (metadata only: no chunk data) and each xorb footer once (FOOTERS_IN_MEMORY in
+memory, then the disk cache, then the backend). It must be the whole file: the file hash
+is the Merkle root of every chunk hash, so no smaller set of terms can be checked against
+it, and unchecked terms could name any xorb. It happens once per file, not per mount: the
+map stays on disk. A map loads once however many reads ask for it at the same time; a
+failure is not remembered, so the next read tries again.
+"""
+
+import trio
+
+from arkfs.backend.base import Backend
+from arkfs.mount.backend_calls import FetchUrls, call_backend
+from arkfs.mount.cache_writer import CacheWriter
+from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.file_map import FileMap, build_map
+from arkfs.mount.jobs import Host, Limiters, Pending, ReadError
+from arkfs.mount.stats import MountStats
+from arkfs.util.lru import LRU
+from arkfs.xet.errors import XetError
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.reconstruction import Reconstruction
+from arkfs.xet.xorb import XorbFooter
+
+MAP_CHUNKS = 1 << 20  # chunks of all file maps in memory (~56 MB, ~64 GiB of files)
+MAP_OVERHEAD = 64  # what a map costs beyond its chunks, in chunks
+FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
+
+
+class MapLoader:
+    """The verified maps of files, each loaded once, the recent ones kept in memory."""
+
+    def __init__(
+        self,
+        cache: ChunkCache,
+        stats: MountStats,
+        host: Host,
+        limiters: Limiters,
+        writer: CacheWriter,
+        urls: FetchUrls,
+    ) -> None:
+        self._cache = cache
+        self._stats = stats
+        self._host = host
+        self._limiters = limiters
+        self._writer = writer
+        self._urls = urls
+        self._maps: LRU[tuple[bytes, int], FileMap] = LRU(MAP_CHUNKS, keep_one=True)
+        self._loads: dict[tuple[bytes, int], Pending[FileMap]] = {}
+        self._footers: LRU[bytes, XorbFooter] = LRU(FOOTERS_IN_MEMORY)
+
+    def __len__(self) -> int:
+        """How many maps are in memory."""
+        return len(self._maps)
+
+    def find(self, file_hash: bytes, size: int) -> FileMap | None:
+        """The map in memory, now the most recently used; None if it is not there."""
+        return self._maps.get((file_hash, size))
+
+    def peek(self, file_hash: bytes, size: int) -> FileMap | None:
+        """The map in memory, leaving the LRU order alone; None if it is not there."""
+        return self._maps.peek((file_hash, size))
+
+    async def load(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
+        """The file's map, loaded once however many reads ask for it at the same time."""
+        key = (file_hash, size)
+        p = self._loads.get(key)
+        if p is None:
+            nursery = self._host.nursery()
+            p = self._loads[key] = Pending()
+            nursery.start_soon(self._load, backend, key, p)
+        return await p.wait()
+
+    async def _load(
+        self, backend: Backend, key: tuple[bytes, int], pending: Pending[FileMap]
+    ) -> None:
+        try:
+            await pending.settle(
+                f"mapping file {hash_to_string(key[0])}", lambda: self._get(backend, *key)
+            )
+        finally:
+            del self._loads[key]
+
+    async def _get(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
+        """The map from the disk cache, else built from the backend and written there;
+        kept in memory either way."""
+        fmap = await trio.to_thread.run_sync(
+            self._cache.get_map, file_hash, limiter=self._limiters.disk
+        )
+        if fmap is None:
+            fmap = await self._build(backend, file_hash, size)
+            self._stats.maps_loaded += 1
+            self._writer.write_map(fmap)
+        elif fmap.size != size:
+            raise ReadError(
+                f"file {hash_to_string(file_hash)} has {fmap.size} bytes, not {size} "
+                "as the manifest says"
+            )
+        else:
+            self._stats.maps_from_disk += 1
+        self._maps.put((file_hash, size), fmap, len(fmap) + MAP_OVERHEAD)
+        return fmap
+
+    async def _build(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
+        """File Reconstruction of the whole file, footers, then the checks of build_map."""
+        what = f"file {hash_to_string(file_hash)}"
+        rec = await call_backend(what, backend.reconstruction, file_hash, 0, size)
+        if rec.offset_into_first_range:
+            raise ReadError(f"{what}: {backend.name} skips bytes at the start of the file")
+        self._urls.keep(backend, rec)
+        xorbs = list(dict.fromkeys(t.xorb_hash for t in rec.terms))
+        footers = {xh: f for xh in xorbs if (f := self._footers.peek(xh)) is not None}
+        need = [xh for xh in xorbs if xh not in footers]
+        fetched: dict[bytes, XorbFooter] = {}
+        if need:
+            footers |= await trio.to_thread.run_sync(
+                self._disk_footers, need, limiter=self._limiters.disk
+            )
+            fetched = await self._fetch_footers(
+                backend, what, rec, [xh for xh in need if xh not in footers]
+            )
+            footers |= fetched
+        try:
+            fmap = await trio.to_thread.run_sync(
+                build_map, file_hash, size, rec.terms, footers, limiter=self._limiters.cpu
+            )
+        except XetError as exc:
+            raise ReadError(f"{what} from {backend.name} fails verification: {exc}") from None
+        # Only footers that gave a verified map are kept: a wrong one must not outlive
+        # the failed read it caused.
+        for xh in xorbs:
+            self._footers.put(xh, footers[xh])
+        if fetched:
+            self._writer.write_footers(list(fetched.values()))
+        return fmap
+
+    def _disk_footers(self, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
+        """Footers found in the disk cache, checked (blocking)."""
+        found = {}
+        for xh in xorbs:
+            footer = self._cache.get_footer(xh)
+            if footer is not None:
+                found[xh] = footer
+        return found
+
+    async def _fetch_footers(
+        self, backend: Backend, what: str, rec: Reconstruction, xorbs: list[bytes]
+    ) -> dict[bytes, XorbFooter]:
+        """Footers of xorbs from the backend, in parallel; the first failure is raised."""
+        got: dict[bytes, XorbFooter] = {}
+        errors: list[ReadError] = []
+
+        async def one(xh: bytes) -> None:
+            try:
+                async with self._limiters.fetch:
+                    footer = await call_backend(what, backend.footer, xh, rec.fetch[xh][0])
+            except ReadError as exc:
+                errors.append(exc)
+                return
+            if footer.xorb_hash != xh:
+                errors.append(ReadError(f"{what}: {backend.name} sent the footer of another xorb"))
+                return
+            self._stats.footer_fetches += 1
+            got[xh] = footer
+
+        async with trio.open_nursery() as nursery:
+            for xh in xorbs:
+                nursery.start_soon(one, xh)
+        if errors:
+            raise errors[0]
+        return got

@@ -1,0 +1,142 @@
+"""CacheWriter on its own: the backlog bound, an OSError logged once, drain waiting for
+the writes in flight."""
+
+import logging
+import threading
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from arkfs.mount.cache_writer import CacheWriter
+from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.jobs import Host, ReadError
+from arkfs.xet.hashing import chunk_hash
+from tests.mount.test_chunk_cache import file_map
+
+
+class HeldCache(ChunkCache):
+    """A ChunkCache whose chunk writes wait until the test lets them go, or fail."""
+
+    def __init__(self, root: Path, error: OSError | None = None) -> None:
+        super().__init__(root, 1 << 30)
+        self.go = threading.Event()
+        self.error = error
+        self.written: list[int] = []  # bytes of each pack written
+
+    def put_chunks(self, chunks: Iterable[tuple[bytes, bytes]]) -> None:
+        assert self.go.wait(30)
+        if self.error is not None:
+            raise self.error
+        items = list(chunks)
+        super().put_chunks(items)
+        self.written.append(sum(len(c) for _, c in items))
+
+
+def chunks(n: int, size: int, seed: int) -> dict[bytes, bytes]:
+    out = {}
+    for k in range(n):
+        data = bytes([seed, k]) * (size // 2)
+        out[chunk_hash(data)] = data
+    return out
+
+
+@asynccontextmanager
+async def hosted(cache: ChunkCache, max_backlog: int) -> AsyncIterator[CacheWriter]:
+    host = Host()
+    writer = CacheWriter(cache, host, trio.CapacityLimiter(4), max_backlog)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(host.run)
+        yield writer
+        host.close()
+        await host.stop()
+
+
+def test_chunks_beyond_the_backlog_are_not_written(tmp_path: Path) -> None:
+    cache = HeldCache(tmp_path)
+
+    async def main() -> None:
+        async with hosted(cache, max_backlog=100_000) as writer, trio.open_nursery() as nursery:
+            for seed in range(10):
+                nursery.start_soon(writer.write_chunks, chunks(3, 10_000, seed))
+            await trio.testing.wait_all_tasks_blocked()
+            assert writer.backlog == 90_000  # three groups of 30,000 bytes fit, no fourth
+            cache.go.set()
+        assert writer.backlog == 0 and cache.written == [30_000] * 3
+        assert len(cache) == 9
+
+    trio.run(main)
+
+
+def test_maps_and_footers_are_written_whatever_the_backlog(tmp_path: Path) -> None:
+    cache = HeldCache(tmp_path)
+    fmap = file_map()
+
+    async def main() -> None:
+        async with hosted(cache, max_backlog=10) as writer:
+            writer.write_map(fmap)
+            assert writer.backlog > 10
+            await writer.drain()
+            assert writer.backlog == 0
+        assert cache.get_map(fmap.file_hash) is not None
+        with pytest.raises(ReadError, match="closed"):
+            writer.write_map(fmap)
+
+    trio.run(main)
+
+
+def test_an_oserror_is_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cache = HeldCache(tmp_path, OSError(28, "No space left on device"))
+    cache.go.set()
+
+    async def main() -> None:
+        async with hosted(cache, max_backlog=1 << 20) as writer:
+            for seed in range(3):
+                await writer.write_chunks(chunks(2, 1000, seed))
+            assert writer.backlog == 0
+
+    with caplog.at_level(logging.WARNING, logger="arkfs.mount.cache_writer"):
+        trio.run(main)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot write the cache in {tmp_path}: [Errno 28] No space left on device"
+    ]
+
+
+def test_drain_waits_for_the_writes_in_flight(tmp_path: Path) -> None:
+    cache = HeldCache(tmp_path)
+
+    async def main() -> None:
+        async with hosted(cache, max_backlog=1 << 20) as writer, trio.open_nursery() as nursery:
+            nursery.start_soon(writer.write_chunks, chunks(2, 1000, 1))
+            await trio.testing.wait_all_tasks_blocked()
+            drained = trio.Event()
+
+            async def drain() -> None:
+                await writer.drain()
+                drained.set()
+
+            nursery.start_soon(drain)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not drained.is_set() and writer.backlog == 2000
+            cache.go.set()
+            await drained.wait()
+            assert cache.written == [2000] and writer.backlog == 0
+
+    trio.run(main)
+
+
+def test_drain_gives_up_after_its_grace(tmp_path: Path) -> None:
+    cache = HeldCache(tmp_path)
+
+    async def main() -> None:
+        async with hosted(cache, max_backlog=1 << 20) as writer, trio.open_nursery() as nursery:
+            nursery.start_soon(writer.write_chunks, chunks(2, 1000, 1))
+            await trio.testing.wait_all_tasks_blocked()
+            await writer.drain(grace=0.05)
+            assert writer.backlog == 2000 and cache.written == []
+            cache.go.set()
+
+    trio.run(main)

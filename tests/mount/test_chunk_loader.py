@@ -1,0 +1,60 @@
+"""ChunkLoader and MapLoader put together by hand, with no ContentReader: claims join the
+loads in flight, and prefetch claims only as many groups as may run."""
+
+import random
+from pathlib import Path
+
+import trio
+
+from arkfs.mount.backend_calls import FetchUrls
+from arkfs.mount.cache_writer import CacheWriter
+from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.chunk_loader import PREFETCH_GROUPS, ChunkLoader
+from arkfs.mount.jobs import Host, Limiters
+from arkfs.mount.map_loader import MapLoader
+from arkfs.mount.stats import MountStats
+from tests.mount.fake_backend import FETCH, FakeBackend
+
+
+def test_prefetch_claims_only_the_groups_it_can_start(tmp_path: Path) -> None:
+    fake = FakeBackend({"f": random.Random(1).randbytes(3_000_000)}, max_chunks=2)
+    f = fake.files["f"]
+
+    async def main() -> None:
+        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
+        limiters, urls = Limiters(16), FetchUrls()
+        writer = CacheWriter(cache, host, limiters.writes)
+        maps = MapLoader(cache, stats, host, limiters, writer, urls)
+        chunks = ChunkLoader(cache, stats, host, limiters, writer, urls)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            fmap = await maps.load(fake, f.hash, f.size)
+            assert maps.find(f.hash, f.size) is fmap
+            stalls = [fake.stall(FETCH) for _ in range(PREFETCH_GROUPS)]
+            end = chunks.prefetch(fake, fmap, 0, f.size)
+            # A group is a run of one xorb (two chunks here): the claim stops at the start
+            # of the first run it could not start a group for.
+            run_starts = [i for i in range(1, len(fmap)) if not fmap.follows(i - 1, i)]
+            assert end == fmap.start(run_starts[PREFETCH_GROUPS - 1])
+            assert chunks.prefetching == PREFETCH_GROUPS
+            assert chunks.prefetch(fake, fmap, end, f.size) == end  # no room: nothing queued
+            for stall in stalls:
+                await stall.reached.wait()
+            # A read of claimed chunks joins their groups; one of unclaimed ones starts its own.
+            later = run_starts[PREFETCH_GROUPS - 1]
+            joined = chunks.claim(fake, fmap, range(later))
+            assert len(joined) == PREFETCH_GROUPS and chunks.prefetching == PREFETCH_GROUPS
+            (own,) = chunks.claim(fake, fmap, [later])
+            assert own not in joined
+            for stall in stalls:
+                stall.release()
+            got: dict[bytes, bytes] = {}
+            for p in [*joined, own]:
+                got |= await p.wait()
+            assert got[fmap.chunk_hash(later)] == f.data[fmap.start(later) : fmap.ends[later]]
+            assert fake.calls[FETCH] == PREFETCH_GROUPS + 1
+            assert chunks.prefetching == 0 and chunks.inflight == 0
+            host.close()
+            await host.stop()
+
+    trio.run(main)

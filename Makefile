@@ -29,6 +29,7 @@ $(STAMP): pyproject.toml arkfs/xet/_gearcut.c | system-packages
 lint: install
 	$(VENV)/bin/ruff check arkfs tests benchmarks
 	$(VENV)/bin/ruff format --check arkfs tests benchmarks
+	$(VENV)/bin/mypy
 
 test: install lint
 	$(PY) -m pytest $(TEST_ARGS)

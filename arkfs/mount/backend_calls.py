@@ -16,7 +16,10 @@ from arkfs.mount.jobs import ReadError
 from arkfs.util.lru import LRU
 from arkfs.xet.reconstruction import Reconstruction
 
-BACKEND_TIMEOUT = 120.0  # seconds: a backstop for a backend call that never returns
+# A backstop for a backend call that never returns. Each request ends within its own
+# deadline (10 s, arkfs.backend.retry); 14 s lets that clearer error come first, yet keeps
+# a read(2) and the kernel's one retry of a failed readahead within 30 s.
+BACKEND_TIMEOUT = 14.0
 URLS = 1 << 16  # fetch URLs remembered, per (backend, xorb)
 
 T = TypeVar("T")

@@ -30,7 +30,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -281,7 +281,9 @@ class ChunkCache:
                 _delete(self.root, self._index.restore(_walk(self.root)))
                 self._scanned = True
 
-    def _read_spans(self, spans: dict[bytes, tuple[int, int] | None]) -> dict[bytes, bytes | None]:
+    def _read_spans(
+        self, spans: Mapping[bytes, tuple[int, int] | None]
+    ) -> dict[bytes, bytes | None]:
         """Bytes [start, end) of each file (None: all of it; None when unreadable).
 
         Every file is opened and announced to the kernel (POSIX_FADV_WILLNEED) before the

@@ -38,7 +38,7 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.naan import check_naan
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
-from arkfs.store.atomic import is_temp, write_atomic
+from arkfs.util.atomic import is_temp, write_atomic
 
 log = logging.getLogger(__name__)
 

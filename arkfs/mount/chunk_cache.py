@@ -37,7 +37,7 @@ from typing import NamedTuple
 import blake3
 
 from arkfs.mount.file_map import BadMapFile, FileMap, pack_map, unpack_map
-from arkfs.store.atomic import is_temp, remove_stale_temps, write_atomic
+from arkfs.util.atomic import is_temp, remove_stale_temps, write_atomic
 from arkfs.util.lru import LRU
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError

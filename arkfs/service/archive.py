@@ -9,7 +9,6 @@ damaged), and any other StoreError or OSError (the store is unavailable).
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 import blake3
@@ -21,6 +20,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.files import check_file
+from arkfs.util.lru import LRU
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string
@@ -79,7 +79,7 @@ class ArchiveService:
         self.store = store
         self.place = place
         self._dedup_secret = dedup_secret
-        self._archives: OrderedDict[str, Archive] = OrderedDict()
+        self._archives: LRU[str, Archive] = LRU(ARCHIVE_CACHE)
         self._lock = threading.Lock()  # guards _archives: callers run in many threads
 
     # --- archives ---------------------------------------------------------------------------
@@ -145,7 +145,6 @@ class ArchiveService:
         with self._lock:
             cached = self._archives.get(ark)
             if cached is not None and cached.updated == binding.updated:
-                self._archives.move_to_end(ark)
                 return cached
         try:
             manifest = Manifest.from_msgpack(binding.manifest)
@@ -165,10 +164,7 @@ class ArchiveService:
 
     def _remember(self, ark: str, archive: Archive) -> None:
         with self._lock:
-            self._archives[ark] = archive
-            self._archives.move_to_end(ark)
-            while len(self._archives) > ARCHIVE_CACHE:
-                self._archives.popitem(last=False)
+            self._archives.put(ark, archive)
 
     def list_archives(self, prefix: str = "") -> list[str]:
         """The bound ARKs (normalized) that start with prefix, sorted."""

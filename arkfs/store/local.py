@@ -27,7 +27,6 @@ import os
 import sqlite3
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,7 +36,6 @@ from arkfs.archive.manifest import Manifest
 # The manifest format is imported for one purpose only: the migration from schema 1 counts
 # the files and bytes of each binding's manifest, which schema 2 keeps beside it.
 from arkfs.ark.errors import ArkError
-from arkfs.store.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.store.base import (
     Binding,
     ChunkLocation,
@@ -52,6 +50,8 @@ from arkfs.store.base import (
     version_problems,
 )
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.util.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
+from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
@@ -138,33 +138,6 @@ def _name(h: bytes, what: str) -> str:
     return hash_to_string(h)
 
 
-class _FooterCache:
-    """Recently used xorb footers, bounded by their total number of chunks."""
-
-    def __init__(self, max_chunks: int) -> None:
-        self._max = max_chunks
-        self._total = 0
-        self._items: OrderedDict[bytes, XorbFooter] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, h: bytes) -> XorbFooter | None:
-        with self._lock:
-            footer = self._items.get(h)
-            if footer is not None:
-                self._items.move_to_end(h)
-            return footer
-
-    def put(self, h: bytes, footer: XorbFooter) -> None:
-        with self._lock:
-            if h in self._items:
-                return
-            self._items[h] = footer
-            self._total += footer.num_chunks
-            while self._total > self._max and len(self._items) > 1:
-                _, old = self._items.popitem(last=False)
-                self._total -= old.num_chunks
-
-
 class LocalStore:
     """A store in a local directory; safe to share between threads and processes."""
 
@@ -174,7 +147,9 @@ class LocalStore:
         self._index = root / INDEX_NAME
         self._conn = conn
         self._lock = threading.Lock()
-        self._footers = _FooterCache(FOOTER_CACHE_CHUNKS)
+        # Recently used footers, weighed by their chunks; shared by the threads of a server.
+        self._footers: LRU[bytes, XorbFooter] = LRU(FOOTER_CACHE_CHUNKS, keep_one=True)
+        self._footers_lock = threading.Lock()
 
     @classmethod
     def open(cls, root: Path | str, create: bool = True) -> "LocalStore":
@@ -300,7 +275,7 @@ class LocalStore:
                 "(chunk region and footer) under its own hash"
             ) from None
         self._write(path, stored)
-        self._footers.put(h, footer)
+        self._keep_footer(h, footer)
         return True
 
     def _write(self, path: Path, data: bytes) -> None:
@@ -345,9 +320,14 @@ class LocalStore:
         finally:
             os.close(fd)
 
+    def _keep_footer(self, h: bytes, footer: XorbFooter) -> None:
+        with self._footers_lock:
+            self._footers.put(h, footer, footer.num_chunks)
+
     def xorb_footer(self, h: bytes) -> XorbFooter:
         """The footer of stored xorb h, checked against its name; StoreCorrupt if damaged."""
-        footer = self._footers.get(h)
+        with self._footers_lock:
+            footer = self._footers.get(h)
         if footer is not None:
             return footer
         fd, size, name = self._open_xorb(h)
@@ -367,7 +347,7 @@ class LocalStore:
             footer = named_footer(tail, size, h)
         except XetError as exc:
             raise StoreCorrupt(f"xorb {name} is damaged: {exc}; run `arkfs store check`") from None
-        self._footers.put(h, footer)
+        self._keep_footer(h, footer)
         return footer
 
     # Shards, files, dedup

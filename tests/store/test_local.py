@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.store.atomic import write_atomic
 from arkfs.store.base import Binding, ChunkLocation, DedupEntry, FileRecord, Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
-from arkfs.store.local import LocalStore, _FooterCache
+from arkfs.store.local import LocalStore
+from arkfs.util.atomic import write_atomic
 from arkfs.xet.hashing import ZERO_HASH, file_hash, hash_to_string
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import SerializedXorb, parse_xorb
@@ -281,18 +281,6 @@ def test_concurrent_threads(store: LocalStore) -> None:
     assert all(store.get_file(r.file_hash) == r for r in records)
     assert store.stats().files == 20
     assert store.check() == []
-
-
-def test_footer_cache_is_bounded_by_chunks(rng: random.Random) -> None:
-    cache = _FooterCache(max_chunks=10)
-    footers = [random_xorb(rng, chunks=4).footer for _ in range(3)]
-    for f in footers:
-        cache.put(f.xorb_hash, f)
-    assert cache.get(footers[0].xorb_hash) is None
-    assert cache.get(footers[1].xorb_hash) is footers[1]
-    cache.put(footers[0].xorb_hash, footers[0])  # evicts footers[2], the least recently used
-    assert cache.get(footers[2].xorb_hash) is None
-    assert cache.get(footers[1].xorb_hash) is footers[1]
 
 
 def test_closed_store_raises_programming_error(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ Each entry is an ARK too: its path's file names become qualifier components
 (`filename_to_qualifier`), so `c3/s5.v7.xsl` under `ark:12345/x6np1wh8k` is
 `ark:12345/x6np1wh8k/c3/s5%2Ev7%2Exsl`. `entry_path` also accepts the unescaped spelling
 `.../c3/s5.v7.xsl`, whose '.v7.xsl' parses as variants, since people will type it.
+Version N of an archive is `ark:12345/x6np1wh8k/@vN` (arkfs.ark.versions): entry_ark and
+entry_path take the archive's ARK with that qualifier, and name entries under it.
 
 The msgpack form is a map with a `format` tag and a `version`; entries are arrays in the
 order of ENTRY_FIELDS to stay small for trees of 100,000 files. A reader refuses a newer
@@ -28,10 +30,11 @@ from typing import Any
 import msgpack
 
 from arkfs.ark.erc import Erc
-from arkfs.ark.errors import ArkError, ManifestError
+from arkfs.ark.errors import ArkError, ManifestError, VersionError
 from arkfs.ark.filenames import filename_to_qualifier, qualifier_to_filename
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
+from arkfs.ark.versions import split_version
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 
@@ -275,18 +278,24 @@ def entry_ark(archive: Ark, path: str) -> Ark:
 def entry_path(archive: Ark, ark: Ark) -> str | None:
     """The manifest path ark names inside archive, or None when it is not inside it.
 
+    archive is the ARK the archive is addressed by, ark:NAAN/Name or a version of it
+    (`.../@v2`, arkfs.ark.versions); ark is inside it only under the same version.
     Variants are folded back into the last file name ('.v7.xsl'), the spelling people type.
     """
-    if (ark.naan, ark.name) != (archive.naan, archive.name):
+    try:
+        (root, version), (inner, inner_version) = split_version(archive), split_version(ark)
+    except VersionError:
+        return None
+    if (inner.naan, inner.name, inner_version) != (root.naan, root.name, version):
         return None
     try:
-        names = [qualifier_to_filename(c) for c in ark.components]
+        names = [qualifier_to_filename(c) for c in inner.components]
     except ArkError:
         return None
-    if ark.variants:
+    if inner.variants:
         if not names:
             return None
-        names[-1] += "".join("." + v for v in ark.variants)
+        names[-1] += "".join("." + v for v in inner.variants)
     return "/".join(names)
 
 

@@ -51,3 +51,7 @@ class ErcError(ArkError, ValueError):
 
 class ManifestError(ArkError):
     """An archive manifest that is malformed, inconsistent or of an unknown version."""
+
+
+class VersionError(ArkError, ValueError):
+    """A version qualifier (`@vN`) or a version record that is malformed."""

@@ -11,12 +11,18 @@ Publishing `x/report.pdf` would declare that an object `x/report` exists with
 archive do not promise, and a dotted directory (`v1.2/a`) would have its suffix moved
 to the end by normalization. Concealing a reserved character by %-encoding it is what
 the spec allows (Normalization and Lexical Equivalence).
+
+A leading '@' is %-encoded too (`@home` becomes `%40home`), although '@' is unreserved
+and the spec would leave it as it is: a first component starting with '@' is a version
+qualifier (arkfs.ark.versions), and no file may take that place. For the same reason a
+component that starts with a plain '@' is no file name.
 """
 
 import re
 
 from arkfs.ark.errors import FilenameError
 from arkfs.ark.repertoire import UNRESERVED, check_segment, percent_encode
+from arkfs.ark.versions import MARK
 
 _ESCAPES = re.compile(r"(?:%[0-9A-F]{2})+")
 
@@ -25,16 +31,22 @@ def filename_to_qualifier(name: str) -> str:
     """The qualifier component for one file name (not a path)."""
     _check_filename(name, name)
     try:
-        return "".join(char if char in UNRESERVED else percent_encode(char) for char in name)
+        escaped = "".join(char if char in UNRESERVED else percent_encode(char) for char in name)
     except UnicodeEncodeError as exc:
         raise FilenameError(
             f"file name {name!r} holds a lone surrogate that is not an os.fsdecode escape"
         ) from exc
+    return percent_encode(MARK) + escaped[1:] if name.startswith(MARK) else escaped
 
 
 def qualifier_to_filename(component: str) -> str:
     """The file name of one normalized qualifier component, e.g. from `Ark.components`."""
     check_segment(component, "qualifier component")
+    if component.startswith(MARK):
+        raise FilenameError(
+            f"{component!r} is no file name: a component starting with '@' names a version; "
+            "a file name starting with '@' is spelled %40"
+        )
     name = _ESCAPES.sub(
         lambda run: bytes.fromhex(run[0].replace("%", "")).decode("utf-8", "surrogateescape"),
         component,

@@ -65,6 +65,18 @@ def test_typed_variants_fold_into_the_file_name() -> None:
     assert entry_path(archive, parse("ark:12345/other/c3")) is None
 
 
+def test_entry_paths_under_a_version() -> None:
+    latest, v2 = parse(ARK), parse(f"{ARK}/@v2")
+    assert entry_ark(v2, "c3/s5.v7.xsl") == parse(f"{ARK}/@v2/c3/s5%2Ev7%2Exsl")
+    assert entry_path(v2, parse("ark:/12345/x6np-1wh8k/@v2/c3/s5.v7.xsl")) == "c3/s5.v7.xsl"
+    assert entry_path(v2, parse(f"{ARK}/@v2")) == ""
+    assert entry_path(latest, parse(f"{ARK}/%40v2")) == "@v2"  # a file named '@v2'
+    for outside in (f"{ARK}/c3", f"{ARK}/@v3/c3"):  # the latest, another version
+        assert entry_path(v2, parse(outside)) is None, outside
+    for outside in (f"{ARK}/@v2/c3", f"{ARK}/@x/c3", f"{ARK}/c3/@v2"):
+        assert entry_path(latest, parse(outside)) is None, outside
+
+
 def test_entry_erc_tells_the_archive_story_of_the_part() -> None:
     erc = Erc(who="Lab", what="Sines", when="2026", support=Segment(what="kept forever"))
     e = sample().entry("c3/s5.v7.xsl")

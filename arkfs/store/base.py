@@ -5,12 +5,15 @@ later) implement Store. Methods are synchronous: the async server calls them thr
 trio.to_thread. put_shard checks records against the stored xorb footers with file_problem
 and dedup_problem, and bind checks a new version with binding_problem. check() applies the
 same rules to what is already indexed, and version_problems to each ARK's versions.
+list_versions answers with arkfs.archive.record.VersionInfo, the one record of a version
+every layer shares.
 """
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from arkfs.archive.record import VersionInfo
 from arkfs.store.errors import NotFound, StoreCorrupt
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import XetError
@@ -65,19 +68,6 @@ class Binding:
     follows: int | None = None
     files: int = 0
     bytes: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class VersionInfo:
-    """A version of an ARK without its manifest and ERC: what list_versions shows."""
-
-    ark: str
-    version: int
-    created: float  # Unix time the version was made
-    message: str
-    follows: int | None
-    files: int
-    bytes: int
 
 
 @dataclass(frozen=True, slots=True)

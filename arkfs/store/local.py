@@ -31,10 +31,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from arkfs.archive.manifest import Manifest
-
 # The manifest format is imported for one purpose only: the migration from schema 1 counts
 # the files and bytes of each binding's manifest, which schema 2 keeps beside it.
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import VersionInfo
 from arkfs.ark.errors import ArkError
 from arkfs.store.base import (
     Binding,
@@ -42,7 +42,6 @@ from arkfs.store.base import (
     DedupEntry,
     FileRecord,
     StoreStats,
-    VersionInfo,
     binding_problem,
     dedup_problem,
     file_problem,

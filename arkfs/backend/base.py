@@ -9,7 +9,7 @@ an arkfs.archive.record.Archive, the one type every layer shares.
 from typing import Protocol
 
 from arkfs.archive.manifest import Manifest
-from arkfs.archive.record import Archive
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
 from arkfs.xet.shard import Shard
@@ -45,16 +45,23 @@ class Backend(Protocol):
 
     name: str  # for messages and cache keys: the base URL, or 'embedded:<dir>'
 
-    async def archive(self, ark: str) -> Archive:
-        """The archive bound to a normalized ark:NAAN/Name; NotBound if none."""
+    async def archive(self, ark: str, version: int | None = None) -> Archive:
+        """Version version of the archive bound to a normalized ark:NAAN/Name, its latest
+        when None; NotBound if there is no such archive or version."""
+        ...
+
+    async def versions(self, ark: str) -> list[VersionInfo]:
+        """Every version of the archive bound to a normalized ark:NAAN/Name, oldest first;
+        NotBound if none is."""
         ...
 
     async def list_archives(self, prefix: str = "") -> list[str]:
         """Normalized ARKs of the bound archives starting with prefix (e.g. 'ark:12345/')."""
         ...
 
-    async def bind(self, manifest: Manifest, erc: Erc) -> None:
-        """Bind manifest.ark to manifest and erc; every file hash must be in the CAS."""
+    async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        """Bind the next version of manifest.ark to manifest, erc and message, and say which
+        version it is; every file hash must be in the CAS. Earlier versions stay."""
         ...
 
     async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:

@@ -13,9 +13,10 @@ from typing import TypeVar
 import trio
 
 from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
-from arkfs.service.archive import Archive, ArchiveService
+from arkfs.service.archive import ArchiveService
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import hash_to_string
@@ -68,16 +69,22 @@ class EmbeddedBackend:
                 "check the disk and permissions"
             ) from None
 
-    # --- bindings --------------------------------------------------------------------------
+    # --- versions ------------------------------------------------------------------------
 
-    async def archive(self, ark: str) -> Archive:
-        return await self._run(self.service.archive, ark)
+    async def archive(self, ark: str, version: int | None = None) -> Archive:
+        return await self._run(self.service.archive, ark, version)
+
+    async def versions(self, ark: str) -> list[VersionInfo]:
+        return await self._run(self.service.versions, ark)
 
     async def list_archives(self, prefix: str = "") -> list[str]:
         return await self._run(self.service.list_archives, prefix)
 
-    async def bind(self, manifest: Manifest, erc: Erc) -> None:
-        await self._run(self.service.bind, manifest.ark, manifest.to_msgpack(), erc.to_anvl())
+    async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        archive = await self._run(
+            self.service.bind, manifest.ark, manifest.to_msgpack(), erc.to_anvl(), message
+        )
+        return archive.version
 
     # --- CAS reads -------------------------------------------------------------------------
 

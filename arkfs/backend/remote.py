@@ -1,6 +1,9 @@
 """RemoteBackend: `arkfs serve` (an NMA with a XET CAS) over HTTP, with httpx on trio.
 
-The NMA half (manifests, ERC records, bindings) is asked with the user's token. CAS calls
+The NMA half (manifests, ERC records, versions, bindings) is asked with the user's token.
+An archive is read as its JSON `?info` (the ERC record and which version it is; at the
+root also every version), then the manifest of exactly that version (`.../@vN`), so an
+archive is never the manifest of one version with the ERC of another. CAS calls
 carry a short-lived token from `GET {base}/v1/token/{read|write}` and go to the casUrl it
 names; the token is renewed a minute before it expires, and once on a 401. A server without
 that route (404) takes the user's token directly on its own base URL. Fetch URLs are signed
@@ -11,18 +14,28 @@ shows one.
 import math
 import time
 from dataclasses import dataclass, field, replace
-from email.utils import parsedate_to_datetime
+from typing import Any
 
 import httpx
 import msgpack
 import trio
 
 from arkfs.archive.manifest import Manifest
-from arkfs.archive.record import Archive
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
-from arkfs.ark.errors import ErcError, ManifestError
+from arkfs.ark.errors import ErcError, ManifestError, VersionError
+from arkfs.ark.identifier import Ark
+from arkfs.ark.normalization import parse
+from arkfs.ark.versions import versioned
 from arkfs.backend.base import BadReply, NotBound, Refused, Unauthorized
-from arkfs.backend.http import json_reply, make_client, origin, raise_for_status, send
+from arkfs.backend.http import (
+    json_reply,
+    make_client,
+    origin,
+    raise_for_status,
+    send,
+    server_message,
+)
 from arkfs.backend.ranged import RangedGetter, RangedReply
 from arkfs.backend.retry import RetryPolicy
 from arkfs.xet.errors import XetError
@@ -53,15 +66,6 @@ class _CasAccess:
 
 def _bearer(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
-
-
-def _updated(resp: httpx.Response, default: float) -> float:
-    """When the binding changed: the reply's Last-Modified, else default."""
-    value = resp.headers.get("last-modified")
-    try:
-        return parsedate_to_datetime(value).timestamp() if value else default
-    except (TypeError, ValueError):
-        return default
 
 
 def _content_range(header: str | None) -> tuple[int, int, int] | None:
@@ -183,13 +187,47 @@ class RemoteBackend:
 
     # --- NMA -------------------------------------------------------------------------------
 
-    async def archive(self, ark: str) -> Archive:
-        """The manifest (msgpack) and the ERC record (`?info`, JSON) bound to ark."""
-        url = f"{self.name}/{ark}"
-        what = f"manifest of {ark}"
-        resp = await self._nma("GET", url, {"Accept": MANIFEST_TYPE})
+    async def _info(self, ark: Ark) -> dict[str, Any]:
+        """The JSON `?info` record of ark (an archive root, or a version of one)."""
+        what = f"ERC record of {ark}"
+        resp = await self._nma("GET", f"{self.name}/{ark}?info", {"Accept": "application/json"})
+        if resp.status_code == 404:  # the server says which: no archive, or no such version
+            raise NotBound(f"{server_message(resp)} ({self.name})")
+        raise_for_status(resp, what)
+        obj = json_reply(resp, what)
+        if obj.get("ark") != str(ark):
+            raise BadReply(f"{self.name} answered {ark}?info about {obj.get('ark')!r}")
+        return obj
+
+    def _version(self, ark: str, obj: object) -> VersionInfo:
+        try:
+            return VersionInfo.from_json(ark, obj)
+        except VersionError as exc:
+            raise BadReply(f"{self.name}: {exc}") from None
+
+    async def versions(self, ark: str) -> list[VersionInfo]:
+        """The `versions` of the archive root's JSON `?info`."""
+        listed = (await self._info(parse(ark))).get("versions")
+        if not isinstance(listed, list) or not listed:
+            raise BadReply(f"{self.name} listed no versions in {ark}?info; is it an arkfs server?")
+        return [self._version(ark, v) for v in listed]
+
+    async def archive(self, ark: str, version: int | None = None) -> Archive:
+        """The ERC record and version (`?info`, JSON) of ark or of its `@vN`, then the
+        manifest (msgpack) of exactly that version, so the three always agree."""
+        info = await self._info(versioned(parse(ark), version))
+        found = self._version(ark, info.get("version"))
+        if version is not None and found.version != version:
+            raise BadReply(f"{self.name} answered version {found.version} of {ark}, not {version}")
+        try:
+            erc = Erc.from_json(info.get("erc"))
+        except ErcError as exc:
+            raise BadReply(f"ERC record of {ark} from {self.name}: {exc}") from None
+        exact = versioned(parse(ark), found.version)
+        what = f"manifest of {exact}"
+        resp = await self._nma("GET", f"{self.name}/{exact}", {"Accept": MANIFEST_TYPE})
         if resp.status_code == 404:
-            raise NotBound(f"no archive is bound to {ark} at {self.name}")
+            raise NotBound(f"{server_message(resp)} ({self.name})")
         raise_for_status(resp, what)
         kind = resp.headers.get("content-type", "").split(";")[0].strip()
         if kind != MANIFEST_TYPE:
@@ -202,19 +240,8 @@ class RemoteBackend:
         except ManifestError as exc:
             raise BadReply(f"{what} from {self.name}: {exc}") from None
         if manifest.ark != ark:
-            raise BadReply(f"{self.name} answered {ark} with the manifest of {manifest.ark}")
-        info = await self._nma("GET", url + "?info", {"Accept": "application/json"})
-        if info.status_code == 404:
-            raise NotBound(f"no archive is bound to {ark} at {self.name}")
-        raise_for_status(info, f"ERC record of {ark}")
-        obj = json_reply(info, f"ERC record of {ark}")
-        if obj.get("ark") != ark:
-            raise BadReply(f"{self.name} answered {ark}?info about {obj.get('ark')!r}")
-        try:
-            erc = Erc.from_json(obj.get("erc"))
-        except ErcError as exc:
-            raise BadReply(f"ERC record of {ark} from {self.name}: {exc}") from None
-        return Archive(manifest, erc, _updated(resp, manifest.created))
+            raise BadReply(f"{self.name} answered {exact} with the manifest of {manifest.ark}")
+        return Archive(manifest, erc, found)
 
     async def list_archives(self, prefix: str = "") -> list[str]:
         url = str(httpx.URL(f"{self.name}/arks", params={"prefix": prefix}))
@@ -225,15 +252,19 @@ class RemoteBackend:
             raise BadReply(f"list of archives: {self.name} sent no list of ARK strings")
         return arks
 
-    async def bind(self, manifest: Manifest, erc: Erc) -> None:
-        """PUT the manifest and ERC record; the server checks the files are in its CAS."""
+    async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        """PUT the manifest, ERC record and message; the server checks the files are in its
+        CAS, and answers with the new version."""
+        what = f"binding of {manifest.ark}"
         body = msgpack.packb(
-            {"manifest": manifest.to_msgpack(), "erc": erc.to_anvl()}, use_bin_type=True
+            {"manifest": manifest.to_msgpack(), "erc": erc.to_anvl(), "message": message},
+            use_bin_type=True,
         )
         resp = await self._nma(
             "PUT", f"{self.name}/{manifest.ark}", {"Content-Type": "application/msgpack"}, body
         )
-        raise_for_status(resp, f"binding of {manifest.ark}")
+        raise_for_status(resp, what)
+        return self._version(manifest.ark, json_reply(resp, what))
 
     # --- CAS reads -------------------------------------------------------------------------
 

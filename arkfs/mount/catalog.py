@@ -31,7 +31,7 @@ import msgpack
 import trio
 
 from arkfs.archive.manifest import Entry, Kind, Manifest
-from arkfs.archive.record import Archive
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_ENV = "ARKFS_CONFIG"
 CACHE_FORMAT = "arkfs-archive-cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the version record of the archive instead of its time
 ARCHIVES_DIR = "archives"
 DOWN_TIME = 30.0  # seconds an unreachable backend is skipped
 NEGATIVE_TIME = 10.0  # seconds an unbound ARK is answered from memory
@@ -183,7 +183,7 @@ class DiskCache:
                 "ark": archive.manifest.ark,
                 "manifest": archive.manifest.to_msgpack(),
                 "erc": archive.erc.to_anvl(),
-                "updated": archive.updated,
+                "archive_version": archive.version.to_json(),
                 "source": source,
             },
             use_bin_type=True,
@@ -200,7 +200,8 @@ class DiskCache:
             manifest = Manifest.from_msgpack(obj["manifest"])
             if manifest.ark != key:
                 raise ValueError(f"it holds {manifest.ark}")
-            archive = Archive(manifest, Erc.from_anvl(obj["erc"]), float(obj["updated"]))
+            version = VersionInfo.from_json(key, obj["archive_version"])
+            archive = Archive(manifest, Erc.from_anvl(obj["erc"]), version)
             return archive, str(obj["source"])
         except FileNotFoundError:
             return None

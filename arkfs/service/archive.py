@@ -14,7 +14,7 @@ from collections.abc import Callable
 import blake3
 
 from arkfs.archive.manifest import Manifest
-from arkfs.archive.record import Archive
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
@@ -37,7 +37,7 @@ from arkfs.xet.xorb import XorbFooter, parse_xorb
 
 MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
 DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed hashes may be matched
-ARCHIVE_CACHE = 16  # parsed archives kept in memory
+ARCHIVE_CACHE = 16  # parsed archive versions kept in memory
 EMPTY_FILE = FileRecord(ZERO_HASH, 0, None, ())  # the empty file: it needs no storage
 
 
@@ -67,7 +67,7 @@ def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 class ArchiveService:
-    """The archive side over a Store: bindings, files, reconstructions, intake and dedup.
+    """The archive side over a Store: versions, files, reconstructions, intake and dedup.
 
     place says where the store is, in messages ('on this server', 'in the embedded store
     DIR'). dedup_secret (32 bytes) keys the dedup replies (Keyed Hash Security).
@@ -79,13 +79,14 @@ class ArchiveService:
         self.store = store
         self.place = place
         self._dedup_secret = dedup_secret
-        self._archives: LRU[str, Archive] = LRU(ARCHIVE_CACHE)
+        self._archives: LRU[tuple[str, int], Archive] = LRU(ARCHIVE_CACHE)  # by ARK, version
         self._lock = threading.Lock()  # guards _archives: callers run in many threads
 
     # --- archives ---------------------------------------------------------------------------
 
-    def bind(self, ark: str, manifest: bytes, erc: str) -> Archive:
-        """Bind ark (a normalized ark:NAAN/Name) to manifest (msgpack) and erc (ANVL text).
+    def bind(self, ark: str, manifest: bytes, erc: str, message: str = "") -> Archive:
+        """Bind the next version of ark (a normalized ark:NAAN/Name) to manifest (msgpack),
+        erc (ANVL text) and message; the earlier versions stay as they are.
 
         Both must parse, the manifest must be of ark, and every file it lists must be
         stored with its size; otherwise Rejected names what is wrong and nothing is bound.
@@ -117,54 +118,64 @@ class ArchiveService:
                     f"bind {ark}: entry {e.path!r}: size {e.size}, but file {name} "
                     f"{self.place} has {sizes[e.xet_hash]} bytes"
                 )
-        archive = Archive(parsed, record, time.time())
-        self.store.bind(
-            Binding(
-                ark,
-                manifest,
-                erc,
-                archive.updated,
-                files=len(parsed.files),
-                bytes=parsed.total_size,
-            )
+        created, files, size = time.time(), len(parsed.files), parsed.total_size
+        binding = Binding(ark, manifest, erc, created, message=message, files=files, bytes=size)
+        number = self.store.bind(binding)
+        # Versions are numbered without gaps, each following the one before (version_problems).
+        follows = number - 1 if number > 1 else None
+        archive = Archive(
+            parsed, record, VersionInfo(ark, number, created, message, follows, files, size)
         )
-        self._remember(ark, archive)
+        with self._lock:
+            self._archives.put((ark, number), archive)
         return archive
 
-    def archive(self, ark: str) -> Archive:
-        """The archive bound to ark (a normalized ark:NAAN/Name), parsed once per binding.
-
-        NotFound if none is; StoreCorrupt if the stored binding is damaged.
-        """
+    def versions(self, ark: str) -> list[VersionInfo]:
+        """Every version of ark (a normalized ark:NAAN/Name), oldest first; NotFound if none."""
         try:
-            binding = self.store.get_binding(ark)
+            return self.store.list_versions(ark)
         except NotFound:
             raise NotFound(
                 f"{ark} is not bound {self.place}; publish one with `arkfs publish DIR --ark {ark}`"
             ) from None
+
+    def archive(self, ark: str, version: int | None = None) -> Archive:
+        """Version version of the archive bound to ark (a normalized ark:NAAN/Name), its
+        latest when None; parsed once per version, as versions never change.
+
+        NotFound if there is no such archive or version; StoreCorrupt if it is damaged.
+        """
+        if version is None:
+            version = self.versions(ark)[-1].version
         with self._lock:
-            cached = self._archives.get(ark)
-            if cached is not None and cached.updated == binding.updated:
-                return cached
+            cached = self._archives.get((ark, version))
+        if cached is not None:
+            return cached
+        try:
+            binding = self.store.get_binding(ark, version)
+        except NotFound:
+            latest = self.versions(ark)[-1].version
+            which = "its only version is 1" if latest == 1 else f"its versions are 1 to {latest}"
+            raise NotFound(f"{ark} has no version {version} {self.place}; {which}") from None
         try:
             manifest = Manifest.from_msgpack(binding.manifest)
             erc = Erc.from_anvl(binding.erc)
         except ArkError as exc:
             raise StoreCorrupt(
-                f"the binding of {ark} {self.place} is damaged ({exc}); bind it again"
+                f"version {version}: the binding of {ark} {self.place} is damaged ({exc}); "
+                "bind it again"
             ) from None
         if manifest.ark != ark:
             raise StoreCorrupt(
-                f"the binding of {ark} {self.place} holds the manifest of {manifest.ark}; "
-                "bind it again"
+                f"version {version}: the binding of {ark} {self.place} holds the manifest of "
+                f"{manifest.ark}; bind it again"
             )
-        archive = Archive(manifest, erc, binding.updated)
-        self._remember(ark, archive)
-        return archive
-
-    def _remember(self, ark: str, archive: Archive) -> None:
+        b = binding
+        info = VersionInfo(ark, b.version, b.updated, b.message, b.follows, b.files, b.bytes)
+        archive = Archive(manifest, erc, info)
         with self._lock:
-            self._archives.put(ark, archive)
+            self._archives.put((ark, version), archive)
+        return archive
 
     def list_archives(self, prefix: str = "") -> list[str]:
         """The bound ARKs (normalized) that start with prefix, sorted."""

@@ -183,7 +183,7 @@ def test_bind_then_archive(side: Side, content: Content) -> None:
         # A server may fill in where its CAS and token route are; the rest is as bound.
         assert replace(archive.manifest, cas_url=None, token_url=None) == manifest
         assert archive.erc == erc
-        assert archive.updated > 0
+        assert archive.version.created > 0
         assert manifest.ark in await b.list_archives("ark:99999/")
         assert manifest.ark in await b.list_archives()
         assert manifest.ark not in await b.list_archives("ark:12345/")
@@ -195,6 +195,40 @@ def test_bind_then_archive(side: Side, content: Content) -> None:
         *_, first, second = store.list_versions(manifest.ark)
     assert (first.files, first.bytes) == (len(manifest.files), manifest.total_size)
     assert (second.follows, second.files, second.bytes) == (first.version, 1, smaller.total_size)
+
+
+def test_versions_stay_and_each_reads_back_as_bound(side: Side, content: Content) -> None:
+    """Every bind appends a version; the latest and each @vN read back identically on both
+    backends: manifest, ERC, and the version record bind answered with."""
+    ark = "ark:99999/fk4versions"
+    first, second = manifest_of(content.files, ark), manifest_of({"s": content.files["small"]}, ark)
+    erc1, erc2 = erc_of(ark), replace(erc_of(ark), who="Second, B.")
+
+    async def body(b: Backend) -> None:
+        with pytest.raises(NotBound, match=ark):
+            await b.versions(ark)
+        v1 = await b.bind(first, erc1)
+        v2 = await b.bind(second, erc2, "only the small file")
+        assert (v1.ark, v1.version, v1.follows, v1.message) == (ark, 1, None, "")
+        assert (v1.files, v1.bytes) == (len(first.files), first.total_size)
+        assert (v2.version, v2.follows, v2.message) == (2, 1, "only the small file")
+        assert (v2.files, v2.bytes) == (1, second.total_size)
+        assert v2.created >= v1.created > 0
+        assert await b.versions(ark) == [v1, v2]
+        for asked, (manifest, erc, version) in [
+            (None, (second, erc2, v2)),
+            (2, (second, erc2, v2)),
+            (1, (first, erc1, v1)),
+        ]:
+            archive = await b.archive(ark, asked)
+            assert archive.manifest.entries == manifest.entries, asked
+            assert (archive.erc, archive.version) == (erc, version), asked
+        with pytest.raises(NotBound, match="version 3"):
+            await b.archive(ark, 3)
+        with pytest.raises(NotBound, match="fk4unbound"):
+            await b.archive("ark:99999/fk4unbound", 1)
+
+    side.run(body)
 
 
 def test_archive_of_an_unbound_ark(side: Side) -> None:

@@ -77,6 +77,23 @@ def test_archives_are_parsed_once_per_binding(store: LocalStore) -> None:
     assert ArchiveService(store, SECRET, "there").archive(manifest.ark) == rebound
 
 
+def test_each_version_is_parsed_once_and_kept(store: LocalStore) -> None:
+    service, content = filled(store)
+    manifest = manifest_of(content.files)
+    first = service.bind(manifest.ark, manifest.to_msgpack(), erc_of().to_anvl())
+    second = service.bind(manifest.ark, manifest.to_msgpack(), erc_of().to_anvl(), "again")
+    assert (first.version.version, second.version.version) == (1, 2)
+    assert (second.version.follows, second.version.message) == (1, "again")
+    assert service.archive(manifest.ark, 1) is first
+    assert service.archive(manifest.ark) is service.archive(manifest.ark, 2) is second
+    assert service.versions(manifest.ark) == [first.version, second.version]
+    no_v3 = f"{manifest.ark} has no version 3 in the test store; its versions are 1 to 2"
+    with pytest.raises(NotFound, match=no_v3):
+        service.archive(manifest.ark, 3)
+    with pytest.raises(NotFound, match="ark:99999/fk4none is not bound in the test store"):
+        service.versions("ark:99999/fk4none")
+
+
 def test_damaged_bindings_are_store_corruption(store: LocalStore) -> None:
     service = ArchiveService(store, SECRET, "here")
     manifest = manifest_of({})

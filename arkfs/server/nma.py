@@ -6,24 +6,31 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   reaches the same object (Normalization and Lexical Equivalence). The archive is the
   binding of `ark:NAAN/Name`; components name a path inside it, with file names escaped
   as `filename_to_qualifier` does (`c3/s5%2Ev7%2Exsl`) or typed plainly (`c3/s5.v7.xsl`).
-  Replies name objects by that escaped, normalized form.
+  Replies name objects by that escaped, normalized form. `ark:NAAN/Name/@vN[/...]` is
+  version N (arkfs.ark.versions) and answers everything below from that version; without
+  it, the latest version answers, and Content-Location names the version it was.
   - Inflected with `?info` or `??` (THUMP): the ERC record as text/plain ANVL with
     THUMP-Status and Link headers; as JSON `{"ark", "erc"}` with `Accept: application/json`
     or `&format=json` (`?info&format=json`). A bare `?` cannot be told apart from no
-    query once hypercorn has parsed the request, so it gets the object itself.
+    query once hypercorn has parsed the request, so it gets the object itself. The JSON
+    record of an archive root also has `version` (its VersionInfo) and, without `@vN`,
+    `versions` (every version, oldest first).
   - The archive root, by content negotiation: the manifest as msgpack
     (application/vnd.arkfs.manifest+msgpack, application/msgpack, application/x-msgpack)
     or JSON (application/json, or `?format=json`), with cas_url (base URL, no trailing
     slash) and token_url (base URL + `v1/token`) filled in when unset; otherwise an HTML
-    landing page with the ERC and the root listing. Last-Modified is the binding time.
+    landing page with the ERC, the root listing and the versions. Last-Modified is when
+    the version was bound.
   - A directory: an HTML listing, or `{"ark", "entries"}` JSON when asked.
   - A file: its bytes, every chunk verified, with Range (206, 416), ETag (the XET hash),
     Repr-Digest (when the manifest has the SHA-256) and Last-Modified (its mtime). Damage
     found before the headers go out is a 500; after, the connection is dropped.
   - A symlink: 302 to the ARK of its target when that is inside the archive, else 404.
-- `PUT /ark:NAAN/Name` (write scope): bind an archive. Body: msgpack
-  `{"manifest": <manifest msgpack bytes>, "erc": <ANVL text>}`; every file must already be
-  in the CAS with its size. Answers `{"ark", "files", "bytes"}`; 413 over 256 MiB.
+- `PUT /ark:NAAN/Name` (write scope): bind the next version of an archive. Body: msgpack
+  `{"manifest": <manifest msgpack bytes>, "erc": <ANVL text>, "message": <text, optional>}`;
+  every file must already be in the CAS with its size. Answers `{"ark"}` and the new
+  version's VersionInfo (`version`, `created`, `message`, `follows`, `files`, `bytes`);
+  413 over 256 MiB.
 - `GET /arks?prefix=ark:NAAN/` (read scope): `{"arks": [...]}`, sorted normalized ARKs.
 - `GET /.well-known/ark` (no token): the service path "/" on the first line, as the spec
   asks (IANA Considerations), then `#` comment lines with the NAANs served here and the
@@ -31,7 +38,8 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
 
 HEAD works wherever GET does. The rules (bind, archives, files) are the archive service's.
 Errors on these routes are one line of text/plain naming the ARK or the problem (app.py
-maps them): 400 malformed ARK or bind, 401/403 token, 404 unknown ARK or path, 416 range,
+maps them): 400 malformed ARK, version or bind, 401/403 token, 404 unknown ARK, version or
+path, 416 range,
 500 damaged store, 503 store unavailable. (The CAS routes answer errors as JSON.)
 """
 
@@ -55,12 +63,13 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
-from arkfs.archive.record import Archive
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import info_response
+from arkfs.ark.versions import split_version, versioned
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.store.errors import StoreCorrupt
@@ -127,42 +136,76 @@ class NmaService(Face):
         if request.method == "PUT":
             return await self.bind(request, ark)
         self.auth.require(request.headers.get("authorization"), Scope.READ)
-        archive = await self.run(self.service.archive, str(ark.base))
-        path = entry_path(archive.ark, ark)
+        try:
+            inner, version = split_version(ark)
+        except ArkError as exc:
+            raise HttpError(400, str(exc)) from None
+        at_root = not inner.components and not inner.variants
+        archive, versions = await self.run(self._resolve, str(ark.base), version, at_root)
+        root = versioned(archive.ark, version)  # how this request addresses the archive
+        path = entry_path(root, ark)
         entry = archive.manifest.entry(path) if path else None
         if path is None or (path and entry is None):
-            raise HttpError(404, f"{ark} is not in archive {archive.ark}")
+            raise HttpError(404, f"{ark} is not in archive {root}")
+        view = _View(archive, root, versions)
         query = request.url.query
         # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
         # that are answered like it ('??' arrives as the query '?').
         if query.split("&", 1)[0] in ("info", "?"):
-            return self.info(request, archive, entry)
-        if entry is None:
-            return await self.root(request, archive)
-        if entry.kind is Kind.DIR:
-            return self.directory(request, archive, entry)
-        if entry.kind is Kind.SYMLINK:
-            return self.symlink(request, archive, entry)
-        return await self.file(request, archive, entry)
+            response = self.info(request, view, entry)
+        elif entry is None:
+            response = await self.root(request, view)
+        elif entry.kind is Kind.DIR:
+            response = self.directory(request, view, entry)
+        elif entry.kind is Kind.SYMLINK:
+            response = self.symlink(request, view, entry)
+        else:
+            response = await self.file(request, view, entry)
+        if version is None and response.status_code < 300:
+            # The latest version answered: say which one, by its ARK that never changes.
+            exact = entry_ark(versioned(archive.ark, archive.version.version), path)
+            response.headers["Content-Location"] = _service_path(request) + str(exact)
+        return response
 
-    def info(self, request: Request, archive: Archive, entry: Entry | None) -> Response:
+    def _resolve(
+        self, ark: str, version: int | None, at_root: bool
+    ) -> tuple[Archive, list[VersionInfo]]:
+        """The version of ark asked for (None: the latest) and, when the latest or an archive
+        root is asked for, every version; in a worker thread.
+
+        The list is read first and the latest taken from it, so the two agree.
+        """
+        versions = self.service.versions(ark) if version is None or at_root else []
+        archive = self.service.archive(ark, versions[-1].version if version is None else version)
+        return archive, versions
+
+    def info(self, request: Request, view: "_View", entry: Entry | None) -> Response:
         """The ERC record of the archive or of one of its entries (THUMP)."""
-        ark = entry_ark(archive.ark, entry.path) if entry else archive.ark
-        erc = entry_erc(archive.erc, archive.ark, entry) if entry else archive.erc
+        ark = entry_ark(view.root, entry.path) if entry else view.root
+        erc = entry_erc(view.archive.erc, view.root, entry) if entry else view.archive.erc
         headers, body = info_response(ark, erc, service_path=_service_path(request))
         if _choose(request, ("text/plain", JSON)) == JSON:
             headers["Content-Type"] = JSON
-            body = json.dumps({"ark": str(ark), "erc": erc.to_json()})
+            record: dict[str, Any] = {"ark": str(ark), "erc": erc.to_json()}
+            if entry is None:
+                record["version"] = view.archive.version.to_json()
+                if view.root == view.archive.ark:  # the unversioned root
+                    record["versions"] = [v.to_json() for v in view.versions]
+            body = json.dumps(record)
         headers["Vary"] = "Accept"
         return Response(body, headers=headers)
 
-    async def root(self, request: Request, archive: Archive) -> Response:
+    async def root(self, request: Request, view: "_View") -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
+        archive = view.archive
         media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES))
-        headers = {"Vary": "Accept", "Last-Modified": formatdate(archive.updated, usegmt=True)}
+        headers = {
+            "Vary": "Accept",
+            "Last-Modified": formatdate(archive.version.created, usegmt=True),
+        }
         if media == HTML:
-            title = archive.erc.what or str(archive.ark)
-            body = _page(request, title, archive.erc, archive, "")
+            title = archive.erc.what or str(view.root)
+            body = _page(request, title, archive.erc, view, "")
             return Response(body, media_type=HTML, headers=headers)
         base = str(request.base_url)
 
@@ -178,36 +221,36 @@ class NmaService(Face):
 
         return Response(await self.run(render), media_type=media, headers=headers)
 
-    def directory(self, request: Request, archive: Archive, entry: Entry) -> Response:
+    def directory(self, request: Request, view: "_View", entry: Entry) -> Response:
         """A directory: HTML listing or `{"ark", "entries"}`."""
         if _choose(request, (HTML, JSON)) == JSON:
-            children = archive.manifest.children(entry.path)
+            children = view.archive.manifest.children(entry.path)
             body = {
-                "ark": str(entry_ark(archive.ark, entry.path)),
-                "entries": [_entry_json(archive.ark, e) for e in children],
+                "ark": str(entry_ark(view.root, entry.path)),
+                "entries": [_entry_json(view.root, e) for e in children],
             }
             return JSONResponse(body, headers={"Vary": "Accept"})
-        erc = entry_erc(archive.erc, archive.ark, entry)
-        page = _page(request, erc.what or entry.path, erc, archive, entry.path)
+        erc = entry_erc(view.archive.erc, view.root, entry)
+        page = _page(request, erc.what or entry.path, erc, view, entry.path)
         return Response(page, media_type=HTML, headers={"Vary": "Accept"})
 
-    def symlink(self, request: Request, archive: Archive, entry: Entry) -> Response:
-        """302 to the target's ARK when the target is an entry of the same archive."""
+    def symlink(self, request: Request, view: "_View", entry: Entry) -> Response:
+        """302 to the target's ARK when the target is an entry of the same archive version."""
         assert entry.target is not None
         target = posixpath.normpath(posixpath.join(entry.parent, entry.target))
-        ark = entry_ark(archive.ark, entry.path)
+        ark = entry_ark(view.root, entry.path)
         if entry.target.startswith("/") or target == ".." or target.startswith("../"):
             raise HttpError(404, f"{ark} is a symlink to {entry.target!r}, outside the archive")
         target = "" if target == "." else target
-        if target and archive.manifest.entry(target) is None:
+        if target and view.archive.manifest.entry(target) is None:
             raise HttpError(404, f"{ark} is a symlink to {entry.target!r}, which does not exist")
-        url = _service_path(request) + str(entry_ark(archive.ark, target))
+        url = _service_path(request) + str(entry_ark(view.root, target))
         return RedirectResponse(url, status_code=302)
 
-    async def file(self, request: Request, archive: Archive, entry: Entry) -> Response:
+    async def file(self, request: Request, view: "_View", entry: Entry) -> Response:
         """A file's bytes, rebuilt from the store and verified chunk by chunk."""
         assert entry.xet_hash is not None
-        ark = entry_ark(archive.ark, entry.path)
+        ark = entry_ark(view.root, entry.path)
         with _naming(ark):
             record = await self.run(self.service.bound_file, entry.xet_hash)
         start, end = parse_range(request.headers.get("range"), record.size, str(ark))
@@ -260,15 +303,24 @@ class NmaService(Face):
         if ark.components or ark.variants:
             raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")
         body = await read_body(request, MAX_BIND_BODY, "bind request")
-        manifest, erc = _bind_parts(body)
-        archive = await self.run(self.service.bind, str(ark), manifest, erc)
-        m = archive.manifest
-        log.info("bound %s: %d files, %d bytes", ark, len(m.files), m.total_size)
-        return JSONResponse({"ark": str(ark), "files": len(m.files), "bytes": m.total_size})
+        manifest, erc, message = _bind_parts(body)
+        v = (await self.run(self.service.bind, str(ark), manifest, erc, message)).version
+        log.info("bound %s v%d: %d files, %d bytes", ark, v.version, v.files, v.bytes)
+        return JSONResponse({"ark": str(ark), **v.to_json()})
 
 
-def _bind_parts(body: bytes) -> tuple[bytes, str]:
-    """The manifest bytes and ERC text of a msgpack bind body; HttpError 400 if malformed."""
+@dataclass(frozen=True)
+class _View:
+    """One request's archive: the version that answers, the ARK the request addresses it by
+    (`ark:NAAN/Name`, or with `@vN`), and the versions when they were read."""
+
+    archive: Archive
+    root: Ark
+    versions: list[VersionInfo]
+
+
+def _bind_parts(body: bytes) -> tuple[bytes, str, str]:
+    """The manifest bytes, ERC text and message of a msgpack bind body; 400 if malformed."""
     try:
         obj = msgpack.unpackb(body, raw=False)
     except (ValueError, msgpack.UnpackException):
@@ -277,11 +329,14 @@ def _bind_parts(body: bytes) -> tuple[bytes, str]:
         not isinstance(obj, dict)
         or not isinstance(obj.get("manifest"), bytes)
         or not isinstance(obj.get("erc"), str)
+        or not isinstance(obj.get("message", ""), str)
     ):
         raise HttpError(
-            400, 'bind body must be msgpack {"manifest": <manifest bytes>, "erc": <ANVL text>}'
+            400,
+            'bind body must be msgpack {"manifest": <manifest bytes>, "erc": <ANVL text>, '
+            '"message": <text, optional>}',
         )
-    return obj["manifest"], obj["erc"]
+    return obj["manifest"], obj["erc"], obj.get("message", "")
 
 
 @contextmanager
@@ -355,19 +410,22 @@ def _entry_json(archive: Ark, e: Entry) -> dict[str, Any]:
 _STYLE = "body{font-family:sans-serif;margin:2em} td{padding:0 1em 0 0}"
 
 
-def _page(request: Request, title: str, erc: Erc, archive: Archive, path: str) -> str:
-    """An HTML page: the ERC record, then the entries of directory path with links."""
+def _page(request: Request, title: str, erc: Erc, view: _View, path: str) -> str:
+    """An HTML page: the ERC record, the entries of directory path with links, and at the
+    archive root its versions."""
     service = _service_path(request)
 
+    def href(ark: Ark, query: str = "") -> str:
+        return html.escape(service + str(ark) + query)
+
     def link(p: str, text: str, query: str = "") -> str:
-        href = html.escape(service + str(entry_ark(archive.ark, p)) + query)
-        return f'<a href="{href}">{html.escape(text)}</a>'
+        return f'<a href="{href(entry_ark(view.root, p), query)}">{html.escape(text)}</a>'
 
     def row(*cells: str) -> str:
         return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
     rows = [row(link(path.rpartition("/")[0], "../"), "dir", "", "", "")] if path else []
-    for e in archive.manifest.children(path):
+    for e in view.archive.manifest.children(path):
         name = e.name + ("/" if e.kind is Kind.DIR else "")
         if e.kind is Kind.SYMLINK:
             name += f" -> {e.target}"
@@ -376,15 +434,32 @@ def _page(request: Request, title: str, erc: Erc, archive: Archive, path: str) -
         rows.append(
             row(link(e.path, name), e.kind.value, size, when, link(e.path, "?info", "?info"))
         )
-    here = html.escape(str(entry_ark(archive.ark, path)))
+    here = html.escape(str(entry_ark(view.root, path)))
+    shown = view.archive.version.version
+    versions = ""
+    if not path and view.versions:
+        latest = f'<a href="{href(view.archive.ark)}">latest</a>'
+        lines = []
+        for v in reversed(view.versions):
+            ark = versioned(view.archive.ark, v.version)
+            name = f'<a href="{href(ark)}">{v.name}</a>'
+            name += " (shown)" if v.version == shown else ""
+            when = datetime.fromtimestamp(v.created, UTC).strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(row(name, when, str(v.files), str(v.bytes), html.escape(v.message)))
+        versions = f"""<h2>Versions</h2>
+<p>{latest} is always the newest; each version stays as it was bound.</p>
+<table>
+<tr><th>version</th><th>bound (UTC)</th><th>files</th><th>bytes</th><th>message</th></tr>
+{"".join(r + chr(10) for r in lines)}</table>
+"""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head><body>
 <h1>{html.escape(title)}</h1>
-<p><code>{here}</code> ({link(path, "ERC record", "?info")})</p>
+<p><code>{here}</code> ({link(path, "ERC record", "?info")}), version {shown}</p>
 <pre>{html.escape(erc.to_anvl())}</pre>
 <table>
 <tr><th>name</th><th>kind</th><th>size</th><th>modified (UTC)</th><th></th></tr>
 {"".join(r + chr(10) for r in rows)}</table>
-</body></html>
+{versions}</body></html>
 """

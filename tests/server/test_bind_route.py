@@ -55,17 +55,32 @@ def bindings(cas: Cas) -> dict[str, tuple[bytes, str]]:
         }
 
 
+def version_reply(r: httpx.Response) -> dict[str, object]:
+    """A bind reply without its time, which it must have."""
+    body = dict(r.json())
+    assert isinstance(body.pop("created"), float), body
+    return body
+
+
 def test_bind_then_rebind(cas: Cas) -> None:
     m = manifest(ARK, cas.files[:1])
     r = put_archive(cas.url, m.to_msgpack(), ERC.to_anvl(), "w")
     assert r.status_code == 200, r.text
-    assert r.json() == {"ark": ARK, "files": 1, "bytes": cas.files[0][1]}
+    first = {"ark": ARK, "version": 1, "follows": None, "message": ""}
+    assert version_reply(r) == first | {"files": 1, "bytes": cas.files[0][1]}
     assert bindings(cas)[ARK] == (m.to_msgpack(), ERC.to_anvl())
     m2 = manifest(ARK, cas.files)
-    r = put_archive(cas.url, m2.to_msgpack(), ERC.to_anvl(), "w", ark="ark:/12345/x6-bind")
-    assert r.json() == {"ark": ARK, "files": 2, "bytes": sum(s for _, s in cas.files)}
+    r = put_archive(
+        cas.url, m2.to_msgpack(), ERC.to_anvl(), "w", ark="ark:/12345/x6-bind", message="both"
+    )
+    second = {"ark": ARK, "version": 2, "follows": 1, "message": "both"}
+    assert version_reply(r) == second | {"files": 2, "bytes": sum(s for _, s in cas.files)}
     served = httpx.get(f"{cas.url}/{ARK}?format=json", headers={"Authorization": "Bearer r"})
     assert len(Manifest.from_json(served.json()).files) == 2
+    first_again = httpx.get(
+        f"{cas.url}/{ARK}/@v1?format=json", headers={"Authorization": "Bearer r"}
+    )
+    assert Manifest.from_json(first_again.json()).entries == m.entries
 
 
 def test_bad_binds_are_400_and_change_nothing(cas: Cas) -> None:
@@ -87,15 +102,21 @@ def test_bad_binds_are_400_and_change_nothing(cas: Cas) -> None:
         assert r.status_code == 400, words
         assert r.headers["content-type"].startswith("text/plain")
         assert words in r.text and r.text.count("\n") == 1, r.text
-    for body in (b"not msgpack", msgpack.packb({"manifest": "text", "erc": erc})):
+    for body in (
+        b"not msgpack",
+        msgpack.packb({"manifest": "text", "erc": erc}),
+        msgpack.packb({"manifest": good, "erc": erc, "message": 7}),
+    ):
         r = httpx.put(f"{cas.url}/{other}", content=body, headers=WRITE)
         assert r.status_code == 400 and "bind body must be msgpack" in r.text
-    r = put_archive(cas.url, good, erc, "w", ark=f"{other}/part")
-    assert r.status_code == 400 and "names a part of one" in r.text
+    for part in (f"{other}/part", f"{other}/@v1"):
+        r = put_archive(cas.url, good, erc, "w", ark=part)
+        assert r.status_code == 400 and "names a part of one" in r.text
     assert bindings(cas) == before
 
 
 def test_empty_files_need_no_upload(cas: Cas) -> None:
     m = manifest("ark:12345/x6empty", [(ZERO_HASH, 0)])
     r = put_archive(cas.url, m.to_msgpack(), ERC.to_anvl(), "w")
-    assert r.json() == {"ark": "ark:12345/x6empty", "files": 1, "bytes": 0}
+    first = {"ark": "ark:12345/x6empty", "version": 1, "follows": None, "message": ""}
+    assert version_reply(r) == first | {"files": 1, "bytes": 0}

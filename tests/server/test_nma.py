@@ -109,9 +109,21 @@ def test_info_inflections_answer_the_erc_as_anvl(served: Served) -> None:
 
 
 def test_info_as_json_by_accept_or_format(served: Served) -> None:
-    expected = {"ark": ARK, "erc": ERC.to_json()}
     by_accept = served.get(f"/{ARK}?info", headers={"Accept": "application/json"})
     by_format = served.get(f"/{ARK}?info&format=json")
+    version = by_format.json()["version"]
+    assert isinstance(version.pop("created"), float)
+    m = served.manifest
+    assert version == {
+        "version": 1,
+        "follows": None,
+        "message": "",
+        "files": len(m.files),
+        "bytes": m.total_size,
+    }
+    # The root's record: its ERC, the version answering, and every version.
+    expected = {"ark": ARK, "erc": ERC.to_json()}
+    expected |= {"version": by_format.json()["version"], "versions": [by_format.json()["version"]]}
     for r in (by_accept, by_format):
         assert r.status_code == 200
         assert r.headers["content-type"] == "application/json"

@@ -122,11 +122,20 @@ def _wait_for_line(proc: subprocess.Popen[str], timeout: float) -> str:
 
 
 def put_archive(
-    url: str, manifest: bytes, erc: str, token: str, ark: str | None = None
+    url: str,
+    manifest: bytes,
+    erc: str,
+    token: str,
+    ark: str | None = None,
+    message: str | None = None,
 ) -> httpx.Response:
-    """PUT a bind request (msgpack manifest bytes, ERC text) to ark (default: the manifest's)."""
+    """PUT a bind request (msgpack manifest bytes, ERC text, and a message if given) to ark
+    (default: the manifest's)."""
     target = ark or Manifest.from_msgpack(manifest).ark
-    body = msgpack.packb({"manifest": manifest, "erc": erc}, use_bin_type=True)
+    request = {"manifest": manifest, "erc": erc}
+    if message is not None:
+        request["message"] = message
+    body = msgpack.packb(request, use_bin_type=True)
     return httpx.put(
         f"{url}/{target}", content=body, headers={"Authorization": f"Bearer {token}"}, timeout=60
     )

@@ -9,10 +9,10 @@ import sys
 from collections.abc import Sequence
 
 from arkfs import __version__
-from arkfs.cli import ark, mount, publish, serve, store, xet
+from arkfs.cli import ark, mount, publish, serve, store, versions, xet
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
 
-COMMANDS = (xet, ark, publish, serve, store, mount)
+COMMANDS = (xet, ark, publish, versions, serve, store, mount)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,59 +1,50 @@
-"""`arkfs publish DIR` and `arkfs bind ARK --manifest FILE`: put archives under ARKs."""
+"""`arkfs publish DIR` and `arkfs bind ARK --manifest FILE`: put archives under ARKs, each
+time as a new version."""
 
 import argparse
 import json
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
-
-import trio
 
 from arkfs.archive.manifest import Entry, Kind, build
-from arkfs.ark.erc import Erc, Segment
+from arkfs.archive.record import VersionInfo
+from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
-from arkfs.ark.identifier import Ark
 from arkfs.ark.minter import mint, parse_shoulder
-from arkfs.ark.normalization import parse
-from arkfs.backend.base import Backend, BackendError
-from arkfs.backend.open import open_backend
-from arkfs.cli.common import EXIT_FAILURE, BadInput
-from arkfs.publish.progress import Progress, human
-from arkfs.publish.publisher import PublishError, Summary, publish_tree
+from arkfs.backend.base import Backend
+from arkfs.cli.common import BadInput
+from arkfs.cli.target import add_target, archive_ark, latest, run_on_target
+from arkfs.publish.progress import Progress
+from arkfs.publish.publisher import Summary, publish_tree
 from arkfs.publish.scan import ScanError, scan
+from arkfs.util.sizes import human
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import string_to_hash
 
-T = TypeVar("T")
-
 ERC_EPILOG = (
     "Metadata (ERC, shown by `?info` and as extended attributes in the mount) comes from "
-    "--erc FILE (an ANVL record: `erc:` then `who:`, `what:`, `when:`, `where:` lines) or "
-    "from --who/--what/--when; unset fields default to (:unkn), the directory name and "
-    "today. --persistence states the commitment made to the object (its erc-support)."
+    "--erc FILE (a whole ANVL record: `erc:` then `who:`, `what:`, `when:`, `where:` lines), "
+    "or is carried forward from the ARK's previous version, each of --who/--what/--when/"
+    "--where/--persistence replacing only its own field. A first version's unset fields "
+    "default to (:unkn), the directory name, today and the ARK. --persistence states the "
+    "commitment made to the object (its erc-support)."
 )
 
 
-def _add_target(p: argparse.ArgumentParser) -> None:
-    """--server/--store/--token, shared by publish and bind."""
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--server", help="base URL of an `arkfs serve` (default: embedded store)")
-    where.add_argument(
-        "--store",
-        type=Path,
-        help="embedded store directory (default: $ARKFS_STORE or ~/.local/share/arkfs/store)",
-    )
-    p.add_argument("--token", help="write token for --server (default: $ARKFS_TOKEN)")
-
-
 def _add_erc(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--erc", type=Path, metavar="FILE", help="ERC record in ANVL")
+    """The metadata of the new version: ERC fields and a message."""
+    p.add_argument("--erc", type=Path, metavar="FILE", help="the whole ERC record, in ANVL")
     p.add_argument("--who", help="who made it (ERC who)")
-    p.add_argument("--what", help="what it is (ERC what; default: the directory name)")
-    p.add_argument("--when", help="when it was made (ERC when; default: today)")
+    p.add_argument("--what", help="what it is (ERC what)")
+    p.add_argument("--when", help="when it was made (ERC when)")
+    p.add_argument("--where", help="where it is (ERC where; default: the ARK)")
     p.add_argument("--persistence", metavar="TEXT", help="the persistence statement (erc-support)")
+    p.add_argument(
+        "-m", "--message", default="", help="what this version changes (shown by arkfs versions)"
+    )
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -64,7 +55,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         description="Chunk and hash every file of DIR, upload only the chunks the CAS does not "
         "hold yet (deduplicated within the tree, against the ARK's previous version and "
         "through global dedup), then bind the ARK to the tree and its metadata. Publishing "
-        "again under the same ARK replaces the binding and uploads only what changed.",
+        "again under the same ARK makes its next version (v2, v3, ...) and uploads only what "
+        "changed: the ARK names the latest version, ARK/@vN version N, for good.",
         epilog=ERC_EPILOG + " Example: arkfs publish ./data --ark ark:12345/x6np1wh8k "
         '--who "Lab of Sines" --what "Sine tables" --persistence "kept for 10 years"',
     )
@@ -72,7 +64,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     name = p.add_mutually_exclusive_group(required=True)
     name.add_argument("--ark", help="the ARK to bind, ark:NAAN/Name")
     name.add_argument("--shoulder", help="mint a new ARK under NAAN/SHOULDER (e.g. 12345/x6)")
-    _add_target(p)
+    add_target(p, "write")
     _add_erc(p)
     p.set_defaults(func=run_publish)
 
@@ -81,7 +73,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="bind an ARK to files already in the CAS",
         description="Bind an ARK to files already uploaded to the CAS by any XET client "
         "(hf_xet included). The manifest is a JSON list of {path, hash, size}; every hash "
-        "must be in the CAS with exactly that size.",
+        "must be in the CAS with exactly that size. Binding a bound ARK makes its next "
+        "version.",
         epilog=ERC_EPILOG
         + " Example: arkfs bind ark:12345/x6np1wh8k --manifest files.json --server "
         "http://127.0.0.1:8080   (files.json: "
@@ -89,27 +82,19 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     )
     b.add_argument("ark", metavar="ARK", help="the ARK to bind, ark:NAAN/Name")
     b.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="JSON file list")
-    _add_target(b)
+    add_target(b, "write")
     _add_erc(b)
     b.set_defaults(func=run_bind)
 
 
-def _archive_ark(text: str) -> Ark:
-    """The ARK an archive is bound to: ark:NAAN/Name, no qualifiers."""
-    try:
-        ark = parse(text)
-    except ArkError as exc:
-        raise BadInput(str(exc)) from None
-    if ark.components or ark.variants:
-        raise BadInput(f"{text}: an archive is bound to ark:NAAN/Name, without qualifiers")
-    return ark
-
-
-def _erc(args: argparse.Namespace, ark: str, default_what: str) -> Erc:
-    """The ERC record from --erc or from the flags, with defaults."""
+def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | None) -> Erc:
+    """The ERC record of a new version: --erc FILE whole; else the previous version's (the
+    defaults for a first one), each of --who/--what/--when/--where/--persistence replacing
+    only its own field."""
+    given = {label: getattr(args, label) for label in KERNEL if getattr(args, label) is not None}
     if args.erc is not None:
-        if any((args.who, args.what, args.when, args.persistence)):
-            raise BadInput("give either --erc FILE or --who/--what/--when/--persistence")
+        if given or args.persistence:
+            raise BadInput("give either --erc FILE or --who/--what/--when/--where/--persistence")
         try:
             erc = Erc.from_anvl(args.erc.read_text(encoding="utf-8"))
         except OSError as exc:
@@ -119,45 +104,27 @@ def _erc(args: argparse.Namespace, ark: str, default_what: str) -> Erc:
         if erc.where is None:
             erc.where = ark
         return erc
-    support = None
+    today = time.strftime("%Y-%m-%d")
+    base = previous or Erc(who="(:unkn)", what=default_what, when=today, where=ark)
+    support = base.support
     if args.persistence:
-        support = Segment(who=args.who, what=args.persistence, when=time.strftime("%Y-%m-%d"))
-    return Erc(
-        who=args.who or "(:unkn)",
-        what=args.what or default_what,
-        when=args.when or time.strftime("%Y-%m-%d"),
-        where=ark,
-        support=support,
-    )
+        who = args.who or (support.who if support else None)
+        support = Segment(who=who, what=args.persistence, when=today)
+    return replace(base, **given, support=support)
 
 
-def _run(args: argparse.Namespace, job: Callable[[Backend], Awaitable[T]]) -> T:
-    """Open the backend, run job on trio, and turn backend failures into one line."""
-
-    async def main() -> T:
-        backend = await trio.to_thread.run_sync(
-            lambda: open_backend(args.server, args.store, args.token, create=True)
-        )
-        try:
-            return await job(backend)
-        finally:
-            await backend.aclose()
-
-    try:
-        return trio.run(main)
-    except (BackendError, PublishError) as exc:
-        print(f"arkfs: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_FAILURE) from None
+def _follows(follows: int | None) -> str:
+    return f" (after v{follows})" if follows else ""
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    """Publish DIR and print the ARK and how to mount it."""
+    """Publish DIR as the next version of its ARK; print the ARK and how to mount it."""
     root: Path = args.dir
     try:
         found, skipped = scan(root)
     except ScanError as exc:
         raise BadInput(str(exc)) from None
-    given = _archive_ark(args.ark) if args.ark else None
+    given = archive_ark(args.ark) if args.ark else None
     if args.shoulder:
         try:
             parse_shoulder(args.shoulder)
@@ -166,26 +133,39 @@ def run_publish(args: argparse.Namespace) -> int:
     default_what = root.resolve().name or str(root)
 
     async def job(backend: Backend) -> Summary:
-        ark = given
-        if ark is None:
+        previous = None
+        if given is None:
             shoulder = parse_shoulder(args.shoulder)
             taken = await backend.list_archives(f"ark:{shoulder.naan}/{shoulder.name}")
-            ark = mint(shoulder, existing=set(taken))[0]
-        erc = _erc(args, str(ark), default_what)
-        summary, _ = await publish_tree(backend, str(ark), found, erc, Progress(), skipped)
+            ark = str(mint(shoulder, existing=set(taken))[0])
+        else:
+            ark = str(given)
+            previous = await latest(backend, ark)
+        erc = _erc(args, ark, default_what, previous.erc if previous else None)
+        summary, _ = await publish_tree(
+            backend,
+            ark,
+            found,
+            erc,
+            previous=previous,
+            message=args.message,
+            progress=Progress(),
+            skipped=skipped,
+        )
         return summary
 
-    s = _run(args, job)
+    s = run_on_target(args, job, create=True)
     for line in s.skipped:
         print(f"arkfs: skipped {line}", file=sys.stderr)
-    again = " (replacing the earlier version)" if s.replaced else ""
-    print(f"published {s.ark}{again}: {s.files} files, {human(s.bytes)}")
+    version = f"v{s.version}{_follows(s.follows)}"
+    print(f"published {s.ark} as {version}: {s.files} files, {human(s.bytes)}")
     print(
         f"  new data {human(s.new_bytes)} in {s.xorbs} xorbs ({human(s.uploaded_bytes)} "
         f"uploaded), deduplicated {human(s.dedup_bytes)}"
     )
-    if s.replaced and s.bytes:
+    if s.follows and s.bytes:
         print(f"  only changed chunks uploaded: {s.new_bytes / s.bytes:.2%} of the data was new")
+        print(f"  {s.ark} names v{s.version} now; {s.ark}/@v{s.follows} keeps naming v{s.follows}")
     where = f" --server {args.server}" if args.server else ""
     print(f"mount it:  arkfs mount{where} ~/arks && ls ~/arks/{s.ark}/")
     return 0
@@ -225,16 +205,16 @@ def _bind_entries(path: Path) -> list[Entry]:
 
 
 def run_bind(args: argparse.Namespace) -> int:
-    """Bind an ARK to files already in the CAS."""
-    ark = str(_archive_ark(args.ark))
+    """Bind the next version of an ARK to files already in the CAS."""
+    ark = str(archive_ark(args.ark))
     entries = _bind_entries(args.manifest)
     try:
         manifest = build(ark, entries, time.time())
     except ArkError as exc:
         raise BadInput(f"{args.manifest}: {exc}") from None
-    erc = _erc(args, ark, os.path.splitext(args.manifest.name)[0])
+    default_what = os.path.splitext(args.manifest.name)[0]
 
-    async def job(backend: Backend) -> None:
+    async def job(backend: Backend) -> VersionInfo:
         for e in manifest.files:
             assert e.xet_hash is not None
             if not await backend.has_file(e.xet_hash, e.size):
@@ -242,8 +222,10 @@ def run_bind(args: argparse.Namespace) -> int:
                     f"{e.path}: no file with that hash and {e.size} bytes is in the CAS; "
                     "upload it first"
                 )
-        await backend.bind(manifest, erc)
+        previous = await latest(backend, ark)
+        erc = _erc(args, ark, default_what, previous.erc if previous else None)
+        return await backend.bind(manifest, erc, args.message)
 
-    _run(args, job)
-    print(f"bound {ark}: {len(manifest.files)} files, {human(manifest.total_size)}")
+    v = run_on_target(args, job, create=True)
+    print(f"bound {ark} as v{v.version}{_follows(v.follows)}: {v.files} files, {human(v.bytes)}")
     return 0

@@ -5,7 +5,7 @@ chunks to the trio thread in whole 16 MiB blocks. The trio thread places each ch
 known location (ChunkIndex, with the fragmentation rule) or into the xorb being built.
 A full xorb is serialized (compressed) in another worker thread and uploaded; at most
 UPLOAD_SLOTS xorbs are in flight, which bounds memory. Shards go up once every xorb they
-name is stored (Upload Flow), then the ARK is bound.
+name is stored (Upload Flow), then the next version of the ARK is bound.
 """
 
 import time
@@ -16,8 +16,9 @@ from pathlib import Path
 import trio
 
 from arkfs.archive.manifest import Entry, Kind, Manifest, build
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
-from arkfs.backend.base import Backend, NotBound
+from arkfs.backend.base import Backend
 from arkfs.publish.dedup import (
     ChunkIndex,
     Fragmentation,
@@ -70,7 +71,8 @@ class Summary:
     uploaded_bytes: int
     xorbs: int
     shards: int
-    replaced: bool  # an earlier version was bound to the ARK
+    version: int  # the version this publish bound
+    follows: int | None  # the version it follows; None for v1
     skipped: list[str] = field(default_factory=list)
 
 
@@ -90,11 +92,21 @@ class Publisher:
         self._since_miss = QUERY_SPACING  # chunks seen since a dedup query found nothing
 
     async def publish(
-        self, ark: str, found: list[Found], erc: Erc, skipped: list[str] | None = None
+        self,
+        ark: str,
+        found: list[Found],
+        erc: Erc,
+        *,
+        previous: Archive | None,
+        message: str = "",
+        skipped: list[str] | None = None,
     ) -> Summary:
-        """Upload the files of found, bind ark to their manifest and erc, and say what it did."""
+        """Upload the files of found, bind the next version of ark to their manifest, erc and
+        message, and say what it did. previous is the latest version (None if unbound): its
+        chunks are known to be stored already."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
-        replaced = await self._seed_from_previous(ark)
+        if previous is not None:
+            await self._seed_from(previous)
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
         placements: list[tuple[Found, FileDigest, list[Placed]]] = []
@@ -125,7 +137,7 @@ class Publisher:
             entries.append(_file_entry(f.entry, digest))
         shards = await self._upload_shards(list(blocks.values()))
         manifest = build(ark, entries, time.time())
-        await self.backend.bind(manifest, erc)
+        bound = await self.backend.bind(manifest, erc, message)
         self.progress.close()
         return Summary(
             ark=ark,
@@ -136,16 +148,13 @@ class Publisher:
             uploaded_bytes=self.progress.uploaded,
             xorbs=len(self._built),
             shards=shards,
-            replaced=replaced,
+            version=bound.version,
+            follows=bound.follows,
             skipped=skipped or [],
         )
 
-    async def _seed_from_previous(self, ark: str) -> bool:
+    async def _seed_from(self, previous: Archive) -> None:
         """Learn the chunks of the ARK's previous version (Cached Metadata Deduplication)."""
-        try:
-            previous = await self.backend.archive(ark)
-        except NotBound:
-            return False
         files = sorted(
             (e for e in previous.manifest.files if e.size >= PRIOR_MIN_SIZE),
             key=lambda e: -e.size,
@@ -159,7 +168,6 @@ class Publisher:
                     seen.add(term.xorb_hash)
                     footer = await self.backend.footer(term.xorb_hash, rec.fetch_for(term))
                     self.index.add_footer(footer)
-        return True
 
     async def _place_file(
         self, path: Path, uploads: trio.Nursery
@@ -427,10 +435,16 @@ async def publish_tree(
     ark: str,
     found: list[Found],
     erc: Erc,
+    *,
+    previous: Archive | None,
+    message: str = "",
     progress: Progress | None = None,
     skipped: list[str] | None = None,
 ) -> tuple[Summary, Manifest]:
-    """Publish scanned entries under ark; return the summary and the bound manifest."""
-    summary = await Publisher(backend, progress).publish(ark, found, erc, skipped)
-    archive = await backend.archive(ark)
+    """Publish scanned entries as the next version of ark; return the summary and the
+    manifest of the version bound."""
+    summary = await Publisher(backend, progress).publish(
+        ark, found, erc, previous=previous, message=message, skipped=skipped
+    )
+    archive = await backend.archive(ark, summary.version)
     return summary, archive.manifest

@@ -105,9 +105,10 @@ def test_republish_uploads_only_the_changed_chunks(tmp_path: Path) -> None:
         before = store.stats().xorb_bytes
     change(big, [3_000_000, 17_000_000, 29_000_000])  # about 1% of the bytes, 3 places
     out = publish(tree, store_dir)
-    assert "replacing the earlier version" in out and "only changed chunks" in out
+    assert f"published {ARK} as v2 (after v1)" in out and "only changed chunks" in out
     manifest, _, store = bound(store_dir)
     with store:
+        assert [v.version for v in store.list_versions(ARK)] == [1, 2]  # v1 stays
         added = store.stats().xorb_bytes - before
         # Each change touches one or two chunks; short runs around them may be re-sent.
         assert added < 3 * (2 * 128 * 1024 + MIN_RUN_BYTES), added

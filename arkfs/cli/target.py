@@ -1,0 +1,72 @@
+"""Where publish, bind and versions work: --server or --store, and running a job there."""
+
+import argparse
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import trio
+
+from arkfs.archive.record import Archive
+from arkfs.ark.errors import ArkError
+from arkfs.ark.identifier import Ark
+from arkfs.ark.normalization import parse
+from arkfs.backend.base import Backend, BackendError, NotBound
+from arkfs.backend.open import open_backend
+from arkfs.cli.common import EXIT_FAILURE, BadInput
+from arkfs.publish.publisher import PublishError
+
+T = TypeVar("T")
+
+
+def add_target(p: argparse.ArgumentParser, token: str) -> None:
+    """--server, --store and --token; token says what the token is for."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--server", help="base URL of an `arkfs serve` (default: embedded store)")
+    where.add_argument(
+        "--store",
+        type=Path,
+        help="embedded store directory (default: $ARKFS_STORE or ~/.local/share/arkfs/store)",
+    )
+    p.add_argument("--token", help=f"{token} token for --server (default: $ARKFS_TOKEN)")
+
+
+def archive_ark(text: str) -> Ark:
+    """The ARK an archive is bound to: ark:NAAN/Name, no qualifiers."""
+    try:
+        ark = parse(text)
+    except ArkError as exc:
+        raise BadInput(str(exc)) from None
+    if ark.components or ark.variants:
+        raise BadInput(f"{text}: an archive is bound to ark:NAAN/Name, without qualifiers")
+    return ark
+
+
+async def latest(backend: Backend, ark: str) -> Archive | None:
+    """The latest version of ark, or None while it is unbound."""
+    try:
+        return await backend.archive(ark)
+    except NotBound:
+        return None
+
+
+def run_on_target(
+    args: argparse.Namespace, job: Callable[[Backend], Awaitable[T]], *, create: bool
+) -> T:
+    """Open the backend, run job on trio, and turn backend failures into one line (exit 1)."""
+
+    async def main() -> T:
+        backend = await trio.to_thread.run_sync(
+            lambda: open_backend(args.server, args.store, args.token, create=create)
+        )
+        try:
+            return await job(backend)
+        finally:
+            await backend.aclose()
+
+    try:
+        return trio.run(main)
+    except (BackendError, PublishError) as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_FAILURE) from None

@@ -1,0 +1,73 @@
+"""`arkfs versions ARK`: every version of an archive, and what each changed."""
+
+import argparse
+import json
+from dataclasses import asdict
+from typing import Any
+
+from arkfs.archive.changes import Changes, changes
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import VersionInfo
+from arkfs.backend.base import Backend
+from arkfs.cli.target import add_target, archive_ark, run_on_target
+
+SHOWN_PATHS = 10  # paths listed per kind of change in the text form; --json lists them all
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register `arkfs versions`."""
+    p = sub.add_parser(
+        "versions",
+        help="list the versions of an archive and what each changed",
+        description="List every version of the archive bound to ARK, the latest first: when it "
+        "was bound, its message, its files and size, and the files it added, removed and "
+        "changed against the version before (compared by XET hash). ARK names the latest "
+        "version; ARK/@vN names version N.",
+        epilog="Example: arkfs versions ark:12345/x6np1wh8k --server http://127.0.0.1:8080",
+    )
+    p.add_argument("ark", metavar="ARK", help="the archive's ARK, ark:NAAN/Name")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON, oldest first, with every changed path"
+    )
+    add_target(p, "read")
+    p.set_defaults(func=run_versions)
+
+
+async def _history(backend: Backend, ark: str) -> list[tuple[VersionInfo, Changes]]:
+    """Every version of ark with its changes against the one it follows."""
+    history = []
+    before: Manifest | None = None
+    for v in await backend.versions(ark):
+        manifest = (await backend.archive(ark, v.version)).manifest
+        history.append((v, changes(before, manifest)))  # each version follows the one before
+        before = manifest
+    return history
+
+
+def _text(ark: str, history: list[tuple[VersionInfo, Changes]]) -> list[str]:
+    lines = [f"{ark}: {len(history)} version{'s' * (len(history) != 1)}, the latest first"]
+    for v, c in reversed(history):
+        lines.append(v.summary())
+        counts = f"{len(c.added)} added, {len(c.removed)} removed, {len(c.changed)} changed"
+        lines.append(f"    files: {counts}")
+        for kind, paths in (("+", c.added), ("-", c.removed), ("~", c.changed)):
+            lines += [f"    {kind} {p}" for p in paths[:SHOWN_PATHS]]
+            if len(paths) > SHOWN_PATHS:
+                lines.append(f"    {kind} ... and {len(paths) - SHOWN_PATHS} more (--json)")
+    return lines
+
+
+def _json(ark: str, history: list[tuple[VersionInfo, Changes]]) -> dict[str, Any]:
+    listed = [v.to_json() | {k: list(p) for k, p in asdict(c).items()} for v, c in history]
+    return {"ark": ark, "versions": listed}
+
+
+def run_versions(args: argparse.Namespace) -> int:
+    """Print the versions of ARK, the latest first (JSON: oldest first)."""
+    ark = str(archive_ark(args.ark))
+    history = run_on_target(args, lambda backend: _history(backend, ark), create=False)
+    if args.json:
+        print(json.dumps(_json(ark, history), indent=2))
+    else:
+        print("\n".join(_text(ark, history)))
+    return 0

@@ -95,16 +95,15 @@ class Listing:
     make: Callable[[int], Node]
 
 
-class Namespace:
-    """The inode table over a catalog."""
+class InodeTable:
+    """The live inodes: a Node is held while the kernel counts lookups of it or a handle
+    is open on it."""
 
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
+    def __init__(self) -> None:
         self._nodes: dict[int, Node] = {
             ROOT_INODE: Node(ROOT_INODE, NodeKind.ROOT, lookups=1),
             LABEL_INODE: Node(LABEL_INODE, NodeKind.LABEL, lookups=1),
         }
-        self._slots: dict[str, int] = {}  # 'naan:12345' or an archive ARK -> slot
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -116,41 +115,9 @@ class Namespace:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return node
 
-    def _base(self, slot_key: str) -> int:
-        slot = self._slots.setdefault(slot_key, len(self._slots) + 1)
-        return slot << SLOT_SHIFT
-
-    def _node(self, ino: int, make: Callable[[int], Node]) -> Node:
-        """The live node of ino, or a new uncounted one."""
-        return self._nodes.get(ino) or make(ino)
-
-    def naan_node(self, naan: str) -> Node:
-        return self._node(self._base(f"naan:{naan}"), lambda i: Node(i, NodeKind.NAAN, naan))
-
-    def archive_node(self, key: str, archive: LoadedArchive | None) -> Node:
-        naan = key[len("ark:") :].split("/", 1)[0]
-        node = self._node(
-            self._base(key), lambda i: Node(i, NodeKind.ARCHIVE, naan, key, archive=archive)
-        )
-        node.archive = node.archive or archive
-        return node
-
-    def entry_node(self, archive: LoadedArchive, index: int) -> Node:
-        ino = self._base(archive.key) + 1 + index
-        return self._node(
-            ino, lambda i: Node(i, NodeKind.ENTRY, archive.ark.naan, archive.key, index, archive)
-        )
-
-    def info_node(self, subject: Node) -> Node:
-        """The `?info` file of an archive or entry node (its archive loaded)."""
-        assert subject.archive is not None
-        ino = subject.ino | INFO_BIT
-        return self._node(
-            ino,
-            lambda i: Node(
-                i, NodeKind.INFO, subject.naan, subject.key, subject.index, subject.archive
-            ),
-        )
+    def find(self, ino: int) -> Node | None:
+        """The live node of ino, if any."""
+        return self._nodes.get(ino)
 
     def _live(self, node: Node) -> Node:
         """The table's node for node.ino, entering node if there is none. (Two concurrent
@@ -185,6 +152,51 @@ class Namespace:
         if node.lookups == 0 and node.opens == 0 and self._nodes.get(node.ino) is node:
             del self._nodes[node.ino]
 
+
+class Namespace:
+    """Names to nodes over a catalog: lookups, listings, and the inode numbers they derive."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.inodes = InodeTable()
+        self._slots: dict[str, int] = {}  # 'naan:12345' or an archive ARK -> slot
+
+    def _base(self, slot_key: str) -> int:
+        slot = self._slots.setdefault(slot_key, len(self._slots) + 1)
+        return slot << SLOT_SHIFT
+
+    def _node(self, ino: int, make: Callable[[int], Node]) -> Node:
+        """The live node of ino, or a new uncounted one."""
+        return self.inodes.find(ino) or make(ino)
+
+    def naan_node(self, naan: str) -> Node:
+        return self._node(self._base(f"naan:{naan}"), lambda i: Node(i, NodeKind.NAAN, naan))
+
+    def archive_node(self, key: str, archive: LoadedArchive | None) -> Node:
+        naan = key[len("ark:") :].split("/", 1)[0]
+        node = self._node(
+            self._base(key), lambda i: Node(i, NodeKind.ARCHIVE, naan, key, archive=archive)
+        )
+        node.archive = node.archive or archive
+        return node
+
+    def entry_node(self, archive: LoadedArchive, index: int) -> Node:
+        ino = self._base(archive.key) + 1 + index
+        return self._node(
+            ino, lambda i: Node(i, NodeKind.ENTRY, archive.ark.naan, archive.key, index, archive)
+        )
+
+    def info_node(self, subject: Node) -> Node:
+        """The `?info` file of an archive or entry node (its archive loaded)."""
+        assert subject.archive is not None
+        ino = subject.ino | INFO_BIT
+        return self._node(
+            ino,
+            lambda i: Node(
+                i, NodeKind.INFO, subject.naan, subject.key, subject.index, subject.archive
+            ),
+        )
+
     async def loaded(self, node: Node) -> LoadedArchive:
         """The archive of an archive, entry or info node; fetched on first use."""
         if node.archive is None:
@@ -197,7 +209,7 @@ class Namespace:
         """The child called name (any equivalent spelling); FUSEError(ENOENT) if none."""
         if parent.kind is NodeKind.ROOT:
             if name.lower() == LABEL:
-                return self.get(LABEL_INODE)
+                return self.inodes.get(LABEL_INODE)
             if name[: len(LABEL)].lower() == LABEL:
                 return self.naan_node(_naan(name[len(LABEL) :]))
         elif parent.kind is NodeKind.LABEL:

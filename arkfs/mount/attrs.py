@@ -1,0 +1,82 @@
+"""What stat shows for each node: mode, size, times and link counts, cached by the kernel."""
+
+import math
+import os
+import stat
+import time
+
+import pyfuse3
+
+from arkfs.archive.manifest import Kind, entry_erc
+from arkfs.mount.namespace import Namespace, Node, NodeKind
+
+BLOCK_SIZE = 1 << 20  # st_blksize and f_bsize: large, so readers ask for large reads
+TIMEOUT = 3600.0  # entry and attribute timeout: content and names are immutable
+DIR_MODE = stat.S_IFDIR | 0o555
+INFO_MODE = stat.S_IFREG | 0o444
+
+
+def info_record(node: Node) -> bytes:
+    """The ERC record (ANVL) an INFO node holds."""
+    archive = node.archive
+    assert archive is not None
+    if node.index < 0:
+        return archive.erc_anvl.encode()
+    erc = entry_erc(archive.archive.erc, archive.ark, archive.entry(node.index))
+    return erc.to_anvl().encode()
+
+
+class Attributes:
+    """The attributes of the namespace's nodes, owned by the user running the mount."""
+
+    def __init__(self, ns: Namespace) -> None:
+        self.ns = ns
+        self.started_ns = time.time_ns()
+        self._uid, self._gid = os.getuid(), os.getgid()
+
+    def _base(self, node: Node, mode: int, size: int, mtime_ns: int) -> pyfuse3.EntryAttributes:
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = pyfuse3.InodeT(node.ino)
+        a.generation = 0
+        a.entry_timeout = a.attr_timeout = TIMEOUT
+        a.st_mode = pyfuse3.ModeT(mode)
+        a.st_nlink = 1
+        a.st_uid, a.st_gid = self._uid, self._gid
+        a.st_rdev = 0
+        a.st_size = size
+        a.st_blksize = BLOCK_SIZE
+        a.st_blocks = math.ceil(size / 512)
+        a.st_atime_ns = a.st_ctime_ns = a.st_mtime_ns = mtime_ns
+        return a
+
+    async def of(self, node: Node, provisional: bool = False) -> pyfuse3.EntryAttributes:
+        """The attributes of node; provisional ones (not cached by the kernel) for an
+        archive root whose manifest is not fetched yet, so readdir needs no manifests."""
+        if node.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN):
+            return self._base(node, DIR_MODE, 0, self.started_ns)
+        if node.kind is NodeKind.ARCHIVE and node.archive is None and provisional:
+            a = self._base(node, DIR_MODE, 0, self.started_ns)
+            a.attr_timeout = 0
+            return a
+        archive = await self.ns.loaded(node)
+        if node.kind is NodeKind.INFO:
+            return self._base(node, INFO_MODE, len(info_record(node)), self._mtime(node))
+        if node.kind is NodeKind.ARCHIVE:
+            a = self._base(node, DIR_MODE, 0, self._mtime(node))
+            a.st_nlink = 2 + archive.subdirs("")
+            return a
+        entry = archive.entry(node.index)
+        size = entry.size
+        if entry.kind is Kind.SYMLINK and entry.target is not None:
+            size = len(os.fsencode(entry.target))
+        a = self._base(node, entry.st_mode, size, entry.mtime_ns)
+        if entry.kind is Kind.DIR:
+            a.st_nlink = 2 + archive.subdirs(entry.path)
+        return a
+
+    def _mtime(self, node: Node) -> int:
+        """An entry's mtime; the manifest's creation time for an archive root."""
+        assert node.archive is not None
+        if node.index >= 0:
+            return node.archive.entry(node.index).mtime_ns
+        return int(node.archive.manifest.created * 1e9)

@@ -44,7 +44,8 @@ class VersionInfo:
     def summary(self) -> str:
         """One line: name, time (UTC), files, size and message, e.g. for `user.ark.versions`."""
         when = datetime.fromtimestamp(self.created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        line = f"{self.name}  {when}  {self.files} files  {human(self.bytes)}"
+        files = f"{self.files} file{'s' * (self.files != 1)}"
+        line = f"{self.name}  {when}  {files}  {human(self.bytes)}"
         message = " ".join(self.message.split())
         return f"{line}  {message}" if message else line
 

@@ -227,5 +227,6 @@ def run_bind(args: argparse.Namespace) -> int:
         return await backend.bind(manifest, erc, args.message)
 
     v = run_on_target(args, job, create=True)
-    print(f"bound {ark} as v{v.version}{_follows(v.follows)}: {v.files} files, {human(v.bytes)}")
+    files = f"{v.files} file{'s' * (v.files != 1)}"
+    print(f"bound {ark} as v{v.version}{_follows(v.follows)}: {files}, {human(v.bytes)}")
     return 0

@@ -50,6 +50,9 @@ def test_summary_is_one_line() -> None:
     assert VersionInfo(ARK, 1, 0.0, "", None, 0, 0).summary() == (
         "v1  1970-01-01T00:00:00Z  0 files  0 B"
     )
+    assert VersionInfo(ARK, 3, 0.0, " ", 2, 1, 1).summary() == (
+        "v3  1970-01-01T00:00:00Z  1 file  1 B"
+    )
 
 
 def _manifest(files: dict[str, bytes]) -> Manifest:

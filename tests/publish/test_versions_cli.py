@@ -127,7 +127,7 @@ def test_bind_makes_a_version_with_its_message(target: list[str], tmp_path: Path
     xet_hash = arkfs("xet", "hash", str(tree / "a")).split()[0]
     listing.write_text(json.dumps([{"path": "x/a.bin", "hash": xet_hash, "size": 5000}]))
     out = arkfs("bind", ark, "--manifest", str(listing), *target, "--message", "renamed")
-    assert out == f"bound {ark} as v2 (after v1): 1 files, 4.9 KiB\n"
+    assert out == f"bound {ark} as v2 (after v1): 1 file, 4.9 KiB\n"
     v1_again, v2 = json.loads(arkfs("versions", ark, "--json", *target))["versions"]
     assert v1_again == v1
     assert (v2["message"], v2["added"], v2["removed"], v2["changed"]) == (

@@ -3,6 +3,7 @@
 import argparse
 import errno
 import json
+import math
 import os
 import re
 import subprocess
@@ -21,6 +22,7 @@ from arkfs.mount.daemon import (
     run_daemon,
     run_foreground,
 )
+from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.xattrs import STATS
 
 DEFAULT_CACHE_SIZE = "10G"
@@ -59,15 +61,18 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "mount",
         help="mount the archives as a read-only filesystem",
         description="Mount every archive the resolvers know under MOUNTPOINT: "
-        "MOUNTPOINT/ark:NAAN/Name/... holds each archive's tree, `NAME?info` its ERC record, "
-        "and extended attributes (getfattr -d -m -) its ARK, metadata and hashes. Every byte "
+        "MOUNTPOINT/ark:NAAN/Name/... holds the tree of each archive's latest version and "
+        "Name/@vN/... that of version N (looked up by name, never listed), `NAME?info` its "
+        "ERC record, and extended attributes (getfattr -d -m -) its ARK, metadata, hashes and "
+        "(user.ark.versions on Name) its versions. Every byte "
         "read is verified. Returns once the mount is ready, and keeps serving in the "
         "background (unless --foreground) until `arkfs umount MOUNTPOINT`.",
         epilog="Resolvers: --server URLs, then the config file ($ARKFS_CONFIG or "
-        "~/.config/arkfs/config.toml: `servers = [URL...]`, `store = DIR`, and a [naans] table "
-        "of `NAAN = URL or [URL...]`), else the embedded store (--store, $ARKFS_STORE or "
-        "~/.local/share/arkfs/store). Archives already seen stay readable from the cache when "
-        "their server is down. Example: arkfs mount /mnt/ark --server http://127.0.0.1:8080",
+        "~/.config/arkfs/config.toml: `servers = [URL...]`, `store = DIR`, "
+        "`metadata_ttl = SECONDS` and a [naans] table of `NAAN = URL or [URL...]`), else the "
+        "embedded store (--store, $ARKFS_STORE or ~/.local/share/arkfs/store). Archives "
+        "already seen stay readable from the cache when their server is down. Example: "
+        "arkfs mount /mnt/ark --server http://127.0.0.1:8080",
     )
     p.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="an empty directory")
     p.add_argument(
@@ -95,6 +100,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
     )
     p.add_argument("--token", help="read token for the servers (default: $ARKFS_TOKEN)")
+    p.add_argument(
+        "--metadata-ttl",
+        type=float,
+        metavar="SECONDS",
+        help="how often the latest version of an archive is checked again (default: the "
+        f"config file's metadata_ttl, else {DEFAULT_TTL:.0f}); ARCHIVE/@vN never changes",
+    )
     p.add_argument(
         "--log", type=Path, metavar="FILE", help=f"log file (default: CACHE_DIR/{LOG_NAME})"
     )
@@ -143,6 +155,11 @@ def _mount(args: argparse.Namespace) -> int:
     for url in args.server:
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
+    ttl = args.metadata_ttl
+    if ttl is not None and not 0 <= ttl < math.inf:
+        raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
+    if ttl is None:
+        ttl = DEFAULT_TTL if config.metadata_ttl is None else config.metadata_ttl
     cache_dir = Path(os.path.abspath((args.cache_dir or default_cache_dir()).expanduser()))
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -161,6 +178,7 @@ def _mount(args: argparse.Namespace) -> int:
         log_file=Path(os.path.abspath(log_file)) if log_file else None,
         foreground=args.foreground,
         token=args.token or os.environ.get("ARKFS_TOKEN") or None,
+        metadata_ttl=ttl,
     )
     if opts.foreground:
         run_foreground(opts)

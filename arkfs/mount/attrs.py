@@ -1,4 +1,9 @@
-"""What stat shows for each node: mode, size, times and link counts, cached by the kernel."""
+"""What stat shows for each node: mode, size, times and link counts, cached by the kernel.
+
+A version never changes, so the kernel may cache its names and attributes for TIMEOUT. What
+shows the latest version (the archive root's attributes, the names in it, its `?info`) it
+may cache only until the latest is checked again (Node.follows_latest).
+"""
 
 import math
 import os
@@ -8,21 +13,22 @@ import time
 import pyfuse3
 
 from arkfs.archive.manifest import Kind, entry_erc
+from arkfs.mount.catalog import LoadedArchive
 from arkfs.mount.namespace import Namespace, Node, NodeKind
 
 BLOCK_SIZE = 1 << 20  # st_blksize and f_bsize: large, so readers ask for large reads
-TIMEOUT = 3600.0  # entry and attribute timeout: content and names are immutable
+TIMEOUT = 3600.0  # entry and attribute timeout of what never changes
 DIR_MODE = stat.S_IFDIR | 0o555
 INFO_MODE = stat.S_IFREG | 0o444
 
 
 def info_record(node: Node) -> bytes:
-    """The ERC record (ANVL) an INFO node holds."""
-    archive = node.archive
-    assert archive is not None
+    """The ERC record (ANVL) an INFO node holds: its version's, told of its subject."""
+    archive, root = node.archive, node.root_ark
+    assert archive is not None and root is not None
     if node.index < 0:
         return archive.erc_anvl.encode()
-    erc = entry_erc(archive.archive.erc, archive.ark, archive.entry(node.index))
+    erc = entry_erc(archive.archive.erc, root, archive.entry(node.index))
     return erc.to_anvl().encode()
 
 
@@ -59,9 +65,17 @@ class Attributes:
             a.attr_timeout = 0
             return a
         archive = await self.ns.loaded(node)
+        a = self._of_loaded(node, archive)
+        if node.kind is NodeKind.ARCHIVE:
+            a.attr_timeout = self.ns.latest.time_left(node.key)
+        elif node.follows_latest:
+            a.entry_timeout = self.ns.latest.time_left(node.key)
+        return a
+
+    def _of_loaded(self, node: Node, archive: LoadedArchive) -> pyfuse3.EntryAttributes:
         if node.kind is NodeKind.INFO:
             return self._base(node, INFO_MODE, len(info_record(node)), self._mtime(node))
-        if node.kind is NodeKind.ARCHIVE:
+        if node.kind in (NodeKind.ARCHIVE, NodeKind.VERSION):
             a = self._base(node, DIR_MODE, 0, self._mtime(node))
             a.st_nlink = 2 + archive.subdirs("")
             return a
@@ -75,7 +89,7 @@ class Attributes:
         return a
 
     def _mtime(self, node: Node) -> int:
-        """An entry's mtime; the manifest's creation time for an archive root."""
+        """An entry's mtime; the manifest's creation time for an archive or version root."""
         assert node.archive is not None
         if node.index >= 0:
             return node.archive.entry(node.index).mtime_ns

@@ -1,4 +1,4 @@
-"""ARK resolution for the mount: NAAN to backends, and each archive fetched once per mount.
+"""ARK resolution for the mount: NAAN to backends, and each archive version fetched once.
 
 Which backends answer for a NAAN: the resolvers the config file names for it, else the
 `--server` URLs and the config's `servers`, then the embedded store if one is named
@@ -7,24 +7,30 @@ Which backends answer for a NAAN: the resolvers the config file names for it, el
 
     servers = ["https://archive.example.org"]      # for every NAAN without its own entry
     store = "/srv/arkstore"                          # an embedded store, as --store
+    metadata_ttl = 300                               # seconds, as --metadata-ttl
     [naans]
     12345 = "https://archive.example.org"
     b1234 = ["https://a.example.org", "https://b.example.org"]
 
-An archive (manifest and ERC) is fetched from its backends once per mount and written to
-the disk cache as msgpack, keyed by its normalized ARK; when every backend is unreachable
-the disk copy serves, so a remount works offline. A backend that was unreachable is left
-alone for DOWN_TIME, so an offline mount does not wait on retries at every lookup.
+A version of an archive (manifest, ERC, version record) never changes: it is fetched from
+its backends once and written to the disk cache as msgpack, keyed by `ARK/@vN`. Which
+version is the latest is asked of the backends whenever the caller wants to know (the
+mount's LatestVersions decides when), and the latest seen is written under the ARK itself:
+when every backend is unreachable that copy serves, so a remount works offline. A backend
+that was unreachable is left alone for DOWN_TIME, so an offline mount does not wait on
+retries at every lookup.
 """
 
 import logging
+import math
 import os
 import time
 import tomllib
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import msgpack
@@ -37,6 +43,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.naan import check_naan
 from arkfs.ark.normalization import parse
+from arkfs.ark.versions import version_name
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
 from arkfs.util.atomic import is_temp, write_atomic
 
@@ -52,6 +59,7 @@ MAX_UNBOUND = 4096  # unbound ARKs remembered before expired ones are pruned
 LIST_TIME = 30.0  # seconds a listing of bound ARKs is reused
 MEMORY_ARCHIVES = 16  # archives kept in memory beyond those the kernel still holds
 PROBE_HASH = bytes(32)  # a file hash no CAS holds: probes the CAS token without side effects
+T = TypeVar("T")
 
 
 class ConfigError(Exception):
@@ -60,11 +68,13 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class ResolverConfig:
-    """Where archives are resolved: servers for every NAAN, per-NAAN servers, a store."""
+    """Where archives are resolved (servers for every NAAN, per-NAAN servers, a store), and
+    how long the latest version of an archive is taken as known (None: the default)."""
 
     servers: tuple[str, ...] = ()
     naans: dict[str, tuple[str, ...]] = field(default_factory=dict)
     store: Path | None = None
+    metadata_ttl: float | None = None
 
 
 def default_config_path() -> Path:
@@ -95,9 +105,11 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
         return ResolverConfig()
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
-    unknown = sorted(set(data) - {"servers", "naans", "store"})
+    unknown = sorted(set(data) - {"servers", "naans", "store", "metadata_ttl"})
     if unknown:
-        raise ConfigError(f"config file {path}: unknown key {unknown[0]!r} (servers, naans, store)")
+        raise ConfigError(
+            f"config file {path}: unknown key {unknown[0]!r} (servers, naans, store, metadata_ttl)"
+        )
     servers = _urls(data["servers"], f"{path}: servers") if "servers" in data else ()
     naans_table = data.get("naans", {})
     if not isinstance(naans_table, dict):
@@ -115,7 +127,12 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
         raise ConfigError(f"config file {path}: store must be a directory path")
     # A relative store path is relative to the config file, wherever the mount runs.
     store_dir = path.parent.absolute() / Path(store).expanduser() if store else None
-    return ResolverConfig(servers, naans, store_dir)
+    ttl = data.get("metadata_ttl")
+    if ttl is not None and (
+        not isinstance(ttl, int | float) or isinstance(ttl, bool) or not 0 <= ttl < math.inf
+    ):
+        raise ConfigError(f"config file {path}: metadata_ttl must be a number of seconds >= 0")
+    return ResolverConfig(servers, naans, store_dir, None if ttl is None else float(ttl))
 
 
 @dataclass(eq=False)
@@ -132,7 +149,13 @@ class LoadedArchive:
 
     @property
     def key(self) -> str:
+        """The archive's normalized ark:NAAN/Name (without a version)."""
         return str(self.ark)
+
+    @property
+    def version(self) -> int:
+        """Which version of the archive this is."""
+        return self.archive.version.version
 
     @property
     def manifest(self) -> Manifest:
@@ -162,7 +185,9 @@ class LoadedArchive:
 
 
 class DiskCache:
-    """Archives (manifest and ERC) on disk, one msgpack file per normalized ARK.
+    """Archives (manifest, ERC and version record) on disk, one msgpack file each: the
+    latest version seen of an ARK under its normalized ARK, and each version read under
+    `ARK/@vN`, which never changes.
 
     Blocking methods: call them from worker threads.
     """
@@ -170,11 +195,12 @@ class DiskCache:
     def __init__(self, root: Path) -> None:
         self.root = root / ARCHIVES_DIR
 
-    def _path(self, key: str) -> Path:
-        return self.root / f"{quote(key, safe='')}.msgpack"
+    def _path(self, key: str, version: int | None) -> Path:
+        name = f"{key}/{version_name(version)}" if version is not None else key
+        return self.root / f"{quote(name, safe='')}.msgpack"
 
-    def write(self, archive: Archive, source: str) -> None:
-        """Store an archive, replacing an older copy."""
+    def write(self, archive: Archive, source: str, latest: bool = False) -> None:
+        """Store a version of an archive, or (latest) its latest version seen."""
         self.root.mkdir(parents=True, exist_ok=True)
         data = msgpack.packb(
             {
@@ -188,11 +214,13 @@ class DiskCache:
             },
             use_bin_type=True,
         )
-        write_atomic(self._path(archive.manifest.ark), data)
+        version = None if latest else archive.version.version
+        write_atomic(self._path(archive.manifest.ark, version), data)
 
-    def read(self, key: str) -> tuple[Archive, str] | None:
-        """The cached archive and the name of the backend it came from, or None."""
-        path = self._path(key)
+    def read(self, key: str, version: int | None = None) -> tuple[Archive, str] | None:
+        """Version version of the archive key (None: the latest seen) and the name of the
+        backend it came from, or None."""
+        path = self._path(key, version)
         try:
             obj: Any = msgpack.unpackb(path.read_bytes(), raw=False)
             if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
@@ -200,8 +228,10 @@ class DiskCache:
             manifest = Manifest.from_msgpack(obj["manifest"])
             if manifest.ark != key:
                 raise ValueError(f"it holds {manifest.ark}")
-            version = VersionInfo.from_json(key, obj["archive_version"])
-            archive = Archive(manifest, Erc.from_anvl(obj["erc"]), version)
+            info = VersionInfo.from_json(key, obj["archive_version"])
+            if version is not None and info.version != version:
+                raise ValueError(f"it holds version {info.version}")
+            archive = Archive(manifest, Erc.from_anvl(obj["erc"]), info)
             return archive, str(obj["source"])
         except FileNotFoundError:
             return None
@@ -210,16 +240,13 @@ class DiskCache:
             return None
 
     def keys(self) -> list[str]:
-        """The normalized ARKs of every cached archive."""
+        """The normalized ARKs of every archive with a latest version cached."""
         try:
             names = os.listdir(self.root)
         except FileNotFoundError:
             return []
-        return [
-            unquote(n.removesuffix(".msgpack"))
-            for n in names
-            if n.endswith(".msgpack") and not is_temp(n)
-        ]
+        keys = (unquote(n.removesuffix(".msgpack")) for n in names if n.endswith(".msgpack"))
+        return [k for k in keys if not is_temp(k) and k.count("/") == 1]
 
 
 def naan_of(key: str) -> str:
@@ -242,7 +269,7 @@ class Catalog:
         self._by_naan = by_naan
         self.disk = DiskCache(cache_root)
         self._memory: OrderedDict[str, LoadedArchive] = OrderedDict()
-        self._fetched: set[str] = set()  # archives already fetched from a backend this mount
+        self._latest_on_disk: dict[str, int] = {}  # ARK -> the version written as its latest
         self._unbound: dict[str, float] = {}  # ARK -> until when it is known unbound
         self._down: dict[str, float] = {}  # backend name -> until when it is skipped
         self._locks: dict[str, trio.Lock] = {}
@@ -339,36 +366,14 @@ class Catalog:
         keys = await self._bound(prefix, self.backends_for(naan))
         return sorted(k[len(prefix) :] for k in keys if "/" not in k[len(prefix) :])
 
-    async def archive(self, key: str) -> LoadedArchive:
-        """The archive bound to a normalized ark:NAAN/Name.
+    async def _ask(self, key: str, call: Callable[[Backend], Awaitable[T]]) -> tuple[T, Backend]:
+        """call on the first backend of key's NAAN that binds key, and that backend.
 
-        Raises NotBound when no backend binds it and no copy is cached, Unreachable when
-        its backends are down and no copy is cached, or the backend's own error.
+        Raises the error of a backend that refused, else Unreachable if one could not be
+        reached, else NotBound (remembered for NEGATIVE_TIME).
         """
-        found = self._memory.get(key)
-        if found is not None:
-            self._memory.move_to_end(key)
-            return found
         if self._unbound.get(key, 0.0) > time.monotonic():
             raise NotBound(f"no archive is bound to {key}")
-        lock = self._locks.setdefault(key, trio.Lock())
-        try:
-            async with lock:
-                found = self._memory.get(key) or await self._load(key)
-        finally:
-            if not lock.locked() and lock.statistics().tasks_waiting == 0:
-                self._locks.pop(key, None)
-        self._memory[key] = found
-        self._memory.move_to_end(key)
-        while len(self._memory) > MEMORY_ARCHIVES:
-            self._memory.popitem(last=False)
-        return found
-
-    async def _load(self, key: str) -> LoadedArchive:
-        if key in self._fetched:
-            cached = await self._from_disk(key)
-            if cached is not None:
-                return cached
         unreachable: Unreachable | None = None
         refused: BackendError | None = None
         for backend in self.backends_for(naan_of(key)):
@@ -376,40 +381,112 @@ class Catalog:
                 unreachable = unreachable or Unreachable(f"{backend.name} is unreachable")
                 continue
             try:
-                archive = await backend.archive(key)
+                return await call(backend), backend
             except NotBound:
                 continue
             except Unreachable as exc:
                 self._mark_down(backend, exc)
                 unreachable = unreachable or exc
-                continue
             except BackendError as exc:
                 log.error("cannot fetch %s from %s: %s", key, backend.name, exc)
                 refused = exc
-                continue
-            self._fetched.add(key)
-            try:
-                await trio.to_thread.run_sync(self.disk.write, archive, backend.name)
-            except OSError as exc:
-                log.error("cannot cache %s on disk: %s", key, exc)
-            return await trio.to_thread.run_sync(LoadedArchive.build, archive, backend)
         if refused is not None:
             raise refused
         if unreachable is not None:
-            # Only an unreachable backend lets the disk copy serve: one that answers is
-            # the authority on what is bound.
-            cached = await self._from_disk(key)
-            if cached is None:
-                raise unreachable
-            return cached
+            raise unreachable
         now = time.monotonic()
         if len(self._unbound) > MAX_UNBOUND:
             self._unbound = {k: t for k, t in self._unbound.items() if t > now}
         self._unbound[key] = now + NEGATIVE_TIME
         raise NotBound(f"no archive is bound to {key}")
 
-    async def _from_disk(self, key: str) -> LoadedArchive | None:
-        found = await trio.to_thread.run_sync(self.disk.read, key)
+    async def versions(self, key: str) -> list[VersionInfo]:
+        """Every version of the archive bound to a normalized ark:NAAN/Name, asked now."""
+        versions, _ = await self._ask(key, lambda b: b.versions(key))
+        return versions
+
+    async def latest(self, key: str) -> tuple[LoadedArchive, list[VersionInfo] | None]:
+        """The latest version of the archive bound to a normalized ark:NAAN/Name, asked of
+        its backends now, and every version (None when the backends are unreachable and
+        the latest seen, on disk, serves instead, so a remount works offline).
+
+        Only an unreachable backend lets the disk copy serve: one that answers is the
+        authority on what is bound. Raises NotBound, Unreachable when there is no copy,
+        or the backend's error.
+        """
+        try:
+            versions = await self.versions(key)
+        except Unreachable:
+            cached = await self._from_disk(key, None)
+            if cached is None:
+                raise
+            return self._keep(cached), None
+        found = await self.archive(key, versions[-1].version)
+        if self._latest_on_disk.get(key) != found.version:
+            try:
+                await trio.to_thread.run_sync(
+                    lambda: self.disk.write(found.archive, found.backend.name, latest=True)
+                )
+                self._latest_on_disk[key] = found.version
+            except OSError as exc:
+                log.error("cannot cache %s on disk: %s", key, exc)
+        return found, versions
+
+    async def archive(self, key: str, version: int | None = None) -> LoadedArchive:
+        """Version version of the archive bound to a normalized ark:NAAN/Name (None: the
+        latest, as latest() finds it).
+
+        A version never changes, so it comes from memory or disk when it is there, and
+        from its backends only once. Raises NotBound, Unreachable when there is no copy,
+        or the backend's error.
+        """
+        if version is None:
+            return (await self.latest(key))[0]
+        named = f"{key}/{version_name(version)}"
+        found = self._memory.get(named)
+        if found is not None:
+            self._memory.move_to_end(named)
+            return found
+        lock = self._locks.setdefault(named, trio.Lock())
+        try:
+            async with lock:
+                found = self._memory.get(named) or await self._load(key, version)
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._locks.pop(named, None)
+        return self._keep(found)
+
+    def _keep(self, found: LoadedArchive) -> LoadedArchive:
+        """Hold found in memory (the most recently used MEMORY_ARCHIVES stay)."""
+        named = f"{found.key}/{version_name(found.version)}"
+        self._memory[named] = found
+        self._memory.move_to_end(named)
+        while len(self._memory) > MEMORY_ARCHIVES:
+            self._memory.popitem(last=False)
+        return found
+
+    async def _load(self, key: str, version: int) -> LoadedArchive:
+        """A version from disk, else from its backends (then written to disk)."""
+        cached = await self._from_disk(key, version)
+        if cached is not None:
+            return cached
+        try:
+            archive, backend = await self._ask(
+                f"{key}/{version_name(version)}", lambda b: b.archive(key, version)
+            )
+        except Unreachable:
+            cached = await self._from_disk(key, None)  # the latest seen may be that version
+            if cached is None or cached.version != version:
+                raise
+            return cached
+        try:
+            await trio.to_thread.run_sync(self.disk.write, archive, backend.name)
+        except OSError as exc:
+            log.error("cannot cache %s on disk: %s", key, exc)
+        return await trio.to_thread.run_sync(LoadedArchive.build, archive, backend)
+
+    async def _from_disk(self, key: str, version: int | None) -> LoadedArchive | None:
+        found = await trio.to_thread.run_sync(self.disk.read, key, version)
         if found is None:
             return None
         archive, source = found

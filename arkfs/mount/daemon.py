@@ -38,6 +38,7 @@ from arkfs.backend.open import open_backend
 from arkfs.mount.catalog import Catalog, ResolverConfig
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.fs import ArkOperations
+from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.namespace import Namespace
 from arkfs.mount.reader import ContentReader
 from arkfs.mount.stats import MountStats
@@ -74,6 +75,7 @@ class MountOptions:
     log_file: Path | None  # None: stderr (foreground only)
     foreground: bool
     token: str | None = field(default=None, repr=False)
+    metadata_ttl: float = DEFAULT_TTL  # seconds the latest version of an archive is known
 
 
 def check_fuse() -> None:
@@ -240,7 +242,7 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
         cache = ChunkCache(opts.cache_dir, opts.cache_size)
         stats = MountStats()
         reader = ContentReader(cache, stats)
-        ops = ArkOperations(Namespace(catalog), reader, stats, cache)
+        ops = ArkOperations(Namespace(catalog, opts.metadata_ttl), reader, stats, cache)
         try:
             pyfuse3.init(ops, str(opts.mountpoint), set(MOUNT_OPTIONS))
         except RuntimeError as exc:

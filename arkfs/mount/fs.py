@@ -27,7 +27,14 @@ from arkfs.mount.pages import PageOffers
 from arkfs.mount.reader import ContentReader, ReadError
 from arkfs.mount.readonly import ReadOnlyOperations
 from arkfs.mount.stats import MountStats
-from arkfs.mount.xattrs import CACHED, STATS, ark_xattrs, file_xattrs, format_fraction
+from arkfs.mount.xattrs import (
+    CACHED,
+    STATS,
+    ark_xattrs,
+    file_xattrs,
+    format_fraction,
+    versions_xattr,
+)
 
 log = logging.getLogger(__name__)
 
@@ -222,15 +229,19 @@ class ArkOperations(ReadOnlyOperations):
             return {STATS: json.dumps(self.stats_json(), sort_keys=True)}
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
-            return ark_xattrs(archive.key, archive.archive.erc)
+            versions = await self.ns.latest.versions(node.key)
+            return ark_xattrs(str(node.ark), archive.archive.erc) | versions_xattr(versions)
+        if node.kind is NodeKind.VERSION and node.archive is not None:
+            return ark_xattrs(str(node.ark), node.archive.archive.erc)
         if node.kind is not NodeKind.ENTRY or node.archive is None:
             return {}
         archive = node.archive
         entry = archive.entry(node.index)
         if entry.kind is Kind.SYMLINK:
             return {}
-        ark = node.ark
-        out = ark_xattrs(str(ark), entry_erc(archive.archive.erc, archive.ark, entry))
+        ark, root = node.ark, node.root_ark
+        assert root is not None
+        out = ark_xattrs(str(ark), entry_erc(archive.archive.erc, root, entry))
         if entry.kind is Kind.FILE:
             out.update(file_xattrs(entry))
             assert entry.xet_hash is not None

@@ -3,20 +3,34 @@
     /                          root: one `ark:NAAN` directory per known NAAN
     /ark:/                     hidden: its children are NAANs, for the old `ark:/NAAN/Name`
     /ark:12345/                the Names bound under the NAAN
-    /ark:12345/x6np1wh8k/      an archive root, then its manifest tree
+    /ark:12345/x6np1wh8k/      an archive root: the tree of its latest version
+    /ark:12345/x6np1wh8k/@v2/  unlisted: the tree of version 2, as long as the mount runs
     .../NAME?info, NAME??      unlisted files holding NAME's ERC record
 
-Inode numbers are derived, not allocated: each NAAN and archive gets a slot when first seen
-(slot << 32), an archive's root is its slot's base, entry i of its manifest is base + 1 + i,
-and the `?info` file of either sets bit 31. So equivalent spellings (hyphens, NAAN case,
-`ark:/`, escaped file names) reach one inode, and an inode the kernel forgot comes back
-with the same number. The table holds a Node only while the kernel counts lookups of it or
-a handle is open on it, so memory follows the kernel's cache, not the tree's size.
+Inode numbers are derived, not allocated: each NAAN, archive root and version view gets a
+slot when first seen (slot << 32). A version view is one version as the latest shows it,
+or as its `@vN` directory does (their ARKs differ: `.../@v2/x`); its `@vN` directory is
+the slot's base, entry i of its manifest is base + 1 + i, and the `?info` file of either
+sets bit 31 (the `?info` of an archive root is its latest view's). So every version has
+inodes of its own, equivalent spellings (hyphens, NAAN case, `ark:/`, escaped file names)
+reach one inode, and an inode the kernel forgot comes back with the same number. The
+table holds a Node only while the kernel counts lookups of it or a handle is open on it,
+so memory follows the kernel's cache, not the tree's size.
+
+The archive root keeps its inode and shows whichever version LatestVersions finds latest.
+What the kernel caches of the latest (names in the root, the root's `?info`) it keeps only
+until the next check, and when a check finds a new version the namespace tells it to
+forget them (invalidate_entry_async; the root's attributes with invalidate_inode), so the
+next lookup gets the new version's inodes. An open file keeps its node, and its node its
+version: it never reads a mix of two.
 """
 
+import contextlib
 import enum
 import errno
-from collections.abc import Callable
+import logging
+import os
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import pyfuse3
@@ -25,7 +39,11 @@ from arkfs.archive.manifest import Kind, entry_ark, entry_path
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
+from arkfs.ark.versions import version_name, version_of_name, versioned
 from arkfs.mount.catalog import Catalog, LoadedArchive
+from arkfs.mount.latest import LatestVersions
+
+log = logging.getLogger(__name__)
 
 ROOT_INODE = int(pyfuse3.ROOT_INODE)
 LABEL_INODE = ROOT_INODE + 1
@@ -41,14 +59,17 @@ class NodeKind(enum.Enum):
     ROOT = "root"
     LABEL = "label"  # the hidden `ark:` directory
     NAAN = "naan"
-    ARCHIVE = "archive"  # an archive's root directory
+    ARCHIVE = "archive"  # an archive's root directory: its latest version
+    VERSION = "version"  # `ARCHIVE/@vN`, the root of one version
     ENTRY = "entry"  # a manifest entry
     INFO = "info"  # the `?info` file of an archive or entry
 
 
 @dataclass(eq=False, slots=True)
 class Node:
-    """One inode. index is the manifest position of an entry, -1 for an archive's root."""
+    """One inode. index is the manifest position of an entry, -1 for an archive's or a
+    version's root. archive is the version the node shows (for an archive root, the latest
+    shown so far); pinned says it was reached through `@vN`, so its ARKs name the version."""
 
     ino: int
     kind: NodeKind
@@ -56,12 +77,19 @@ class Node:
     key: str = ""  # the archive's normalized ARK
     index: int = -1
     archive: LoadedArchive | None = None  # None until an unfetched archive root is used
+    pinned: bool = False
     lookups: int = 0
     opens: int = 0
 
     @property
     def is_dir(self) -> bool:
-        if self.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN, NodeKind.ARCHIVE):
+        if self.kind in (
+            NodeKind.ROOT,
+            NodeKind.LABEL,
+            NodeKind.NAAN,
+            NodeKind.ARCHIVE,
+            NodeKind.VERSION,
+        ):
             return True
         return self.kind is NodeKind.ENTRY and self.entry_kind is Kind.DIR
 
@@ -80,11 +108,25 @@ class Node:
         return self.archive.entry(self.index).path
 
     @property
-    def ark(self) -> Ark | None:
-        """The ARK this node (or, for an INFO node, its subject) stands for."""
+    def root_ark(self) -> Ark | None:
+        """The ARK of the root this node is under: the archive's, or its version's."""
         if self.archive is None:
             return None
-        return entry_ark(self.archive.ark, self.path)
+        return versioned(self.archive.ark, self.archive.version if self.pinned else None)
+
+    @property
+    def ark(self) -> Ark | None:
+        """The ARK this node (or, for an INFO node, its subject) stands for."""
+        root = self.root_ark
+        return None if root is None else entry_ark(root, self.path)
+
+    @property
+    def follows_latest(self) -> bool:
+        """Does the kernel reach this node by a name whose meaning moves to the next
+        version (a name in the archive root, or the root's `?info`)? Those are cached
+        only until the latest version is checked again."""
+        in_root = self.kind in (NodeKind.ENTRY, NodeKind.INFO) and "/" not in self.path
+        return in_root and not self.pinned
 
 
 @dataclass(frozen=True)
@@ -153,17 +195,46 @@ class InodeTable:
             del self._nodes[node.ino]
 
 
-class Namespace:
-    """Names to nodes over a catalog: lookups, listings, and the inode numbers they derive."""
+def forget_in_kernel(root: int, names: Collection[tuple[int, str]]) -> None:
+    """Make the kernel forget root's attributes and each (directory inode, name) it may
+    have cached; safe inside a handler (pyfuse3 notes: never invalidate_entry there)."""
+    with contextlib.suppress(OSError):  # ENOENT: the kernel holds no such inode
+        pyfuse3.invalidate_inode(pyfuse3.InodeT(root), attr_only=True)
+    for parent, name in names:
+        pyfuse3.invalidate_entry_async(
+            pyfuse3.InodeT(parent), pyfuse3.FileNameT(os.fsencode(name)), ignore_enoent=True
+        )
 
-    def __init__(self, catalog: Catalog) -> None:
+
+class Namespace:
+    """Names to nodes over a catalog: lookups, listings, and the inode numbers they derive.
+
+    metadata_ttl is how long the latest version of an archive is taken as known; forget
+    is how the kernel is told to drop what it cached of an old one (forget_in_kernel).
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        metadata_ttl: float,
+        forget: Callable[[int, Collection[tuple[int, str]]], None] = forget_in_kernel,
+    ) -> None:
         self.catalog = catalog
+        self.latest = LatestVersions(catalog, metadata_ttl, self._moved_on)
         self.inodes = InodeTable()
-        self._slots: dict[str, int] = {}  # 'naan:12345' or an archive ARK -> slot
+        self._slots: dict[str, int] = {}  # 'naan:12345', an archive ARK, a view -> slot
+        # Per archive: (directory inode, name) handed to the kernel that show its latest.
+        self._handed: dict[str, set[tuple[int, str]]] = {}
+        self._forget = forget
 
     def _base(self, slot_key: str) -> int:
         slot = self._slots.setdefault(slot_key, len(self._slots) + 1)
         return slot << SLOT_SHIFT
+
+    def _view(self, archive: LoadedArchive, pinned: bool) -> int:
+        """The slot base of one version, as the latest shows it or as `@vN` does."""
+        named = f"{archive.key}/{version_name(archive.version)}"
+        return self._base(named if pinned else f"{named} latest")
 
     def _node(self, ino: int, make: Callable[[int], Node]) -> Node:
         """The live node of ino, or a new uncounted one."""
@@ -177,31 +248,54 @@ class Namespace:
         node = self._node(
             self._base(key), lambda i: Node(i, NodeKind.ARCHIVE, naan, key, archive=archive)
         )
-        node.archive = node.archive or archive
+        node.archive = archive or node.archive
         return node
 
-    def entry_node(self, archive: LoadedArchive, index: int) -> Node:
-        ino = self._base(archive.key) + 1 + index
+    def version_node(self, archive: LoadedArchive) -> Node:
+        """`ARCHIVE/@vN`: the root of version N."""
         return self._node(
-            ino, lambda i: Node(i, NodeKind.ENTRY, archive.ark.naan, archive.key, index, archive)
+            self._view(archive, True),
+            lambda i: Node(i, NodeKind.VERSION, archive.ark.naan, archive.key, -1, archive, True),
         )
 
-    def info_node(self, subject: Node) -> Node:
-        """The `?info` file of an archive or entry node (its archive loaded)."""
-        assert subject.archive is not None
-        ino = subject.ino | INFO_BIT
+    def entry_node(self, archive: LoadedArchive, index: int, pinned: bool) -> Node:
+        ino = self._view(archive, pinned) + 1 + index
         return self._node(
             ino,
             lambda i: Node(
-                i, NodeKind.INFO, subject.naan, subject.key, subject.index, subject.archive
+                i, NodeKind.ENTRY, archive.ark.naan, archive.key, index, archive, pinned
+            ),
+        )
+
+    def info_node(self, subject: Node) -> Node:
+        """The `?info` file of an archive, version or entry node (its archive loaded)."""
+        archive = subject.archive
+        assert archive is not None
+        ino = (self._view(archive, subject.pinned) + 1 + subject.index) | INFO_BIT
+        return self._node(
+            ino,
+            lambda i: Node(
+                i, NodeKind.INFO, subject.naan, subject.key, subject.index, archive, subject.pinned
             ),
         )
 
     async def loaded(self, node: Node) -> LoadedArchive:
-        """The archive of an archive, entry or info node; fetched on first use."""
-        if node.archive is None:
-            node.archive = await self.catalog.archive(node.key)
+        """The archive version a node shows: for an archive root the latest (re-checked
+        when due), for any other node the version it was made in."""
+        if node.kind is NodeKind.ARCHIVE:
+            node.archive = await self.latest.get(node.key)
+        assert node.archive is not None, node
         return node.archive
+
+    def _hand(self, key: str, parent: int, names: Collection[str]) -> None:
+        """The kernel gets names in directory parent that show key's latest version."""
+        self._handed.setdefault(key, set()).update((parent, n) for n in names)
+
+    def _moved_on(self, key: str) -> None:
+        """A new latest version of key: the kernel forgets what showed the old one."""
+        handed = self._handed.pop(key, set())
+        log.info("%s has a new latest version: forgetting %d cached names", key, len(handed))
+        self._forget(self._base(key), handed)
 
     # --- lookup ----------------------------------------------------------------------------
 
@@ -215,32 +309,49 @@ class Namespace:
         elif parent.kind is NodeKind.LABEL:
             return self.naan_node(_naan(name))
         elif parent.kind is NodeKind.NAAN:
-            return await self._lookup_archive(parent.naan, name)
+            return await self._lookup_archive(parent, name)
+        elif parent.kind is NodeKind.ARCHIVE:
+            return await self._lookup_in_latest(parent, name)
         elif parent.is_dir:
             return self._lookup_entry(parent, await self.loaded(parent), name)
         raise pyfuse3.FUSEError(errno.ENOENT)
 
-    async def _lookup_archive(self, naan: str, name: str) -> Node:
+    async def _lookup_archive(self, naan: Node, name: str) -> Node:
         base, inflection = _split_inflection(name)
         try:
-            ark = parse(f"ark:{naan}/{base}")
+            ark = parse(f"ark:{naan.naan}/{base}")
         except ArkError:
             raise pyfuse3.FUSEError(errno.ENOENT) from None
         if ark.components or ark.variants:
             raise pyfuse3.FUSEError(errno.ENOENT)
         key = str(ark)
-        node = self.archive_node(key, await self.catalog.archive(key))
-        return self.info_node(node) if inflection else node
+        node = self.archive_node(key, await self.latest.get(key))
+        if not inflection:
+            return node
+        self._hand(key, naan.ino, [name])  # the root's ?info is the latest's
+        return self.info_node(node)
+
+    async def _lookup_in_latest(self, root: Node, name: str) -> Node:
+        """A name in an archive root: `@vN` (and its `?info`) is version N, whatever the
+        latest holds; any other name is looked up in the latest version."""
+        archive = await self.loaded(root)
+        base, inflection = _split_inflection(name)
+        version = version_of_name(base)
+        if version is not None:
+            node = self.version_node(await self.catalog.archive(root.key, version))
+            return self.info_node(node) if inflection else node
+        self._hand(root.key, root.ino, [name])
+        return self._lookup_entry(root, archive, name)
 
     def _lookup_entry(self, parent: Node, archive: LoadedArchive, name: str) -> Node:
         found = self._child_index(parent, archive, name)
         if found is not None:
-            return self.entry_node(archive, found)
+            return self.entry_node(archive, found, parent.pinned)
         base, inflection = _split_inflection(name)
         if inflection:
             found = self._child_index(parent, archive, base)
             if found is not None:
-                return self.info_node(self.entry_node(archive, found))
+                return self.info_node(self.entry_node(archive, found, parent.pinned))
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     def _child_index(self, parent: Node, archive: LoadedArchive, name: str) -> int | None:
@@ -253,10 +364,10 @@ class Namespace:
             # spelling of `x`: hidden files must not alias visible ones. A '?' starts a
             # query, which parsing would drop: `x?info` is x's record, not x.
             return found
-        parent_ark = parent.ark
-        assert parent_ark is not None
+        parent_ark, root_ark = parent.ark, parent.root_ark
+        assert parent_ark is not None and root_ark is not None
         try:
-            path = entry_path(archive.ark, parse(f"{parent_ark}/{name}"))
+            path = entry_path(root_ark, parse(f"{parent_ark}/{name}"))
         except ArkError:
             return None
         if path is None or path.rpartition("/")[0] != parent.path:
@@ -266,7 +377,8 @@ class Namespace:
     # --- readdir ---------------------------------------------------------------------------
 
     async def listing(self, node: Node) -> Listing:
-        """The children of a directory node, in a stable order."""
+        """The children of a directory node, in a stable order; an archive root lists its
+        latest version's, without `@vN` names (versions are reached by name only)."""
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL):
             naans = await self.catalog.naans()
             prefix = LABEL if node.kind is NodeKind.ROOT else ""
@@ -278,10 +390,12 @@ class Namespace:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         archive = await self.loaded(node)
         positions = archive.children.get(node.path, [])
-        return Listing(
-            [archive.entry(i).name for i in positions],
-            lambda i: self.entry_node(archive, positions[i]),
-        )
+        if node.kind is NodeKind.ARCHIVE:
+            positions = [i for i in positions if version_of_name(archive.entry(i).name) is None]
+        names = [archive.entry(i).name for i in positions]
+        if node.kind is NodeKind.ARCHIVE:
+            self._hand(node.key, node.ino, names)
+        return Listing(names, lambda i: self.entry_node(archive, positions[i], node.pinned))
 
 
 def _naan(text: str) -> str:

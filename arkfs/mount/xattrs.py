@@ -4,6 +4,7 @@
     user.ark.erc                the whole ERC record (ANVL)
     user.ark.who|what|when|where  the kernel elements of its `erc:` segment
     user.ark.support.*          every element of its `erc-support:` segment
+    user.ark.versions           archive roots: every version, one line each (VersionInfo.summary)
     user.xet.hash, user.xet.sha256  a file's XET hash string and SHA-256 (hex)
     user.arkfs.cached           files: the fraction of the file in the chunk cache
     user.arkfs.stats            root: the mount's counters as JSON (`arkfs stats`)
@@ -11,13 +12,17 @@
 Only attributes with a value exist; symlinks have none (Linux refuses `user.*` on them).
 """
 
+from collections.abc import Sequence
+
 from arkfs.archive.manifest import Entry
+from arkfs.archive.record import VersionInfo
 from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.xet.hashing import hash_to_string
 
 ARK_ID = "user.ark.id"
 ARK_ERC = "user.ark.erc"
 SUPPORT_PREFIX = "user.ark.support."
+VERSIONS = "user.ark.versions"
 XET_HASH = "user.xet.hash"
 XET_SHA256 = "user.xet.sha256"
 CACHED = "user.arkfs.cached"
@@ -42,6 +47,11 @@ def ark_xattrs(ark: str, erc: Erc) -> dict[str, str]:
     if erc.support is not None:
         out.update(_support(erc.support))
     return out
+
+
+def versions_xattr(versions: Sequence[VersionInfo]) -> dict[str, str]:
+    """The versions of an archive, oldest first: name, time, files, size and message."""
+    return {VERSIONS: "\n".join(v.summary() for v in versions)}
 
 
 def file_xattrs(entry: Entry) -> dict[str, str]:

@@ -76,6 +76,9 @@ def test_mount_refuses_bad_options(store: Path, tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[naans]\n"12-3.4" = "http://127.0.0.1:1"\n')
     refused(run_arkfs("mount", str(mnt), "--config", str(config)), "NAAN")
+    refused(run_arkfs("mount", str(mnt), "--metadata-ttl", "-1"), "--metadata-ttl -1")
+    config.write_text("metadata_ttl = 'soon'\n")
+    refused(run_arkfs("mount", str(mnt), "--config", str(config)), "metadata_ttl must be")
     assert not is_mounted(mnt)
 
 

@@ -17,6 +17,7 @@ def test_config_maps_naans_to_resolvers(tmp_path: Path) -> None:
     path.write_text(
         'servers = ["https://all.example.org"]\n'
         'store = "arks"\n'
+        "metadata_ttl = 2.5\n"
         "[naans]\n"
         '12345 = "http://127.0.0.1:8080"\n'
         'B1234 = ["https://a.example.org", "https://b.example.org"]\n'
@@ -28,6 +29,7 @@ def test_config_maps_naans_to_resolvers(tmp_path: Path) -> None:
         "b1234": ("https://a.example.org", "https://b.example.org"),
     }
     assert config.store == tmp_path / "arks"
+    assert config.metadata_ttl == 2.5
     assert load_config(tmp_path / "absent.toml", explicit=False).naans == {}
 
 
@@ -40,6 +42,8 @@ def test_config_maps_naans_to_resolvers(tmp_path: Path) -> None:
         ("resolvers = 1\n", "unknown key 'resolvers'"),
         ("naans = 1\n", "must be a table"),
         ("[naans\n", "config file"),
+        ("metadata_ttl = -1\n", "metadata_ttl must be"),
+        ("metadata_ttl = true\n", "metadata_ttl must be"),
     ],
 )
 def test_config_errors_say_what_to_fix(tmp_path: Path, text: str, words: str) -> None:

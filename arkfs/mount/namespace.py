@@ -231,9 +231,9 @@ class Namespace:
         slot = self._slots.setdefault(slot_key, len(self._slots) + 1)
         return slot << SLOT_SHIFT
 
-    def _view(self, archive: LoadedArchive, pinned: bool) -> int:
+    def _view(self, key: str, version: int, pinned: bool) -> int:
         """The slot base of one version, as the latest shows it or as `@vN` does."""
-        named = f"{archive.key}/{version_name(archive.version)}"
+        named = f"{key}/{version_name(version)}"
         return self._base(named if pinned else f"{named} latest")
 
     def _node(self, ino: int, make: Callable[[int], Node]) -> Node:
@@ -251,15 +251,19 @@ class Namespace:
         node.archive = archive or node.archive
         return node
 
-    def version_node(self, archive: LoadedArchive) -> Node:
-        """`ARCHIVE/@vN`: the root of version N."""
+    async def version_node(self, key: str, version: int) -> Node:
+        """`ARCHIVE/@vN`: the root of version N (asked of the catalog unless it is live)."""
+        live = self.inodes.find(self._view(key, version, True))
+        if live is not None:
+            return live
+        archive = await self.catalog.archive(key, version)
         return self._node(
-            self._view(archive, True),
-            lambda i: Node(i, NodeKind.VERSION, archive.ark.naan, archive.key, -1, archive, True),
+            self._view(key, version, True),
+            lambda i: Node(i, NodeKind.VERSION, archive.ark.naan, key, -1, archive, True),
         )
 
     def entry_node(self, archive: LoadedArchive, index: int, pinned: bool) -> Node:
-        ino = self._view(archive, pinned) + 1 + index
+        ino = self._view(archive.key, archive.version, pinned) + 1 + index
         return self._node(
             ino,
             lambda i: Node(
@@ -271,7 +275,8 @@ class Namespace:
         """The `?info` file of an archive, version or entry node (its archive loaded)."""
         archive = subject.archive
         assert archive is not None
-        ino = (self._view(archive, subject.pinned) + 1 + subject.index) | INFO_BIT
+        view = self._view(archive.key, archive.version, subject.pinned)
+        ino = (view + 1 + subject.index) | INFO_BIT
         return self._node(
             ino,
             lambda i: Node(
@@ -338,7 +343,7 @@ class Namespace:
         base, inflection = _split_inflection(name)
         version = version_of_name(base)
         if version is not None:
-            node = self.version_node(await self.catalog.archive(root.key, version))
+            node = await self.version_node(root.key, version)
             return self.info_node(node) if inflection else node
         self._hand(root.key, root.ino, [name])
         return self._lookup_entry(root, archive, name)

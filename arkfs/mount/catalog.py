@@ -15,8 +15,9 @@ An archive (manifest and ERC) is fetched from its backends once per mount and wr
 the disk cache as msgpack behind a BLAKE3 digest, keyed by its normalized ARK; when every
 backend is unreachable the disk copy serves, so a remount works offline. A damaged copy
 counts as absent: it is never served, and the next answer from a backend replaces it.
-A backend that was unreachable is left alone for DOWN_TIME, so an offline mount does not
-wait on retries at every lookup.
+A backend that was unreachable is skipped, so an offline mount does not wait on retries at
+every lookup; when a lookup needs it, it gets one quick probe (PROBE_TIMEOUT) at most every
+PROBE_INTERVAL, so a server that is back is used again within seconds.
 """
 
 import logging
@@ -49,7 +50,8 @@ CONFIG_ENV = "ARKFS_CONFIG"
 CACHE_FORMAT = "arkfs-archive-cache"
 CACHE_VERSION = 2  # 2: a BLAKE3 digest of the msgpack body comes first
 ARCHIVES_DIR = "archives"
-DOWN_TIME = 30.0  # seconds an unreachable backend is skipped
+PROBE_INTERVAL = 3.0  # seconds between quick probes of a backend that was unreachable
+PROBE_TIMEOUT = 1.0  # seconds such a probe may take
 NEGATIVE_TIME = 10.0  # seconds an unbound ARK is answered from memory
 MAX_UNBOUND = 4096  # unbound ARKs remembered before expired ones are pruned
 LIST_TIME = 30.0  # seconds a listing of bound ARKs is reused
@@ -281,7 +283,7 @@ class Catalog:
         self._memory: OrderedDict[str, LoadedArchive] = OrderedDict()
         self._fetched: set[str] = set()  # archives already fetched from a backend this mount
         self._unbound: dict[str, float] = {}  # ARK -> until when it is known unbound
-        self._down: dict[str, float] = {}  # backend name -> until when it is skipped
+        self._down: dict[str, float] = {}  # unreachable backend name -> when to probe it
         self._locks: dict[str, trio.Lock] = {}
         self._listings: dict[str, tuple[float, list[str]]] = {}
 
@@ -301,13 +303,31 @@ class Catalog:
         """The archives held in memory."""
         return list(self._memory.values())
 
-    def _is_down(self, backend: Backend) -> bool:
-        return self._down.get(backend.name, 0.0) > time.monotonic()
-
     def _mark_down(self, backend: Backend, exc: BackendError) -> None:
-        if not self._is_down(backend):
+        if backend.name not in self._down:
             log.error("%s is unreachable, using cached archives: %s", backend.name, exc)
-        self._down[backend.name] = time.monotonic() + DOWN_TIME
+        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL
+
+    async def _usable(self, backend: Backend) -> bool:
+        """Whether to ask backend now: yes, unless it was unreachable and a quick probe (at
+        most one per PROBE_INTERVAL, so offline lookups fail fast) finds it still is."""
+        probe_at = self._down.get(backend.name)
+        if probe_at is None:
+            return True
+        if probe_at > time.monotonic():
+            return False
+        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL  # the only probe till then
+        with trio.move_on_after(PROBE_TIMEOUT):
+            try:
+                await backend.has_file(PROBE_HASH, 1)
+            except Unreachable:
+                return False
+            except BackendError:
+                pass  # it answers: the lookup itself says what is wrong
+            self._down.pop(backend.name, None)
+            log.info("%s answers again", backend.name)
+            return True
+        return False
 
     async def probe(self) -> list[str]:
         """Ask every backend for its archives and a CAS lookup, so a refused token shows now.
@@ -332,7 +352,7 @@ class Catalog:
         cached = self._listings.get(key)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        if self._is_down(backend):
+        if not await self._usable(backend):
             return None
         try:
             arks = await backend.list_archives(prefix)
@@ -409,7 +429,7 @@ class Catalog:
         unreachable: Unreachable | None = None
         refused: BackendError | None = None
         for backend in self.backends_for(naan_of(key)):
-            if self._is_down(backend):
+            if not await self._usable(backend):
                 unreachable = unreachable or Unreachable(f"{backend.name} is unreachable")
                 continue
             try:

@@ -13,9 +13,10 @@ from typing import TypeVar
 import trio
 
 from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
-from arkfs.service.archive import Archive, ArchiveService
+from arkfs.service.archive import ArchiveService
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import hash_to_string

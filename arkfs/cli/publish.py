@@ -17,11 +17,11 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.ark.normalization import parse
-from arkfs.backend.base import Backend, BackendError
+from arkfs.backend.base import Backend
 from arkfs.backend.open import open_backend
-from arkfs.cli.common import EXIT_FAILURE, BadInput
+from arkfs.cli.common import BadInput
 from arkfs.publish.progress import Progress, human
-from arkfs.publish.publisher import PublishError, Summary, publish_tree
+from arkfs.publish.publisher import Summary, publish_tree
 from arkfs.publish.scan import ScanError, scan
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import string_to_hash
@@ -132,7 +132,7 @@ def _erc(args: argparse.Namespace, ark: str, default_what: str) -> Erc:
 
 
 def _run(args: argparse.Namespace, job: Callable[[Backend], Awaitable[T]]) -> T:
-    """Open the backend, run job on trio, and turn backend failures into one line."""
+    """Open the backend and run job on trio (cli.main reports its failures in one line)."""
 
     async def main() -> T:
         backend = await trio.to_thread.run_sync(
@@ -143,11 +143,7 @@ def _run(args: argparse.Namespace, job: Callable[[Backend], Awaitable[T]]) -> T:
         finally:
             await backend.aclose()
 
-    try:
-        return trio.run(main)
-    except (BackendError, PublishError) as exc:
-        print(f"arkfs: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_FAILURE) from None
+    return trio.run(main)
 
 
 def run_publish(args: argparse.Namespace) -> int:

@@ -12,9 +12,12 @@ Which backends answer for a NAAN: the resolvers the config file names for it, el
     b1234 = ["https://a.example.org", "https://b.example.org"]
 
 An archive (manifest and ERC) is fetched from its backends once per mount and written to
-the disk cache as msgpack, keyed by its normalized ARK; when every backend is unreachable
-the disk copy serves, so a remount works offline. A backend that was unreachable is left
-alone for DOWN_TIME, so an offline mount does not wait on retries at every lookup.
+the disk cache as msgpack behind a BLAKE3 digest, keyed by its normalized ARK; when every
+backend is unreachable the disk copy serves, so a remount works offline. A damaged copy
+counts as absent: it is never served, and the next answer from a backend replaces it.
+A backend that was unreachable is skipped, so an offline mount does not wait on retries at
+every lookup; when a lookup needs it, it gets one quick probe (PROBE_TIMEOUT) at most every
+PROBE_INTERVAL, so a server that is back is used again within seconds.
 """
 
 import logging
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+import blake3
 import msgpack
 import trio
 
@@ -39,14 +43,16 @@ from arkfs.ark.naan import check_naan
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
 from arkfs.util.atomic import is_temp, write_atomic
+from arkfs.xet.constants import HASH_SIZE
 
 log = logging.getLogger(__name__)
 
 CONFIG_ENV = "ARKFS_CONFIG"
 CACHE_FORMAT = "arkfs-archive-cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: a BLAKE3 digest of the msgpack body comes first
 ARCHIVES_DIR = "archives"
-DOWN_TIME = 30.0  # seconds an unreachable backend is skipped
+PROBE_INTERVAL = 3.0  # seconds between quick probes of a backend that was unreachable
+PROBE_TIMEOUT = 1.0  # seconds such a probe may take
 NEGATIVE_TIME = 10.0  # seconds an unbound ARK is answered from memory
 MAX_UNBOUND = 4096  # unbound ARKs remembered before expired ones are pruned
 LIST_TIME = 30.0  # seconds a listing of bound ARKs is reused
@@ -161,8 +167,14 @@ class LoadedArchive:
         return cls(ark, archive, backend, index, children, subdirs, archive.erc.to_anvl())
 
 
+class DamagedCacheFile(Exception):
+    """A cached archive that fails its digest or does not parse."""
+
+
 class DiskCache:
-    """Archives (manifest and ERC) on disk, one msgpack file per normalized ARK.
+    """Archives (manifest and ERC) on disk, one file per normalized ARK: the BLAKE3 digest
+    of a msgpack body, then the body, as file maps are stored (file_map.pack_map). The
+    manifest names the hashes every read trusts, so a cached copy is checked before use.
 
     Blocking methods: call them from worker threads.
     """
@@ -176,7 +188,7 @@ class DiskCache:
     def write(self, archive: Archive, source: str) -> None:
         """Store an archive, replacing an older copy."""
         self.root.mkdir(parents=True, exist_ok=True)
-        data = msgpack.packb(
+        body = msgpack.packb(
             {
                 "format": CACHE_FORMAT,
                 "version": CACHE_VERSION,
@@ -188,24 +200,26 @@ class DiskCache:
             },
             use_bin_type=True,
         )
-        write_atomic(self._path(archive.manifest.ark), data)
+        write_atomic(self._path(archive.manifest.ark), blake3.blake3(body).digest() + body)
 
     def read(self, key: str) -> tuple[Archive, str] | None:
-        """The cached archive and the name of the backend it came from, or None."""
+        """The cached archive and the name of the backend it came from, or None.
+
+        A damaged file is logged once and removed: it counts as absent.
+        """
         path = self._path(key)
         try:
-            obj: Any = msgpack.unpackb(path.read_bytes(), raw=False)
-            if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
-                raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
-            manifest = Manifest.from_msgpack(obj["manifest"])
-            if manifest.ark != key:
-                raise ValueError(f"it holds {manifest.ark}")
-            archive = Archive(manifest, Erc.from_anvl(obj["erc"]), float(obj["updated"]))
-            return archive, str(obj["source"])
+            data = path.read_bytes()
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, TypeError, KeyError, AttributeError, ArkError) as exc:
-            log.error("ignoring the cached archive %s: %s", path, exc)
+        except OSError as exc:
+            log.error("cannot read the cached archive %s: %s", path, exc.strerror or exc)
+            return None
+        try:
+            return _unpack(data, key)
+        except DamagedCacheFile as exc:
+            log.warning("removing the damaged cached archive %s: %s", path, exc)
+            path.unlink(missing_ok=True)
             return None
 
     def keys(self) -> list[str]:
@@ -219,6 +233,33 @@ class DiskCache:
             for n in names
             if n.endswith(".msgpack") and not is_temp(n)
         ]
+
+
+def _unpack(data: bytes, key: str) -> tuple[Archive, str]:
+    """The archive and its source from a cache file's bytes; raise DamagedCacheFile."""
+    digest, body = data[:HASH_SIZE], data[HASH_SIZE:]
+    if blake3.blake3(body).digest() != digest:
+        raise DamagedCacheFile(
+            "its digest does not match its contents (damaged, or from an older arkfs)"
+        )
+    try:
+        obj: Any = msgpack.unpackb(body, raw=False)
+        if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
+            raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
+        manifest = Manifest.from_msgpack(obj["manifest"])
+        if manifest.ark != key:
+            raise ValueError(f"it holds {manifest.ark}")
+        archive = Archive(manifest, Erc.from_anvl(obj["erc"]), float(obj["updated"]))
+        return archive, str(obj["source"])
+    except (
+        msgpack.UnpackException,
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        ArkError,
+    ) as exc:
+        raise DamagedCacheFile(str(exc)) from None
 
 
 def naan_of(key: str) -> str:
@@ -243,7 +284,7 @@ class Catalog:
         self._memory: OrderedDict[str, LoadedArchive] = OrderedDict()
         self._fetched: set[str] = set()  # archives already fetched from a backend this mount
         self._unbound: dict[str, float] = {}  # ARK -> until when it is known unbound
-        self._down: dict[str, float] = {}  # backend name -> until when it is skipped
+        self._down: dict[str, float] = {}  # unreachable backend name -> when to probe it
         self._locks: dict[str, trio.Lock] = {}
         self._listings: dict[str, tuple[float, list[str]]] = {}
 
@@ -263,13 +304,31 @@ class Catalog:
         """The archives held in memory."""
         return list(self._memory.values())
 
-    def _is_down(self, backend: Backend) -> bool:
-        return self._down.get(backend.name, 0.0) > time.monotonic()
-
     def _mark_down(self, backend: Backend, exc: BackendError) -> None:
-        if not self._is_down(backend):
+        if backend.name not in self._down:
             log.error("%s is unreachable, using cached archives: %s", backend.name, exc)
-        self._down[backend.name] = time.monotonic() + DOWN_TIME
+        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL
+
+    async def _usable(self, backend: Backend) -> bool:
+        """Whether to ask backend now: yes, unless it was unreachable and a quick probe (at
+        most one per PROBE_INTERVAL, so offline lookups fail fast) finds it still is."""
+        probe_at = self._down.get(backend.name)
+        if probe_at is None:
+            return True
+        if probe_at > time.monotonic():
+            return False
+        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL  # the only probe till then
+        with trio.move_on_after(PROBE_TIMEOUT):
+            try:
+                await backend.has_file(PROBE_HASH, 1)
+            except Unreachable:
+                return False
+            except BackendError:
+                pass  # it answers: the lookup itself says what is wrong
+            self._down.pop(backend.name, None)
+            log.info("%s answers again", backend.name)
+            return True
+        return False
 
     async def probe(self) -> list[str]:
         """Ask every backend for its archives and a CAS lookup, so a refused token shows now.
@@ -294,7 +353,7 @@ class Catalog:
         cached = self._listings.get(key)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        if self._is_down(backend):
+        if not await self._usable(backend):
             return None
         try:
             arks = await backend.list_archives(prefix)
@@ -371,7 +430,7 @@ class Catalog:
         unreachable: Unreachable | None = None
         refused: BackendError | None = None
         for backend in self.backends_for(naan_of(key)):
-            if self._is_down(backend):
+            if not await self._usable(backend):
                 unreachable = unreachable or Unreachable(f"{backend.name} is unreachable")
                 continue
             try:

@@ -4,13 +4,12 @@ import argparse
 import errno
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput, hide_from_cmdline
-from arkfs.mount.catalog import CONFIG_ENV, ConfigError, default_config_path, load_config
+from arkfs.mount.config import CONFIG_ENV, ConfigError, default_config_path, load_config
 from arkfs.mount.daemon import (
     FSTYPE,
     MountError,
@@ -22,35 +21,11 @@ from arkfs.mount.daemon import (
     run_foreground,
 )
 from arkfs.mount.xattrs import STATS
+from arkfs.util import paths
+from arkfs.util.sizes import human, parse_size
 
 DEFAULT_CACHE_SIZE = "10G"
 LOG_NAME = "mount.log"
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """Bytes in a size like 10G, 512M, 1.5GiB or 1000000 (binary units)."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        raise BadInput(f"size {text!r} is not a number with an optional K, M, G or T suffix")
-    return int(float(match[1]) * _UNITS[match[2].upper()])
-
-
-def human(n: float) -> str:
-    """Bytes as a short human size: 1.5 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def default_cache_dir() -> Path:
-    """$XDG_CACHE_HOME/arkfs, else ~/.cache/arkfs."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "arkfs"
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -146,7 +121,10 @@ def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
     check_fuse()
     mountpoint = check_mountpoint(args.mountpoint)
-    cache_size = parse_size(args.cache_size)
+    try:
+        cache_size = parse_size(args.cache_size)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
     config_path = args.config or default_config_path()
     explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
     try:
@@ -157,7 +135,7 @@ def _mount(args: argparse.Namespace) -> int:
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
     token = _token(args)
-    cache_dir = Path(os.path.abspath((args.cache_dir or default_cache_dir()).expanduser()))
+    cache_dir = Path(os.path.abspath((args.cache_dir or paths.cache_dir()).expanduser()))
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

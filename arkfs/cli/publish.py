@@ -20,9 +20,10 @@ from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend
 from arkfs.backend.open import open_backend
 from arkfs.cli.common import BadInput
-from arkfs.publish.progress import Progress, human
+from arkfs.publish.progress import Progress
 from arkfs.publish.publisher import Summary, publish_tree
 from arkfs.publish.scan import ScanError, scan
+from arkfs.util.sizes import human
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import string_to_hash
 

@@ -22,7 +22,7 @@ def info_record(node: Node) -> bytes:
     assert archive is not None
     if node.index < 0:
         return archive.erc_anvl.encode()
-    erc = entry_erc(archive.archive.erc, archive.ark, archive.entry(node.index))
+    erc = entry_erc(archive.erc, archive.ark, archive.entry(node.index))
     return erc.to_anvl().encode()
 
 

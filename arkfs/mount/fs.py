@@ -222,7 +222,7 @@ class ArkOperations(ReadOnlyOperations):
             return {STATS: json.dumps(self.stats_json(), sort_keys=True)}
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
-            return ark_xattrs(archive.key, archive.archive.erc)
+            return ark_xattrs(archive.key, archive.erc)
         if node.kind is not NodeKind.ENTRY or node.archive is None:
             return {}
         archive = node.archive
@@ -230,7 +230,7 @@ class ArkOperations(ReadOnlyOperations):
         if entry.kind is Kind.SYMLINK:
             return {}
         ark = node.ark
-        out = ark_xattrs(str(ark), entry_erc(archive.archive.erc, archive.ark, entry))
+        out = ark_xattrs(str(ark), entry_erc(archive.erc, archive.ark, entry))
         if entry.kind is Kind.FILE:
             out.update(file_xattrs(entry))
             assert entry.xet_hash is not None

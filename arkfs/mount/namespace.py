@@ -25,7 +25,8 @@ from arkfs.archive.manifest import Kind, entry_ark, entry_path
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
-from arkfs.mount.catalog import Catalog, LoadedArchive
+from arkfs.mount.catalog import Catalog
+from arkfs.mount.indexed import IndexedArchive
 
 ROOT_INODE = int(pyfuse3.ROOT_INODE)
 LABEL_INODE = ROOT_INODE + 1
@@ -55,7 +56,7 @@ class Node:
     naan: str = ""
     key: str = ""  # the archive's normalized ARK
     index: int = -1
-    archive: LoadedArchive | None = None  # None until an unfetched archive root is used
+    archive: IndexedArchive | None = None  # None until an unfetched archive root is used
     lookups: int = 0
     opens: int = 0
 
@@ -172,7 +173,7 @@ class Namespace:
     def naan_node(self, naan: str) -> Node:
         return self._node(self._base(f"naan:{naan}"), lambda i: Node(i, NodeKind.NAAN, naan))
 
-    def archive_node(self, key: str, archive: LoadedArchive | None) -> Node:
+    def archive_node(self, key: str, archive: IndexedArchive | None) -> Node:
         naan = key[len("ark:") :].split("/", 1)[0]
         node = self._node(
             self._base(key), lambda i: Node(i, NodeKind.ARCHIVE, naan, key, archive=archive)
@@ -180,7 +181,7 @@ class Namespace:
         node.archive = node.archive or archive
         return node
 
-    def entry_node(self, archive: LoadedArchive, index: int) -> Node:
+    def entry_node(self, archive: IndexedArchive, index: int) -> Node:
         ino = self._base(archive.key) + 1 + index
         return self._node(
             ino, lambda i: Node(i, NodeKind.ENTRY, archive.ark.naan, archive.key, index, archive)
@@ -197,7 +198,7 @@ class Namespace:
             ),
         )
 
-    async def loaded(self, node: Node) -> LoadedArchive:
+    async def loaded(self, node: Node) -> IndexedArchive:
         """The archive of an archive, entry or info node; fetched on first use."""
         if node.archive is None:
             node.archive = await self.catalog.archive(node.key)
@@ -232,7 +233,7 @@ class Namespace:
         node = self.archive_node(key, await self.catalog.archive(key))
         return self.info_node(node) if inflection else node
 
-    def _lookup_entry(self, parent: Node, archive: LoadedArchive, name: str) -> Node:
+    def _lookup_entry(self, parent: Node, archive: IndexedArchive, name: str) -> Node:
         found = self._child_index(parent, archive, name)
         if found is not None:
             return self.entry_node(archive, found)
@@ -243,7 +244,7 @@ class Namespace:
                 return self.info_node(self.entry_node(archive, found))
         raise pyfuse3.FUSEError(errno.ENOENT)
 
-    def _child_index(self, parent: Node, archive: LoadedArchive, name: str) -> int | None:
+    def _child_index(self, parent: Node, archive: IndexedArchive, name: str) -> int | None:
         """The manifest position of parent's child called name, literally or as an ARK
         spelling of it (`s5%2Ev7%2Exsl`, hyphens dropped, `.v7` variants folded back)."""
         prefix = f"{parent.path}/" if parent.path else ""

@@ -4,6 +4,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,14 +40,27 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     shutil.rmtree(root)
 
 
+# Linux carries the parent's peak RSS into a child that execs, so a child of this (large)
+# test process would report at least its size: a small Python forks and waits instead.
+PEAK_OF_CHILD = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss * 1024))  # Linux counts in KiB
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def publish_peak_rss(args: list[str], env: dict[str, str], out: Path) -> int:
     """Run `arkfs publish ARGS`, assert it succeeds, and return its peak RSS in bytes."""
-    with (out / "stdout").open("w") as stdout, (out / "stderr").open("w") as stderr:
-        proc = subprocess.Popen([ARKFS, "publish", *args], env=env, stdout=stdout, stderr=stderr)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, (out / "stderr").read_text()
-    return usage.ru_maxrss * 1024  # Linux counts in KiB
+    peak = out / "peak"
+    command = [sys.executable, "-c", PEAK_OF_CHILD, str(peak), ARKFS, "publish", *args]
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert done.returncode == 0, done.stderr.decode()
+    return int(peak.read_text())
 
 
 def check_read_back(url: str, tree: Path) -> None:

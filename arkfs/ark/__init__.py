@@ -12,7 +12,8 @@
 
 Decisions, each explained where it is made: the NAAN is lowercased and the rest keeps
 its case (normalization); variant order is significant (`Ark`); a variant before a
-component moves to the end (normalization); '%' must start two hex digits.
+component moves to the end (normalization); '%' must start two hex digits, and hyphens
+are removed inside an escape too ('%-2f' is '%2F', normalization).
 """
 
 from arkfs.ark.anvl import Element, read_records, write_record

@@ -4,9 +4,9 @@ The steps run in the spec's order; where the spec leaves a choice open:
 
 - Text pasted from a wrapped line is cleaned first: every whitespace character is
   removed, and U+2010 to U+2015 and the soft hyphen U+00AD count as hyphens.
-- A '%' must be followed by two hex digits. Because %-escape case is fixed before hyphens
-  are removed, '%-2d' is malformed rather than a spelling of '%2D'. Escapes are never
-  decoded, so '%41' and 'A' differ (the URI draft would decode; draft-40 does not).
+- A '%' must be followed by two hex digits. Hyphens are identity inert even inside an
+  escape: '%-2d' spells '%2D' (see `_ESCAPE`). Escapes are never decoded, so '%41' and
+  'A' differ (the URI draft would decode; draft-40 does not).
 - The inflection is noted at step 2, which already removes the query step 7 looks at.
 - A variant followed by a component (`x.v2/c3`) moves to the end of the ARK
   (`x/c3.v2`); several move in their original order, after the last component's own
@@ -21,9 +21,13 @@ from arkfs.ark.identifier import Ark
 _WHITESPACE = re.compile(r"\s+")
 # The ARK Label Part: "ark:" or the old "ark:/", any case, at the start or after the NMA's '/'.
 _LABEL = re.compile(r"(?:^|(?<=/))ark:/?", re.IGNORECASE)
-_ESCAPE = re.compile(r"%(.?.?)", re.DOTALL)
+_HYPHEN_CHARS = "[-\u00ad\u2010-\u2015]"
+_HYPHENS = re.compile(_HYPHEN_CHARS)
+# Normalization and Lexical Equivalence, steps 5 and 6: "the two characters following
+# '%'" are read past any hyphen, which step 6 then removes. Read literally, '%-2f' would
+# become '%2f', an escape that a second normalization uppercases: not a normal form.
+_ESCAPE = re.compile(f"%{_HYPHEN_CHARS}*(.?){_HYPHEN_CHARS}*(.?)", re.DOTALL)
 _HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
-_HYPHENS = re.compile("[-\u00ad\u2010-\u2015]")
 _STRUCTURAL_RUN = re.compile(r"([./])[./]+")
 
 
@@ -75,7 +79,7 @@ def equivalent(first: str, second: str) -> bool:
 
 def _uppercase_escape(match: re.Match[str]) -> str:
     """One %-escape with its hex digits uppercased; raise if they are not two hex digits."""
-    digits = match[1]
+    digits = match[1] + match[2]
     if not _HEX2.fullmatch(digits):
         raise PercentEscapeError(
             f"malformed %-escape {match[0]!r}: '%' must be followed by two hex digits "

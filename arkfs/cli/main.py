@@ -1,7 +1,7 @@
 """Entry point: parse the command line and run one subcommand with the exit code contract.
 
 Exit codes: 0 success, 2 bad input or usage (one line on stderr saying what is wrong),
-1 any other failure.
+1 any other failure (a backend, publish or system failure says why in one line too).
 """
 
 import argparse
@@ -9,10 +9,13 @@ import sys
 from collections.abc import Sequence
 
 from arkfs import __version__
+from arkfs.backend.base import BackendError
 from arkfs.cli import ark, mount, publish, serve, store, versions, xet
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.publish.publisher import PublishError
 
 COMMANDS = (xet, ark, publish, versions, serve, store, mount)
+FAILURES = (BackendError, PublishError, OSError)  # not the user's input: exit 1, with why
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,13 +37,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `arkfs` with argv; return the exit code."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        return _run_command(args)
     except BadInput as exc:
         print(f"arkfs: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except FAILURES as exc:
+        print(f"arkfs: {_reason(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """Run the command; an error that trio nurseries wrapped in exception groups comes out
+    bare, so the handlers above see it."""
+    try:
+        return int(args.func(args) or 0)
+    except BaseExceptionGroup as group:
+        raise _first_error(group) from None
+
+
+def _reason(exc: Exception) -> str:
+    """What went wrong, in one line: an OSError as its file and reason, without the errno."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first error in a (nested) exception group: the one the user is told about."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
 
 
 if __name__ == "__main__":

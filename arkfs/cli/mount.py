@@ -5,13 +5,12 @@ import errno
 import json
 import math
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
-from arkfs.mount.catalog import CONFIG_ENV, ConfigError, default_config_path, load_config
+from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput, hide_from_cmdline
+from arkfs.mount.config import CONFIG_ENV, ConfigError, default_config_path, load_config
 from arkfs.mount.daemon import (
     FSTYPE,
     MountError,
@@ -24,35 +23,11 @@ from arkfs.mount.daemon import (
 )
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.xattrs import STATS
+from arkfs.util import paths
+from arkfs.util.sizes import human, parse_size
 
 DEFAULT_CACHE_SIZE = "10G"
 LOG_NAME = "mount.log"
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """Bytes in a size like 10G, 512M, 1.5GiB or 1000000 (binary units)."""
-    match = _SIZE.fullmatch(text.strip())
-    if match is None:
-        raise BadInput(f"size {text!r} is not a number with an optional K, M, G or T suffix")
-    return int(float(match[1]) * _UNITS[match[2].upper()])
-
-
-def human(n: float) -> str:
-    """Bytes as a short human size: 1.5 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def default_cache_dir() -> Path:
-    """$XDG_CACHE_HOME/arkfs, else ~/.cache/arkfs."""
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "arkfs"
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -99,7 +74,15 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument(
         "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
     )
-    p.add_argument("--token", help="read token for the servers (default: $ARKFS_TOKEN)")
+    token = p.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token",
+        help="read token for the servers (default: $ARKFS_TOKEN); arkfs hides it from the "
+        "process list once it starts, but prefer --token-file or $ARKFS_TOKEN",
+    )
+    token.add_argument(
+        "--token-file", type=Path, metavar="FILE", help="read the token from FILE's first line"
+    )
     p.add_argument(
         "--metadata-ttl",
         type=float,
@@ -134,6 +117,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run_mount(args: argparse.Namespace) -> int:
     """Check everything that can be checked here, then mount (as a daemon by default)."""
+    if args.token and not hide_from_cmdline(args.token):
+        print(
+            "arkfs: warning: --token stays visible in the process list; use --token-file",
+            file=sys.stderr,
+        )
     try:
         return _mount(args)
     except MountError as exc:
@@ -145,7 +133,10 @@ def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
     check_fuse()
     mountpoint = check_mountpoint(args.mountpoint)
-    cache_size = parse_size(args.cache_size)
+    try:
+        cache_size = parse_size(args.cache_size)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
     config_path = args.config or default_config_path()
     explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
     try:
@@ -160,7 +151,8 @@ def _mount(args: argparse.Namespace) -> int:
         raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
     if ttl is None:
         ttl = DEFAULT_TTL if config.metadata_ttl is None else config.metadata_ttl
-    cache_dir = Path(os.path.abspath((args.cache_dir or default_cache_dir()).expanduser()))
+    token = _token(args)
+    cache_dir = Path(os.path.abspath((args.cache_dir or paths.cache_dir()).expanduser()))
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -177,7 +169,7 @@ def _mount(args: argparse.Namespace) -> int:
         cache_size=cache_size,
         log_file=Path(os.path.abspath(log_file)) if log_file else None,
         foreground=args.foreground,
-        token=args.token or os.environ.get("ARKFS_TOKEN") or None,
+        token=token,
         metadata_ttl=ttl,
     )
     if opts.foreground:
@@ -186,6 +178,24 @@ def _mount(args: argparse.Namespace) -> int:
     pid = run_daemon(opts)
     print(f"arkfs: mounted {mountpoint} (pid {pid}, log {opts.log_file})")
     return 0
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    """The read token: --token, --token-file or $ARKFS_TOKEN. The daemon is forked, not
+    executed, so it gets the token in memory, never on its command line."""
+    if args.token_file is None:
+        return args.token or os.environ.get("ARKFS_TOKEN") or None
+    try:
+        lines = args.token_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise BadInput(f"cannot read the token file {args.token_file}: {reason}") from None
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise BadInput(
+            f"the token file {args.token_file} is empty: put the token on its first line"
+        )
+    return token
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,6 @@
 """Where publish, bind and versions work: --server or --store, and running a job there."""
 
 import argparse
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -12,10 +11,9 @@ from arkfs.archive.record import Archive
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
-from arkfs.backend.base import Backend, BackendError, NotBound
+from arkfs.backend.base import Backend, NotBound
 from arkfs.backend.open import open_backend
-from arkfs.cli.common import EXIT_FAILURE, BadInput
-from arkfs.publish.publisher import PublishError
+from arkfs.cli.common import BadInput
 
 T = TypeVar("T")
 
@@ -54,7 +52,7 @@ async def latest(backend: Backend, ark: str) -> Archive | None:
 def run_on_target(
     args: argparse.Namespace, job: Callable[[Backend], Awaitable[T]], *, create: bool
 ) -> T:
-    """Open the backend, run job on trio, and turn backend failures into one line (exit 1)."""
+    """Open the backend and run job on trio (cli.main reports its failures in one line)."""
 
     async def main() -> T:
         backend = await trio.to_thread.run_sync(
@@ -65,8 +63,4 @@ def run_on_target(
         finally:
             await backend.aclose()
 
-    try:
-        return trio.run(main)
-    except (BackendError, PublishError) as exc:
-        print(f"arkfs: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_FAILURE) from None
+    return trio.run(main)

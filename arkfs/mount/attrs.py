@@ -13,7 +13,7 @@ import time
 import pyfuse3
 
 from arkfs.archive.manifest import Kind, entry_erc
-from arkfs.mount.catalog import LoadedArchive
+from arkfs.mount.catalog import IndexedArchive
 from arkfs.mount.namespace import Namespace, Node, NodeKind
 
 BLOCK_SIZE = 1 << 20  # st_blksize and f_bsize: large, so readers ask for large reads
@@ -28,7 +28,7 @@ def info_record(node: Node) -> bytes:
     assert archive is not None and root is not None
     if node.index < 0:
         return archive.erc_anvl.encode()
-    erc = entry_erc(archive.archive.erc, root, archive.entry(node.index))
+    erc = entry_erc(archive.erc, root, archive.entry(node.index))
     return erc.to_anvl().encode()
 
 
@@ -72,7 +72,7 @@ class Attributes:
             a.entry_timeout = self.ns.latest.time_left(node.key)
         return a
 
-    def _of_loaded(self, node: Node, archive: LoadedArchive) -> pyfuse3.EntryAttributes:
+    def _of_loaded(self, node: Node, archive: IndexedArchive) -> pyfuse3.EntryAttributes:
         if node.kind is NodeKind.INFO:
             return self._base(node, INFO_MODE, len(info_record(node)), self._mtime(node))
         if node.kind in (NodeKind.ARCHIVE, NodeKind.VERSION):

@@ -1,59 +1,38 @@
 """ARK resolution for the mount: NAAN to backends, and each archive version fetched once.
 
-Which backends answer for a NAAN: the resolvers the config file names for it, else the
-`--server` URLs and the config's `servers`, then the embedded store if one is named
-(`--store`, `store`) or nothing else is configured. The config file is TOML, from
---config, $ARKFS_CONFIG or ~/.config/arkfs/config.toml:
-
-    servers = ["https://archive.example.org"]      # for every NAAN without its own entry
-    store = "/srv/arkstore"                          # an embedded store, as --store
-    metadata_ttl = 300                               # seconds, as --metadata-ttl
-    [naans]
-    12345 = "https://archive.example.org"
-    b1234 = ["https://a.example.org", "https://b.example.org"]
+Which backends answer for a NAAN: the resolvers the config file (config.py) names for it,
+else the `--server` URLs and the config's `servers`, then the embedded store if one is
+named (`--store`, `store`) or nothing else is configured.
 
 A version of an archive (manifest, ERC, version record) never changes: it is fetched from
-its backends once and written to the disk cache as msgpack, keyed by `ARK/@vN`. Which
+its backends once and written to the archive cache (archive_cache.py) as `ARK/@vN`. Which
 version is the latest is asked of the backends whenever the caller wants to know (the
-mount's LatestVersions decides when), and the latest seen is written under the ARK itself:
+mount's LatestVersions decides when), and the latest seen is cached under the ARK itself:
 when every backend is unreachable that copy serves, so a remount works offline. A backend
-that was unreachable is left alone for DOWN_TIME, so an offline mount does not wait on
-retries at every lookup.
+that was unreachable is skipped, so an offline mount does not wait on retries at every
+lookup; when a lookup needs it, it gets one quick probe (PROBE_TIMEOUT) at most every
+PROBE_INTERVAL, so a server that is back is used again within seconds.
 """
 
 import logging
-import math
-import os
 import time
-import tomllib
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-from urllib.parse import quote, unquote
+from typing import TypeVar
 
-import msgpack
 import trio
 
-from arkfs.archive.manifest import Entry, Kind, Manifest
-from arkfs.archive.record import Archive, VersionInfo
-from arkfs.ark.erc import Erc
-from arkfs.ark.errors import ArkError
-from arkfs.ark.identifier import Ark
-from arkfs.ark.naan import check_naan
-from arkfs.ark.normalization import parse
+from arkfs.archive.record import VersionInfo
 from arkfs.ark.versions import version_name
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
-from arkfs.util.atomic import is_temp, write_atomic
+from arkfs.mount.archive_cache import ArchiveCache
+from arkfs.mount.indexed import IndexedArchive
+from arkfs.util.lru import LRU
 
 log = logging.getLogger(__name__)
 
-CONFIG_ENV = "ARKFS_CONFIG"
-CACHE_FORMAT = "arkfs-archive-cache"
-CACHE_VERSION = 2  # 2: the version record of the archive instead of its time
-ARCHIVES_DIR = "archives"
-DOWN_TIME = 30.0  # seconds an unreachable backend is skipped
+PROBE_INTERVAL = 3.0  # seconds between quick probes of a backend that was unreachable
+PROBE_TIMEOUT = 1.0  # seconds such a probe may take
 NEGATIVE_TIME = 10.0  # seconds an unbound ARK is answered from memory
 MAX_UNBOUND = 4096  # unbound ARKs remembered before expired ones are pruned
 LIST_TIME = 30.0  # seconds a listing of bound ARKs is reused
@@ -62,200 +41,14 @@ PROBE_HASH = bytes(32)  # a file hash no CAS holds: probes the CAS token without
 T = TypeVar("T")
 
 
-class ConfigError(Exception):
-    """A config file or resolver setting the user must correct."""
-
-
-@dataclass(frozen=True)
-class ResolverConfig:
-    """Where archives are resolved (servers for every NAAN, per-NAAN servers, a store), and
-    how long the latest version of an archive is taken as known (None: the default)."""
-
-    servers: tuple[str, ...] = ()
-    naans: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    store: Path | None = None
-    metadata_ttl: float | None = None
-
-
-def default_config_path() -> Path:
-    """$ARKFS_CONFIG, else config.toml under $XDG_CONFIG_HOME/arkfs or ~/.config/arkfs."""
-    if os.environ.get(CONFIG_ENV):
-        return Path(os.environ[CONFIG_ENV])
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "arkfs" / "config.toml"
-
-
-def _urls(value: object, where: str) -> tuple[str, ...]:
-    urls = [value] if isinstance(value, str) else value
-    if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
-        raise ConfigError(f"{where} must be a URL or a list of URLs")
-    for url in urls:
-        if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"{where}: {url!r} is not an http:// or https:// URL")
-    return tuple(urls)
-
-
-def load_config(path: Path, explicit: bool) -> ResolverConfig:
-    """Read a config file; a missing file is an empty config unless it was named explicitly."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        if explicit:
-            raise ConfigError(f"config file {path} does not exist") from None
-        return ResolverConfig()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"config file {path}: {exc}") from None
-    unknown = sorted(set(data) - {"servers", "naans", "store", "metadata_ttl"})
-    if unknown:
-        raise ConfigError(
-            f"config file {path}: unknown key {unknown[0]!r} (servers, naans, store, metadata_ttl)"
-        )
-    servers = _urls(data["servers"], f"{path}: servers") if "servers" in data else ()
-    naans_table = data.get("naans", {})
-    if not isinstance(naans_table, dict):
-        raise ConfigError(f"config file {path}: [naans] must be a table of NAAN = URL(s)")
-    naans = {}
-    for key, value in naans_table.items():
-        naan = key.lower()
-        try:
-            check_naan(naan)
-        except ArkError as exc:
-            raise ConfigError(f"config file {path}: [naans] {key}: {exc}") from None
-        naans[naan] = _urls(value, f"{path}: [naans] {key}")
-    store = data.get("store")
-    if store is not None and not isinstance(store, str):
-        raise ConfigError(f"config file {path}: store must be a directory path")
-    # A relative store path is relative to the config file, wherever the mount runs.
-    store_dir = path.parent.absolute() / Path(store).expanduser() if store else None
-    ttl = data.get("metadata_ttl")
-    if ttl is not None and (
-        not isinstance(ttl, int | float) or isinstance(ttl, bool) or not 0 <= ttl < math.inf
-    ):
-        raise ConfigError(f"config file {path}: metadata_ttl must be a number of seconds >= 0")
-    return ResolverConfig(servers, naans, store_dir, None if ttl is None else float(ttl))
-
-
-@dataclass(eq=False)
-class LoadedArchive:
-    """An archive ready for the namespace: its manifest indexed by path and by directory."""
-
-    ark: Ark
-    archive: Archive
-    backend: Backend  # where its file contents are read
-    index: dict[str, int]  # entry path -> position in manifest.entries
-    children: dict[str, list[int]]  # directory path ('' the root) -> child positions
-    subdir_counts: dict[str, int]  # directory path -> how many directories it holds
-    erc_anvl: str
-
-    @property
-    def key(self) -> str:
-        """The archive's normalized ark:NAAN/Name (without a version)."""
-        return str(self.ark)
-
-    @property
-    def version(self) -> int:
-        """Which version of the archive this is."""
-        return self.archive.version.version
-
-    @property
-    def manifest(self) -> Manifest:
-        return self.archive.manifest
-
-    def entry(self, index: int) -> Entry:
-        return self.archive.manifest.entries[index]
-
-    def subdirs(self, path: str) -> int:
-        """How many directories directory path holds."""
-        return self.subdir_counts.get(path, 0)
-
-    @classmethod
-    def build(cls, archive: Archive, backend: Backend) -> "LoadedArchive":
-        """Index an archive (blocking: run it in a worker thread)."""
-        index: dict[str, int] = {}
-        children: dict[str, list[int]] = {"": []}
-        subdirs: dict[str, int] = {}
-        for i, entry in enumerate(archive.manifest.entries):
-            index[entry.path] = i
-            children.setdefault(entry.parent, []).append(i)
-            if entry.kind is Kind.DIR:
-                children.setdefault(entry.path, [])
-                subdirs[entry.parent] = subdirs.get(entry.parent, 0) + 1
-        ark = parse(archive.manifest.ark)
-        return cls(ark, archive, backend, index, children, subdirs, archive.erc.to_anvl())
-
-
-class DiskCache:
-    """Archives (manifest, ERC and version record) on disk, one msgpack file each: the
-    latest version seen of an ARK under its normalized ARK, and each version read under
-    `ARK/@vN`, which never changes.
-
-    Blocking methods: call them from worker threads.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root / ARCHIVES_DIR
-
-    def _path(self, key: str, version: int | None) -> Path:
-        name = f"{key}/{version_name(version)}" if version is not None else key
-        return self.root / f"{quote(name, safe='')}.msgpack"
-
-    def write(self, archive: Archive, source: str, latest: bool = False) -> None:
-        """Store a version of an archive, or (latest) its latest version seen."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        data = msgpack.packb(
-            {
-                "format": CACHE_FORMAT,
-                "version": CACHE_VERSION,
-                "ark": archive.manifest.ark,
-                "manifest": archive.manifest.to_msgpack(),
-                "erc": archive.erc.to_anvl(),
-                "archive_version": archive.version.to_json(),
-                "source": source,
-            },
-            use_bin_type=True,
-        )
-        version = None if latest else archive.version.version
-        write_atomic(self._path(archive.manifest.ark, version), data)
-
-    def read(self, key: str, version: int | None = None) -> tuple[Archive, str] | None:
-        """Version version of the archive key (None: the latest seen) and the name of the
-        backend it came from, or None."""
-        path = self._path(key, version)
-        try:
-            obj: Any = msgpack.unpackb(path.read_bytes(), raw=False)
-            if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
-                raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
-            manifest = Manifest.from_msgpack(obj["manifest"])
-            if manifest.ark != key:
-                raise ValueError(f"it holds {manifest.ark}")
-            info = VersionInfo.from_json(key, obj["archive_version"])
-            if version is not None and info.version != version:
-                raise ValueError(f"it holds version {info.version}")
-            archive = Archive(manifest, Erc.from_anvl(obj["erc"]), info)
-            return archive, str(obj["source"])
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, TypeError, KeyError, AttributeError, ArkError) as exc:
-            log.error("ignoring the cached archive %s: %s", path, exc)
-            return None
-
-    def keys(self) -> list[str]:
-        """The normalized ARKs of every archive with a latest version cached."""
-        try:
-            names = os.listdir(self.root)
-        except FileNotFoundError:
-            return []
-        keys = (unquote(n.removesuffix(".msgpack")) for n in names if n.endswith(".msgpack"))
-        return [k for k in keys if not is_temp(k) and k.count("/") == 1]
-
-
 def naan_of(key: str) -> str:
     """The NAAN of a normalized ark:NAAN/Name."""
     return key[len("ark:") :].split("/", 1)[0]
 
 
 class Catalog:
-    """Backends per NAAN, and the archives of one mount: in memory, on disk, fetched once."""
+    """Backends per NAAN, and the archive versions of one mount: in memory, on disk,
+    fetched once."""
 
     def __init__(
         self,
@@ -267,11 +60,11 @@ class Catalog:
             raise ValueError("a catalog needs at least one backend")
         self._general = general
         self._by_naan = by_naan
-        self.disk = DiskCache(cache_root)
-        self._memory: OrderedDict[str, LoadedArchive] = OrderedDict()
-        self._latest_on_disk: dict[str, int] = {}  # ARK -> the version written as its latest
+        self.disk = ArchiveCache(cache_root)
+        self._memory: LRU[str, IndexedArchive] = LRU(MEMORY_ARCHIVES)  # by ARK/@vN
+        self._latest_on_disk: dict[str, int] = {}  # ARK -> the version cached as its latest
         self._unbound: dict[str, float] = {}  # ARK -> until when it is known unbound
-        self._down: dict[str, float] = {}  # backend name -> until when it is skipped
+        self._down: dict[str, float] = {}  # unreachable backend name -> when to probe it
         self._locks: dict[str, trio.Lock] = {}
         self._listings: dict[str, tuple[float, list[str]]] = {}
 
@@ -287,17 +80,35 @@ class Catalog:
         """The backends that answer for a NAAN, in the order they are asked."""
         return self._by_naan.get(naan) or self._general
 
-    def loaded(self) -> list[LoadedArchive]:
+    def loaded(self) -> list[IndexedArchive]:
         """The archives held in memory."""
-        return list(self._memory.values())
-
-    def _is_down(self, backend: Backend) -> bool:
-        return self._down.get(backend.name, 0.0) > time.monotonic()
+        return [archive for _, archive in self._memory.items()]
 
     def _mark_down(self, backend: Backend, exc: BackendError) -> None:
-        if not self._is_down(backend):
+        if backend.name not in self._down:
             log.error("%s is unreachable, using cached archives: %s", backend.name, exc)
-        self._down[backend.name] = time.monotonic() + DOWN_TIME
+        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL
+
+    async def _usable(self, backend: Backend) -> bool:
+        """Whether to ask backend now: yes, unless it was unreachable and a quick probe (at
+        most one per PROBE_INTERVAL, so offline lookups fail fast) finds it still is."""
+        probe_at = self._down.get(backend.name)
+        if probe_at is None:
+            return True
+        if probe_at > time.monotonic():
+            return False
+        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL  # the only probe till then
+        with trio.move_on_after(PROBE_TIMEOUT):
+            try:
+                await backend.has_file(PROBE_HASH, 1)
+            except Unreachable:
+                return False
+            except BackendError:
+                pass  # it answers: the lookup itself says what is wrong
+            self._down.pop(backend.name, None)
+            log.info("%s answers again", backend.name)
+            return True
+        return False
 
     async def probe(self) -> list[str]:
         """Ask every backend for its archives and a CAS lookup, so a refused token shows now.
@@ -322,7 +133,7 @@ class Catalog:
         cached = self._listings.get(key)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        if self._is_down(backend):
+        if not await self._usable(backend):
             return None
         try:
             arks = await backend.list_archives(prefix)
@@ -377,7 +188,7 @@ class Catalog:
         unreachable: Unreachable | None = None
         refused: BackendError | None = None
         for backend in self.backends_for(naan_of(key)):
-            if self._is_down(backend):
+            if not await self._usable(backend):
                 unreachable = unreachable or Unreachable(f"{backend.name} is unreachable")
                 continue
             try:
@@ -405,12 +216,12 @@ class Catalog:
         versions, _ = await self._ask(key, lambda b: b.versions(key))
         return versions
 
-    async def latest(self, key: str) -> tuple[LoadedArchive, list[VersionInfo] | None]:
+    async def latest(self, key: str) -> tuple[IndexedArchive, list[VersionInfo] | None]:
         """The latest version of the archive bound to a normalized ark:NAAN/Name, asked of
         its backends now, and every version (None when the backends are unreachable and
-        the latest seen, on disk, serves instead, so a remount works offline).
+        the latest seen, cached on disk, serves instead, so a remount works offline).
 
-        Only an unreachable backend lets the disk copy serve: one that answers is the
+        Only an unreachable backend lets the cached copy serve: one that answers is the
         authority on what is bound. Raises NotBound, Unreachable when there is no copy,
         or the backend's error.
         """
@@ -425,14 +236,14 @@ class Catalog:
         if self._latest_on_disk.get(key) != found.version:
             try:
                 await trio.to_thread.run_sync(
-                    lambda: self.disk.write(found.archive, found.backend.name, latest=True)
+                    lambda: self.disk.write(found.record, found.backend.name, latest=True)
                 )
                 self._latest_on_disk[key] = found.version
             except OSError as exc:
                 log.error("cannot cache %s on disk: %s", key, exc)
         return found, versions
 
-    async def archive(self, key: str, version: int | None = None) -> LoadedArchive:
+    async def archive(self, key: str, version: int | None = None) -> IndexedArchive:
         """Version version of the archive bound to a normalized ark:NAAN/Name (None: the
         latest, as latest() finds it).
 
@@ -445,27 +256,22 @@ class Catalog:
         named = f"{key}/{version_name(version)}"
         found = self._memory.get(named)
         if found is not None:
-            self._memory.move_to_end(named)
             return found
         lock = self._locks.setdefault(named, trio.Lock())
         try:
             async with lock:
-                found = self._memory.get(named) or await self._load(key, version)
+                found = self._memory.peek(named) or await self._load(key, version)
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._locks.pop(named, None)
         return self._keep(found)
 
-    def _keep(self, found: LoadedArchive) -> LoadedArchive:
+    def _keep(self, found: IndexedArchive) -> IndexedArchive:
         """Hold found in memory (the most recently used MEMORY_ARCHIVES stay)."""
-        named = f"{found.key}/{version_name(found.version)}"
-        self._memory[named] = found
-        self._memory.move_to_end(named)
-        while len(self._memory) > MEMORY_ARCHIVES:
-            self._memory.popitem(last=False)
+        self._memory.put(f"{found.key}/{version_name(found.version)}", found)
         return found
 
-    async def _load(self, key: str, version: int) -> LoadedArchive:
+    async def _load(self, key: str, version: int) -> IndexedArchive:
         """A version from disk, else from its backends (then written to disk)."""
         cached = await self._from_disk(key, version)
         if cached is not None:
@@ -483,16 +289,16 @@ class Catalog:
             await trio.to_thread.run_sync(self.disk.write, archive, backend.name)
         except OSError as exc:
             log.error("cannot cache %s on disk: %s", key, exc)
-        return await trio.to_thread.run_sync(LoadedArchive.build, archive, backend)
+        return await trio.to_thread.run_sync(IndexedArchive.build, archive, backend)
 
-    async def _from_disk(self, key: str, version: int | None) -> LoadedArchive | None:
+    async def _from_disk(self, key: str, version: int | None) -> IndexedArchive | None:
         found = await trio.to_thread.run_sync(self.disk.read, key, version)
         if found is None:
             return None
         archive, source = found
         backends = self.backends_for(naan_of(key))
         backend = next((b for b in backends if b.name == source), backends[0])
-        return await trio.to_thread.run_sync(LoadedArchive.build, archive, backend)
+        return await trio.to_thread.run_sync(IndexedArchive.build, archive, backend)
 
     async def aclose(self) -> None:
         """Close every backend."""

@@ -35,8 +35,9 @@ import trio
 
 from arkfs.backend.base import Backend, BackendError, Unauthorized
 from arkfs.backend.open import open_backend
-from arkfs.mount.catalog import Catalog, ResolverConfig
+from arkfs.mount.catalog import Catalog
 from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.config import ResolverConfig
 from arkfs.mount.fs import ArkOperations
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.namespace import Namespace

@@ -230,9 +230,9 @@ class ArkOperations(ReadOnlyOperations):
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
             versions = await self.ns.latest.versions(node.key)
-            return ark_xattrs(str(node.ark), archive.archive.erc) | versions_xattr(versions)
+            return ark_xattrs(str(node.ark), archive.erc) | versions_xattr(versions)
         if node.kind is NodeKind.VERSION and node.archive is not None:
-            return ark_xattrs(str(node.ark), node.archive.archive.erc)
+            return ark_xattrs(str(node.ark), node.archive.erc)
         if node.kind is not NodeKind.ENTRY or node.archive is None:
             return {}
         archive = node.archive
@@ -241,7 +241,7 @@ class ArkOperations(ReadOnlyOperations):
             return {}
         ark, root = node.ark, node.root_ark
         assert root is not None
-        out = ark_xattrs(str(ark), entry_erc(archive.archive.erc, root, entry))
+        out = ark_xattrs(str(ark), entry_erc(archive.erc, root, entry))
         if entry.kind is Kind.FILE:
             out.update(file_xattrs(entry))
             assert entry.xet_hash is not None

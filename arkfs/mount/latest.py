@@ -16,7 +16,7 @@ import trio
 
 from arkfs.archive.record import VersionInfo
 from arkfs.backend.base import Unreachable
-from arkfs.mount.catalog import Catalog, LoadedArchive
+from arkfs.mount.catalog import Catalog, IndexedArchive
 from arkfs.util.lru import LRU
 
 DEFAULT_TTL = 300.0  # seconds the latest version of an archive is taken as known
@@ -27,7 +27,7 @@ SHOWN = 64  # archives whose latest version is held here; others are asked again
 class _Shown:
     """The version shown of one archive, every version then known, and when to ask again."""
 
-    archive: LoadedArchive
+    archive: IndexedArchive
     versions: list[VersionInfo]
     until: float  # time.monotonic() of the next check
 
@@ -45,7 +45,7 @@ class LatestVersions:
         self._seen: dict[str, int] = {}  # ARK -> the version last shown, held or not
         self._locks: dict[str, trio.Lock] = {}
 
-    async def get(self, key: str) -> LoadedArchive:
+    async def get(self, key: str) -> IndexedArchive:
         """The version of a normalized ark:NAAN/Name shown as its latest."""
         return (await self._current(key)).archive
 
@@ -86,4 +86,4 @@ class LatestVersions:
         if self._seen.get(key, archive.version) != archive.version:
             self._on_new(key)
         self._seen[key] = archive.version
-        return _Shown(archive, versions or [archive.archive.version], until)
+        return _Shown(archive, versions or [archive.record.version], until)

@@ -40,7 +40,8 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import version_name, version_of_name, versioned
-from arkfs.mount.catalog import Catalog, LoadedArchive
+from arkfs.mount.catalog import Catalog
+from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.latest import LatestVersions
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class Node:
     naan: str = ""
     key: str = ""  # the archive's normalized ARK
     index: int = -1
-    archive: LoadedArchive | None = None  # None until an unfetched archive root is used
+    archive: IndexedArchive | None = None  # None until an unfetched archive root is used
     pinned: bool = False
     lookups: int = 0
     opens: int = 0
@@ -243,7 +244,7 @@ class Namespace:
     def naan_node(self, naan: str) -> Node:
         return self._node(self._base(f"naan:{naan}"), lambda i: Node(i, NodeKind.NAAN, naan))
 
-    def archive_node(self, key: str, archive: LoadedArchive | None) -> Node:
+    def archive_node(self, key: str, archive: IndexedArchive | None) -> Node:
         naan = key[len("ark:") :].split("/", 1)[0]
         node = self._node(
             self._base(key), lambda i: Node(i, NodeKind.ARCHIVE, naan, key, archive=archive)
@@ -262,7 +263,7 @@ class Namespace:
             lambda i: Node(i, NodeKind.VERSION, archive.ark.naan, key, -1, archive, True),
         )
 
-    def entry_node(self, archive: LoadedArchive, index: int, pinned: bool) -> Node:
+    def entry_node(self, archive: IndexedArchive, index: int, pinned: bool) -> Node:
         ino = self._view(archive.key, archive.version, pinned) + 1 + index
         return self._node(
             ino,
@@ -284,7 +285,7 @@ class Namespace:
             ),
         )
 
-    async def loaded(self, node: Node) -> LoadedArchive:
+    async def loaded(self, node: Node) -> IndexedArchive:
         """The archive version a node shows: for an archive root the latest (re-checked
         when due), for any other node the version it was made in."""
         if node.kind is NodeKind.ARCHIVE:
@@ -348,7 +349,7 @@ class Namespace:
         self._hand(root.key, root.ino, [name])
         return self._lookup_entry(root, archive, name)
 
-    def _lookup_entry(self, parent: Node, archive: LoadedArchive, name: str) -> Node:
+    def _lookup_entry(self, parent: Node, archive: IndexedArchive, name: str) -> Node:
         found = self._child_index(parent, archive, name)
         if found is not None:
             return self.entry_node(archive, found, parent.pinned)
@@ -359,7 +360,7 @@ class Namespace:
                 return self.info_node(self.entry_node(archive, found, parent.pinned))
         raise pyfuse3.FUSEError(errno.ENOENT)
 
-    def _child_index(self, parent: Node, archive: LoadedArchive, name: str) -> int | None:
+    def _child_index(self, parent: Node, archive: IndexedArchive, name: str) -> int | None:
         """The manifest position of parent's child called name, literally or as an ARK
         spelling of it (`s5%2Ev7%2Exsl`, hyphens dropped, `.v7` variants folded back)."""
         prefix = f"{parent.path}/" if parent.path else ""

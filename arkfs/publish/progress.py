@@ -5,14 +5,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
-
-def human(n: float) -> str:
-    """Bytes as a short human size: 1.5 GiB."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
+from arkfs.util.sizes import human
 
 
 @dataclass

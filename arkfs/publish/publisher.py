@@ -1,11 +1,13 @@
 """The publish session: hash every file, place each chunk, upload xorbs and shards, bind.
 
 Work is split by cost. A worker thread reads, chunks and hashes one file at a time and hands
-chunks to the trio thread in whole 16 MiB blocks. The trio thread places each chunk: at a
-known location (ChunkIndex, with the fragmentation rule) or into the xorb being built.
-A full xorb is serialized (compressed) in another worker thread and uploaded; at most
-UPLOAD_SLOTS xorbs are in flight, which bounds memory. Shards go up once every xorb they
-name is stored (Upload Flow), then the next version of the ARK is bound.
+chunks to the trio thread a block (HASH_BLOCK) at a time. The trio thread places each chunk:
+at a known location (ChunkIndex, with the fragmentation rule) or into the xorb being built.
+A full xorb is serialized (compressed) in another worker thread and uploaded while the next
+one is built. Memory stays bounded whatever the size of the new data: at most UPLOAD_SLOTS
+xorbs are in flight, their chunks are dropped once serialized, and only a stored xorb's
+footer and size are kept for the shards. Shards go up once every xorb they name is stored
+(Upload Flow), then the next version of the ARK is bound.
 """
 
 import time
@@ -33,9 +35,10 @@ from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
 from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import CasBlock, FileBlock, Shard, cas_block, serialize_upload
-from arkfs.xet.xorb import SerializedXorb, XorbBuilder, serialize_xorb
+from arkfs.xet.xorb import XorbBuilder, XorbFooter, serialize_xorb
 
-UPLOAD_SLOTS = 3
+UPLOAD_SLOTS = 1  # xorbs serialized or uploading while the next one is built
+HASH_BLOCK = 2 << 20  # bytes of a large file read and cut at a time
 MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
 PRIOR_FILES = 1024  # files of the previous version whose xorbs seed the chunk index
 PRIOR_MIN_SIZE = 1 << 20  # smaller files are found through global dedup of their first chunk
@@ -86,7 +89,7 @@ class Publisher:
         self._builder = XorbBuilder()
         self._ref = XorbRef()
         self._slots = trio.Semaphore(UPLOAD_SLOTS)
-        self._built: list[SerializedXorb] = []
+        self._built: list[tuple[XorbFooter, int]] = []  # new xorbs: footer, serialized size
         self._first_chunks: set[bytes] = set()
         self._hash_limiter = trio.CapacityLimiter(1)
         self._since_miss = QUERY_SPACING  # chunks seen since a dedup query found nothing
@@ -173,13 +176,13 @@ class Publisher:
         self, path: Path, uploads: trio.Nursery
     ) -> tuple[FileDigest, list[Placed]]:
         """Hash one file in a worker thread while placing its chunks here."""
-        send, receive = trio.open_memory_channel[list[Chunk]](2)
+        send, receive = trio.open_memory_channel[list[Chunk]](1)
         result: list[FileDigest] = []
 
         def hash_file() -> None:
             hasher = FileHasher()
             with path.open("rb") as f:
-                for block, pieces in cut_blocks(f):
+                for block, pieces in cut_blocks(f, HASH_BLOCK):
                     if not block:
                         last, digest = hasher.finish(pieces)
                         trio.from_thread.run(send.send, last)
@@ -244,7 +247,7 @@ class Publisher:
         return Placed(self._ref, index, chunk.hash, chunk.size)
 
     async def _seal(self, uploads: trio.Nursery) -> None:
-        """Serialize and upload the xorb being built; wait while UPLOAD_SLOTS are busy."""
+        """Serialize and upload the xorb being built; wait while UPLOAD_SLOTS are in flight."""
         await self._slots.acquire()
         ref, chunks = self._ref, self._builder.chunks
         self._builder, self._ref = XorbBuilder(), XorbRef()
@@ -253,9 +256,10 @@ class Publisher:
     async def _upload_xorb(self, ref: XorbRef, chunks: list[tuple[bytes, bytes]]) -> None:
         try:
             xorb = await trio.to_thread.run_sync(serialize_xorb, chunks)
+            del chunks  # only the serialized copy waits for the upload
             ref.hash = xorb.hash
             await self.backend.upload_xorb(xorb.hash, xorb.data)
-            self._built.append(xorb)
+            self._built.append((xorb.footer, len(xorb.data)))
             self.progress.uploaded += len(xorb.data)
             self.progress.xorbs += 1
             self.progress.update()
@@ -264,18 +268,16 @@ class Publisher:
 
     async def _upload_shards(self, blocks: list[FileBlock]) -> int:
         """Register the files and the new xorbs' chunks, in shards under the size limit."""
-        cas = [self._cas_block(x) for x in self._built]
+        cas = [self._cas_block(footer, size) for footer, size in self._built]
         shards = _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
         for shard in shards:
             await self.backend.upload_shard(serialize_upload(shard))
         return len(shards)
 
-    def _cas_block(self, xorb: SerializedXorb) -> CasBlock:
+    def _cas_block(self, footer: XorbFooter, size: int) -> CasBlock:
         """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks."""
         return cas_block(
-            xorb.footer,
-            len(xorb.data),
-            lambda h: is_global_dedup_eligible(h, h in self._first_chunks),
+            footer, size, lambda h: is_global_dedup_eligible(h, h in self._first_chunks)
         )
 
 

@@ -147,7 +147,7 @@ def serialize_xorb(
     hashes = tuple(h for h, _ in chunks)
     xh = xorb_hash([(h, len(d)) for h, d in chunks])
     footer = XorbFooter(xh, hashes, tuple(packed_ends), tuple(unpacked_ends))
-    data = b"".join(parts) + footer.pack()
+    data = b"".join((*parts, footer.pack()))  # one join: a single copy of the xorb at a time
     if len(data) > MAX_XORB_SIZE:
         raise ValueError(f"xorb of {len(data)} bytes exceeds {MAX_XORB_SIZE}")
     return SerializedXorb(xh, data, footer)

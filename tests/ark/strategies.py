@@ -49,8 +49,9 @@ def spellings(draw: st.DrawFn, ark: Ark) -> str:
     i = 0
     while i < len(body):
         if body[i] == "%":
+            digits = body[i + 1 : i + 3]
             tokens.append(
-                "%" + "".join(draw(st.sampled_from((c, c.lower()))) for c in body[i + 1 : i + 3])
+                "%" + "".join(noise() + draw(st.sampled_from((c, c.lower()))) for c in digits)
             )
             i += 3
         else:

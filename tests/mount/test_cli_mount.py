@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.cli.mount import parse_size
 from arkfs.mount.daemon import MountError, check_fuse
+from arkfs.util.sizes import parse_size
 from tests.support.archive import make_tree, publish
 from tests.support.cli import ARKFS, run_arkfs
 from tests.support.mount import (

@@ -7,7 +7,9 @@ import trio
 
 from arkfs.backend.base import NotBound
 from arkfs.backend.embedded import EmbeddedBackend
-from arkfs.mount.catalog import Catalog, ConfigError, DiskCache, load_config
+from arkfs.mount.archive_cache import ArchiveCache
+from arkfs.mount.catalog import Catalog
+from arkfs.mount.config import ConfigError, load_config
 from arkfs.store.local import LocalStore
 from tests.support.archive import publish
 
@@ -82,7 +84,7 @@ def test_catalog_asks_each_naan_of_its_own_backends(tmp_path: Path) -> None:
             await catalog.aclose()
 
     trio.run(main)
-    disk = DiskCache(tmp_path / "cache")
+    disk = ArchiveCache(tmp_path / "cache")
     assert sorted(disk.keys()) == ["ark:12345/x6np1wh8k", "ark:b1234/x8yy"]
     cached = disk.read("ark:b1234/x8yy")
     assert cached is not None and cached[1] == f"embedded:{second}"

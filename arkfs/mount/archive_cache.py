@@ -1,0 +1,138 @@
+"""The mount's archive cache: archive versions (manifest, ERC, version record) on disk,
+checked before use.
+
+One file per ARK in archives/ for its latest version seen (for offline remounts), and one
+per version read in archive-versions/, named by `ARK/@vN` (it never changes): the BLAKE3
+digest of a msgpack body, then the body, as file maps are stored (file_map.pack_map). The
+manifest names the hashes every read trusts, so a damaged copy counts as absent: it is
+never served, and the next answer from a backend replaces it.
+"""
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+import blake3
+import msgpack
+
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive, VersionInfo
+from arkfs.ark.erc import Erc
+from arkfs.ark.errors import ArkError
+from arkfs.ark.versions import version_name
+from arkfs.util.atomic import is_temp, write_atomic
+from arkfs.xet.constants import HASH_SIZE
+
+log = logging.getLogger(__name__)
+
+CACHE_FORMAT = "arkfs-archive-cache"
+CACHE_VERSION = 3  # 2: a BLAKE3 digest of the msgpack body comes first; 3: version records
+ARCHIVES_DIR = "archives"  # the latest version seen of each ARK
+VERSIONS_DIR = "archive-versions"  # each version read, by ARK/@vN
+
+
+class DamagedCacheFile(Exception):
+    """A cached archive that fails its digest or does not parse."""
+
+
+class ArchiveCache:
+    """Archive versions on disk: the latest seen of each ARK, and each version read; the
+    BLAKE3 digest of a msgpack body, then the body, as file maps are stored
+    (file_map.pack_map). The manifest names the hashes every read trusts, so a cached copy
+    is checked before use.
+
+    Blocking methods: call them from worker threads.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / ARCHIVES_DIR
+        self.versions = root / VERSIONS_DIR
+
+    def _path(self, key: str, version: int | None) -> Path:
+        if version is None:
+            return self.root / f"{quote(key, safe='')}.msgpack"
+        return self.versions / f"{quote(f'{key}/{version_name(version)}', safe='')}.msgpack"
+
+    def write(self, archive: Archive, source: str, latest: bool = False) -> None:
+        """Store a version of an archive, or (latest) its latest version seen."""
+        body = msgpack.packb(
+            {
+                "format": CACHE_FORMAT,
+                "version": CACHE_VERSION,
+                "ark": archive.manifest.ark,
+                "manifest": archive.manifest.to_msgpack(),
+                "erc": archive.erc.to_anvl(),
+                "archive_version": archive.version.to_json(),
+                "source": source,
+            },
+            use_bin_type=True,
+        )
+        path = self._path(archive.manifest.ark, None if latest else archive.version.version)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, blake3.blake3(body).digest() + body)
+
+    def read(self, key: str, version: int | None = None) -> tuple[Archive, str] | None:
+        """Version version of the archive key (None: the latest seen) and the name of the
+        backend it came from, or None.
+
+        A damaged file is logged once and removed: it counts as absent.
+        """
+        path = self._path(key, version)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.error("cannot read the cached archive %s: %s", path, exc.strerror or exc)
+            return None
+        try:
+            return _unpack(data, key, version)
+        except DamagedCacheFile as exc:
+            log.warning("removing the damaged cached archive %s: %s", path, exc)
+            path.unlink(missing_ok=True)
+            return None
+
+    def keys(self) -> list[str]:
+        """The normalized ARKs of every archive with a latest version cached."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        return [
+            unquote(n.removesuffix(".msgpack"))
+            for n in names
+            if n.endswith(".msgpack") and not is_temp(n)
+        ]
+
+
+def _unpack(data: bytes, key: str, version: int | None) -> tuple[Archive, str]:
+    """The archive version and its source from a cache file's bytes; DamagedCacheFile if
+    they are damaged or not of that version of key (None: any)."""
+    digest, body = data[:HASH_SIZE], data[HASH_SIZE:]
+    if blake3.blake3(body).digest() != digest:
+        raise DamagedCacheFile(
+            "its digest does not match its contents (damaged, or from an older arkfs)"
+        )
+    try:
+        obj: Any = msgpack.unpackb(body, raw=False)
+        if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
+            raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
+        manifest = Manifest.from_msgpack(obj["manifest"])
+        if manifest.ark != key:
+            raise ValueError(f"it holds {manifest.ark}")
+        info = VersionInfo.from_json(key, obj["archive_version"])
+        if version is not None and info.version != version:
+            raise ValueError(f"it holds version {info.version}")
+        archive = Archive(manifest, Erc.from_anvl(obj["erc"]), info)
+        return archive, str(obj["source"])
+    except (
+        msgpack.UnpackException,
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        ArkError,
+    ) as exc:
+        raise DamagedCacheFile(str(exc)) from None

@@ -1,0 +1,113 @@
+"""Publishing new data keeps a bounded part of it in memory, however much there is."""
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.cli import ARKFS, run_arkfs
+from tests.support.server import arkfs_server
+
+ARK = "ark:12345/x6mem"
+WRITE, READ = "w-token", "r-token"
+BIG = 1536 * 2**20  # one file of new, incompressible data
+BLOCK = 16 * 2**20
+SMALL = 40  # and a few small files, published in batches
+# Peak RSS of the publish process. The embedded store also validates each xorb in the same
+# process, decoding a full copy of it (arkfs/backend/embedded.py), so it is allowed more.
+PEAK_LIMIT = {"server": 400 * 10**6, "embedded": 600 * 10**6}
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """1.5 GiB of random bytes in one file, plus small random files; removed afterwards."""
+    root = tmp_path_factory.mktemp("memory") / "tree"
+    (root / "small").mkdir(parents=True)
+    with (root / "big").open("wb") as f:
+        for _ in range(BIG // BLOCK):
+            f.write(os.urandom(BLOCK))
+    for i in range(SMALL):
+        (root / "small" / f"f{i}").write_bytes(os.urandom(1000 * (i + 1)))
+    yield root
+    shutil.rmtree(root)
+
+
+# Linux carries the parent's peak RSS into a child that execs, so a child of this (large)
+# test process would report at least its size: a small Python forks and waits instead.
+PEAK_OF_CHILD = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss * 1024))  # Linux counts in KiB
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def publish_peak_rss(args: list[str], env: dict[str, str], out: Path) -> int:
+    """Run `arkfs publish ARGS`, assert it succeeds, and return its peak RSS in bytes."""
+    peak = out / "peak"
+    command = [sys.executable, "-c", PEAK_OF_CHILD, str(peak), ARKFS, "publish", *args]
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert done.returncode == 0, done.stderr.decode()
+    return int(peak.read_text())
+
+
+def check_read_back(url: str, tree: Path) -> None:
+    """The manifest holds the XET hash of every file, and ranges of them read back intact."""
+    auth = {"Authorization": f"Bearer {READ}"}
+    r = httpx.get(f"{url}/{ARK}", headers={"Accept": "application/json", **auth}, timeout=60)
+    r.raise_for_status()
+    files = {e["path"]: e for e in r.json()["entries"] if e["kind"] == "file"}
+    assert len(files) == SMALL + 1
+    paths = ["big", "small/f0", f"small/f{SMALL - 1}"]
+    hashed = run_arkfs("xet", "hash", *(str(tree / p) for p in paths), timeout=300)
+    assert hashed.returncode == 0, hashed.stderr
+    for path, line in zip(paths, hashed.stdout.splitlines(), strict=True):
+        xet_hash, size, _ = line.split("  ")
+        assert (files[path]["xet_hash"], files[path]["size"]) == (xet_hash, int(size)), path
+    rng = random.Random(7)
+    starts = [0, BIG - 100_000, *(rng.randrange(BIG) for _ in range(4))]
+    with (tree / "big").open("rb") as f:
+        for start in starts:
+            end = min(start + rng.randint(1, 3 * 2**20), BIG)
+            got = httpx.get(
+                f"{url}/{ARK}/big",
+                headers={"Range": f"bytes={start}-{end - 1}", **auth},
+                timeout=60,
+            )
+            f.seek(start)
+            assert got.status_code == 206 and got.content == f.read(end - start), start
+    small = httpx.get(f"{url}/{ARK}/small/f{SMALL - 1}", headers=auth, timeout=60)
+    assert small.content == (tree / "small" / f"f{SMALL - 1}").read_bytes()
+
+
+@pytest.mark.parametrize("backend", ["server", "embedded"])
+def test_publish_peak_memory_is_bounded(tree: Path, tmp_path: Path, backend: str) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{WRITE} write\n{READ} read\n")
+    store = tmp_path / "store"
+    env = os.environ | {"ARKFS_TOKEN": WRITE}
+    args = [str(tree), "--ark", ARK]
+    try:
+        if backend == "server":
+            with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
+                peak = publish_peak_rss([*args, "--server", url], env, tmp_path)
+                check_read_back(url, tree)
+        else:
+            peak = publish_peak_rss([*args, "--store", str(store)], env, tmp_path)
+            with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
+                check_read_back(url, tree)
+        assert peak < PEAK_LIMIT[backend], f"publish of {BIG} new bytes peaked at {peak} bytes RSS"
+    finally:
+        shutil.rmtree(store, ignore_errors=True)

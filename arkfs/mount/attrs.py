@@ -13,7 +13,7 @@ import time
 import pyfuse3
 
 from arkfs.archive.manifest import Kind, entry_erc
-from arkfs.mount.catalog import IndexedArchive
+from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.namespace import Namespace, Node, NodeKind
 
 BLOCK_SIZE = 1 << 20  # st_blksize and f_bsize: large, so readers ask for large reads

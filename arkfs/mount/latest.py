@@ -16,7 +16,8 @@ import trio
 
 from arkfs.archive.record import VersionInfo
 from arkfs.backend.base import Unreachable
-from arkfs.mount.catalog import Catalog, IndexedArchive
+from arkfs.mount.catalog import Catalog
+from arkfs.mount.indexed import IndexedArchive
 from arkfs.util.lru import LRU
 
 DEFAULT_TTL = 300.0  # seconds the latest version of an archive is taken as known
@@ -64,11 +65,15 @@ class LatestVersions:
         if shown is not None and time.monotonic() < shown.until:
             return shown
         lock = self._locks.setdefault(key, trio.Lock())
-        async with lock:  # one check at a time per archive; the others use its answer
-            shown = self._shown.get(key)
-            if shown is None or time.monotonic() >= shown.until:
-                shown = await self._check(key, shown)
-                self._shown.put(key, shown)
+        try:
+            async with lock:  # one check at a time per archive; the others use its answer
+                shown = self._shown.get(key)
+                if shown is None or time.monotonic() >= shown.until:
+                    shown = await self._check(key, shown)
+                    self._shown.put(key, shown)
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._locks.pop(key, None)
         return shown
 
     async def _check(self, key: str, shown: _Shown | None) -> _Shown:

@@ -20,6 +20,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.files import check_file
+from arkfs.store.shards import file_record, shard_problem
 from arkfs.util.lru import LRU
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.errors import XetError
@@ -31,7 +32,6 @@ from arkfs.xet.shard import (
     cas_block,
     keyed_dedup_shard,
     parse_shard,
-    verify_file_block,
 )
 from arkfs.xet.xorb import XorbFooter, parse_xorb
 
@@ -275,8 +275,8 @@ class ArchiveService:
         return self.store.put_shard(blake3.blake3(data).digest(), data, records, dedup)
 
     def _shard_records(self, body: bytes) -> tuple[list[FileRecord], list[DedupEntry]]:
-        """The file records and dedup entries of a shard, its verification entries checked
-        against the stored xorbs; the store checks each file against the footers again."""
+        """The file records and dedup entries of a shard once shard_problem finds none; the
+        store checks each record against the footers again."""
         try:
             shard = parse_shard(body)
         except XetError as exc:
@@ -291,21 +291,17 @@ class ArchiveService:
                 raise Rejected(
                     f"shard references xorb {hash_to_string(xh)}, which was not uploaded"
                 ) from None
+        problem = shard_problem(self.store, shard, footers.__getitem__)
+        if problem:
+            raise Rejected(f"shard disagrees with its xorbs: {problem}")
         records: list[FileRecord] = []
         dedup: list[DedupEntry] = []
         for block in shard.files:
-            if block.verification is not None:
-                try:
-                    verify_file_block(block, lambda h, s, e: footers[h].chunk_hashes[s:e])
-                except (XetError, IndexError) as exc:
-                    raise Rejected(f"shard verification entries: {exc}") from None
-            terms = block.terms
-            records.append(FileRecord(block.file_hash, block.size, block.sha256, terms))
-            if terms:  # Eligibility Criteria: the first chunk of every file
-                first = terms[0]
-                if first.start < footers[first.xorb_hash].num_chunks:
-                    ch = footers[first.xorb_hash].chunk_hashes[first.start]
-                    dedup.append(DedupEntry(ch, first.xorb_hash, first.start))
+            records.append(file_record(block))
+            if block.terms:  # Eligibility Criteria: the first chunk of every file
+                first = block.terms[0]
+                ch = footers[first.xorb_hash].chunk_hashes[first.start]
+                dedup.append(DedupEntry(ch, first.xorb_hash, first.start))
         for cas in shard.cas_blocks:
             dedup += (
                 DedupEntry(c.chunk_hash, cas.xorb_hash, i)

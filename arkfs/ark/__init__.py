@@ -6,7 +6,10 @@
 - `Ark` holds the parts (NAAN, Name, shoulder and blade, components, variants, check
   zone) and the relations '/' and '.' reveal (parent, ancestors, variant roots).
 - `filename_to_qualifier` and `qualifier_to_filename` map file names to qualifier
-  components and back; a file name's '.' is %-encoded, never a variant separator.
+  components and back; a file name's '.' is %-encoded, never a variant separator, and so
+  is a leading '@', which starts a version qualifier.
+- `split_version` and `versioned` read and write the `@vN` qualifier of an archive's
+  version N (arkfs.ark.versions).
 - `check_character`/`verify` are the NOID check digit algorithm; `mint` makes names.
 - `Erc` is an ERC metadata record in ANVL or JSON; `info_response` is a THUMP `?info` reply.
 
@@ -31,6 +34,7 @@ from arkfs.ark.errors import (
     NaanSyntaxError,
     PercentEscapeError,
     ShoulderError,
+    VersionError,
 )
 from arkfs.ark.filenames import filename_to_qualifier, qualifier_to_filename
 from arkfs.ark.identifier import Ark, Inflection
@@ -39,6 +43,7 @@ from arkfs.ark.naan import SHARED_NAANS, SharedNaan
 from arkfs.ark.ncda import check_character, verify
 from arkfs.ark.normalization import equivalent, normalize, parse
 from arkfs.ark.thump import info_response
+from arkfs.ark.versions import split_version, versioned
 
 __all__ = [
     "SHARED_NAANS",
@@ -61,6 +66,7 @@ __all__ = [
     "Segment",
     "SharedNaan",
     "ShoulderError",
+    "VersionError",
     "check_character",
     "equivalent",
     "filename_to_qualifier",
@@ -72,6 +78,8 @@ __all__ = [
     "parse_shoulder",
     "qualifier_to_filename",
     "read_records",
+    "split_version",
     "verify",
+    "versioned",
     "write_record",
 ]

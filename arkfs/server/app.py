@@ -13,9 +13,11 @@ goes away is not an error.
 
 import logging
 
+import hypercorn.trio.run
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
+from hypercorn.trio.tcp_server import TCPServer
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -39,6 +41,8 @@ log = logging.getLogger("arkfs.serve")
 
 RETRY_AFTER = 5  # seconds a client waits before it retries a store that is unavailable
 JSON_FACE = ("/v1/", "/v2/")  # path prefixes of the CAS and token routes
+# What hypercorn's send raises when the client closed (or half-closed) under a reply.
+_GONE = (trio.BrokenResourceError, trio.BusyResourceError, trio.ClosedResourceError)
 
 
 def _status(exc: Exception) -> tuple[int, str, dict[str, str], str | None]:
@@ -103,18 +107,24 @@ class ErrorReplies:
         async def watched(message: Message) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
-            await send(message)
+            try:
+                await send(message)
+            except _GONE as exc:  # the connection is being torn down under the reply
+                raise ClientDisconnect() from exc
 
         method, path = scope["method"], scope["path"]
         try:
-            await self.app(scope, receive, watched)
+            try:
+                await self.app(scope, receive, watched)
+            except ClientDisconnect:
+                raise
+            except Exception as exc:
+                if started:
+                    log.error("%s %s: reply cut short: %s", method, path, _one_line(str(exc)))
+                    return
+                await _error_reply(method, path, exc)(scope, receive, watched)
         except ClientDisconnect:
             log.debug("%s %s: the client went away", method, path)
-        except Exception as exc:
-            if started:
-                log.error("%s %s: reply cut short: %s", method, path, _one_line(str(exc)))
-                return
-            await _error_reply(method, path, exc)(scope, receive, send)
 
 
 async def _starlette_error(request: Request, exc: Exception) -> Response:
@@ -152,6 +162,27 @@ def build_app(store: Store, auth: Authorizer, signer: UrlSigner | None = None) -
         middleware=[Middleware(ErrorReplies)],
         exception_handlers={HTTPException: _starlette_error},
     )
+
+
+class _OneConnection(TCPServer):
+    """hypercorn's server of one connection, whose failures end that connection only.
+
+    hypercorn 0.18 lets some protocol races escape a connection's task, and they end the
+    whole server: a client that sends a request's headers and half-closes while the reply
+    goes out (an early 401 or 413) raises trio.BusyResourceError. Its mitigation upstream
+    (pgjones/hypercorn#228) is in no release; this is it, for arkfs.
+    """
+
+    async def run(self) -> None:
+        try:
+            await super().run()
+        except Exception as exc:  # never BaseException: cancellation must go through
+            log.warning(
+                "a connection failed inside hypercorn; dropped it: %s", _one_line(repr(exc))
+            )
+
+
+hypercorn.trio.run.TCPServer = _OneConnection  # type: ignore[misc]  # looked up per serve()
 
 
 async def run_server(

@@ -26,6 +26,9 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
     Repr-Digest (when the manifest has the SHA-256) and Last-Modified (its mtime). Damage
     found before the headers go out is a 500; after, the connection is dropped.
   - A symlink: 302 to the ARK of its target when that is inside the archive, else 404.
+  - A path whose normalized form names nothing, but whose raw spelling is an entry's path
+    (normalization drops hyphens: `data/2024-01-01.csv`): 301 to that entry's ARK, the
+    query kept (so `?info` too), under the same version.
 - `PUT /ark:NAAN/Name` (write scope): bind the next version of an archive. Body: msgpack
   `{"manifest": <manifest msgpack bytes>, "erc": <ANVL text>, "message": <text, optional>}`;
   every file must already be in the CAS with its size. Answers `{"ark"}` and the new
@@ -56,6 +59,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Any
+from urllib.parse import unquote
 
 import msgpack
 from starlette.requests import Request
@@ -145,10 +149,14 @@ class NmaService(Face):
         root = versioned(archive.ark, version)  # how this request addresses the archive
         path = entry_path(root, ark)
         entry = archive.manifest.entry(path) if path else None
-        if path is None or (path and entry is None):
-            raise HttpError(404, f"{ark} is not in archive {root}")
-        view = _View(archive, root, versions)
         query = request.url.query
+        if path is None or (path and entry is None):
+            literal = archive.manifest.entry(_literal_path(request, version is not None))
+            if literal is None:
+                raise HttpError(404, f"{ark} is not in archive {root}")
+            url = _service_path(request) + str(entry_ark(root, literal.path))
+            return RedirectResponse(url + ("?" + query if query else ""), status_code=301)
+        view = _View(archive, root, versions)
         # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
         # that are answered like it ('??' arrives as the query '?').
         if query.split("&", 1)[0] in ("info", "?"):
@@ -359,6 +367,20 @@ def _request_ark(request: Request) -> Ark:
         return parse(path[1:])
     except ArkError as exc:
         raise HttpError(400, str(exc)) from None
+
+
+def _literal_path(request: Request, past_version: bool) -> str:
+    """The path after ark:NAAN/Name (and after its `@vN` if past_version) as the raw request
+    path spells it, %-escapes decoded: the file names people type, whose hyphens
+    normalization drops ('' if it spells none)."""
+    raw = (request.scope.get("raw_path") or request.scope["path"].encode()).decode("ascii")
+    names = [
+        unquote(c, errors="surrogateescape")
+        for c in raw.partition(":")[2].lstrip("/").split("/")[2 + past_version :]
+    ]
+    if any(n in ("", ".", "..") or "/" in n or "\0" in n for n in names):
+        return ""
+    return "/".join(names)
 
 
 def _service_path(request: Request) -> str:

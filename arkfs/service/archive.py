@@ -19,7 +19,8 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
-from arkfs.store.files import check_file
+from arkfs.store.files import check_file, file_sha256
+from arkfs.store.shards import EMPTY_SHA256, file_record, shard_problem
 from arkfs.util.lru import LRU
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.errors import XetError
@@ -31,14 +32,13 @@ from arkfs.xet.shard import (
     cas_block,
     keyed_dedup_shard,
     parse_shard,
-    verify_file_block,
 )
 from arkfs.xet.xorb import XorbFooter, parse_xorb
 
 MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
 DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed hashes may be matched
 ARCHIVE_CACHE = 16  # parsed archive versions kept in memory
-EMPTY_FILE = FileRecord(ZERO_HASH, 0, None, ())  # the empty file: it needs no storage
+EMPTY_FILE = FileRecord(ZERO_HASH, 0, EMPTY_SHA256, ())  # the empty file: it needs no storage
 
 
 def clip_range(size: int, start: int, end: int, what: str) -> tuple[int, int]:
@@ -89,7 +89,10 @@ class ArchiveService:
         erc (ANVL text) and message; the earlier versions stay as they are.
 
         Both must parse, the manifest must be of ark, and every file it lists must be
-        stored with its size; otherwise Rejected names what is wrong and nothing is bound.
+        stored with its size and, if it gives one, its SHA-256 (so every digest a binding
+        serves is verified); otherwise Rejected names what is wrong and nothing is bound.
+        A stored file's SHA-256 was checked at its shard's intake; one whose shard gave none
+        is hashed from the store here, once per bind.
         """
         try:
             parsed = Manifest.from_msgpack(manifest)
@@ -101,34 +104,50 @@ class ArchiveService:
             record = Erc.from_anvl(erc)
         except ArkError as exc:
             raise Rejected(f"bind {ark}: ERC record: {exc}") from None
-        sizes: dict[bytes, int] = {}
+        files: dict[bytes, FileRecord] = {}
+        digests: dict[bytes, bytes] = {}
         for e in parsed.files:
             assert e.xet_hash is not None  # Manifest guarantees it for files
             name = hash_to_string(e.xet_hash)
-            if e.xet_hash not in sizes:
+            if e.xet_hash not in files:
                 try:
-                    sizes[e.xet_hash] = self.file(e.xet_hash).size
+                    files[e.xet_hash] = self.file(e.xet_hash)
                 except NotFound:
                     raise Rejected(
                         f"bind {ark}: entry {e.path!r}: file {name} is not {self.place}; "
                         "upload its xorbs and shard"
                     ) from None
-            if sizes[e.xet_hash] != e.size:
+            stored = files[e.xet_hash]
+            if stored.size != e.size:
                 raise Rejected(
                     f"bind {ark}: entry {e.path!r}: size {e.size}, but file {name} "
-                    f"{self.place} has {sizes[e.xet_hash]} bytes"
+                    f"{self.place} has {stored.size} bytes"
                 )
-        created, files, size = time.time(), len(parsed.files), parsed.total_size
-        binding = Binding(ark, manifest, erc, created, message=message, files=files, bytes=size)
+            if e.sha256 is not None:
+                if e.xet_hash not in digests:
+                    digests[e.xet_hash] = self._sha256(stored)
+                if digests[e.xet_hash] != e.sha256:
+                    raise Rejected(
+                        f"bind {ark}: entry {e.path!r}: sha256 {e.sha256.hex()}, but file "
+                        f"{name} hashes to {digests[e.xet_hash].hex()}; give its SHA-256 or none"
+                    )
+        created, count, size = time.time(), len(parsed.files), parsed.total_size
+        binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
         number = self.store.bind(binding)
         # Versions are numbered without gaps, each following the one before (version_problems).
         follows = number - 1 if number > 1 else None
         archive = Archive(
-            parsed, record, VersionInfo(ark, number, created, message, follows, files, size)
+            parsed, record, VersionInfo(ark, number, created, message, follows, count, size)
         )
         with self._lock:
             self._archives.put((ark, number), archive)
         return archive
+
+    def _sha256(self, stored: FileRecord) -> bytes:
+        """A stored file's SHA-256: checked at its shard's intake, or hashed from its bytes."""
+        if stored.sha256 is not None:
+            return stored.sha256
+        return file_sha256(self.store, self.bound_file(stored.file_hash))
 
     def versions(self, ark: str) -> list[VersionInfo]:
         """Every version of ark (a normalized ark:NAAN/Name), oldest first; NotFound if none."""
@@ -286,8 +305,8 @@ class ArchiveService:
         return self.store.put_shard(blake3.blake3(data).digest(), data, records, dedup)
 
     def _shard_records(self, body: bytes) -> tuple[list[FileRecord], list[DedupEntry]]:
-        """The file records and dedup entries of a shard, its verification entries checked
-        against the stored xorbs; the store checks each file against the footers again."""
+        """The file records and dedup entries of a shard once shard_problem finds none; the
+        store checks each record against the footers again."""
         try:
             shard = parse_shard(body)
         except XetError as exc:
@@ -302,21 +321,17 @@ class ArchiveService:
                 raise Rejected(
                     f"shard references xorb {hash_to_string(xh)}, which was not uploaded"
                 ) from None
+        problem = shard_problem(self.store, shard, footers.__getitem__)
+        if problem:
+            raise Rejected(f"shard disagrees with its xorbs: {problem}")
         records: list[FileRecord] = []
         dedup: list[DedupEntry] = []
         for block in shard.files:
-            if block.verification is not None:
-                try:
-                    verify_file_block(block, lambda h, s, e: footers[h].chunk_hashes[s:e])
-                except (XetError, IndexError) as exc:
-                    raise Rejected(f"shard verification entries: {exc}") from None
-            terms = block.terms
-            records.append(FileRecord(block.file_hash, block.size, block.sha256, terms))
-            if terms:  # Eligibility Criteria: the first chunk of every file
-                first = terms[0]
-                if first.start < footers[first.xorb_hash].num_chunks:
-                    ch = footers[first.xorb_hash].chunk_hashes[first.start]
-                    dedup.append(DedupEntry(ch, first.xorb_hash, first.start))
+            records.append(file_record(block))
+            if block.terms:  # Eligibility Criteria: the first chunk of every file
+                first = block.terms[0]
+                ch = footers[first.xorb_hash].chunk_hashes[first.start]
+                dedup.append(DedupEntry(ch, first.xorb_hash, first.start))
         for cas in shard.cas_blocks:
             dedup += (
                 DedupEntry(c.chunk_hash, cas.xorb_hash, i)

@@ -226,7 +226,8 @@ def hash_problem(what: str, h: object) -> str | None:
     return f"{what} is not a {HASH_SIZE}-byte hash: {h!r}"
 
 
-def _footer_problem(footer_of: FooterOf, xorb: bytes) -> tuple[XorbFooter | None, str | None]:
+def footer_problem(footer_of: FooterOf, xorb: bytes) -> tuple[XorbFooter | None, str | None]:
+    """The footer of a stored xorb, or None and why it cannot be had."""
     try:
         return footer_of(xorb), None
     except NotFound:
@@ -248,7 +249,7 @@ def file_problem(record: FileRecord, footer_of: FooterOf) -> str | None:
         if problem:
             return problem
         if term.xorb_hash not in footers:
-            footer, problem = _footer_problem(footer_of, term.xorb_hash)
+            footer, problem = footer_problem(footer_of, term.xorb_hash)
             if footer is None:
                 return f"term {i}: {problem}"
             footers[term.xorb_hash] = footer
@@ -266,7 +267,7 @@ def dedup_problem(entry: DedupEntry, footer_of: FooterOf) -> str | None:
     )
     if problem:
         return problem
-    footer, problem = _footer_problem(footer_of, entry.xorb_hash)
+    footer, problem = footer_problem(footer_of, entry.xorb_hash)
     if footer is None:
         return problem
     if not 0 <= entry.chunk_index < footer.num_chunks:

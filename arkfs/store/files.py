@@ -4,6 +4,7 @@ Blocking (xorb reads, decompression, hashing): call from a worker thread, one `n
 a time; each step reads one packed xorb range of at most about BATCH_BYTES.
 """
 
+import hashlib
 from collections.abc import Generator
 
 from arkfs.store.base import FileRecord, Store, file_problem
@@ -59,6 +60,14 @@ def read_file(
             pos += size
             first = last
         pos = term_end
+
+
+def file_sha256(store: Store, record: FileRecord) -> bytes:
+    """The SHA-256 of a stored file's bytes, read chunk-verified (one pass, bounded memory)."""
+    digest = hashlib.sha256()
+    for data in read_file(store, record):
+        digest.update(data)
+    return digest.digest()
 
 
 def _slice(

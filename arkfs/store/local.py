@@ -41,6 +41,7 @@ from arkfs.store.base import (
     ChunkLocation,
     DedupEntry,
     FileRecord,
+    FooterOf,
     StoreStats,
     binding_problem,
     dedup_problem,
@@ -49,11 +50,13 @@ from arkfs.store.base import (
     version_problems,
 )
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.store.shards import shard_problem
 from arkfs.util.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
+from arkfs.xet.shard import parse_shard
 from arkfs.xet.trust import named_footer
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_xorb
 
@@ -544,7 +547,6 @@ class LocalStore:
             ]
         sound: dict[bytes, bool] = {}
         problems += self._check_xorbs(sound)
-        problems += self._check_shards()
 
         def footer_of(h: bytes) -> XorbFooter:
             if h not in sound:
@@ -552,6 +554,8 @@ class LocalStore:
             if not sound[h]:
                 raise StoreCorrupt("see above")
             return self.xorb_footer(h)
+
+        problems += self._check_shards(footer_of)
 
         for fh in file_hashes:
             problem = file_problem(self.get_file(fh), footer_of)
@@ -618,7 +622,8 @@ class LocalStore:
                 )
         return problems
 
-    def _check_shards(self) -> list[str]:
+    def _check_shards(self, footer_of: FooterOf) -> list[str]:
+        """Each shard file as stored, and by the rule of its intake (shard_problem)."""
         with self._db() as db:
             rows = db.execute("SELECT hash, size, sha256 FROM shards ORDER BY hash").fetchall()
         problems = []
@@ -632,6 +637,16 @@ class LocalStore:
             if len(data) != size or hashlib.sha256(data).digest() != digest:
                 problems.append(
                     f"shard {path.name} is damaged: {path} differs from what was stored"
+                )
+                continue
+            try:
+                problem = shard_problem(self, parse_shard(data), footer_of)
+            except XetError as exc:
+                problem = str(exc)
+            if problem:
+                problems.append(
+                    f"shard {path.name} disagrees with its xorbs: {problem}; the files it "
+                    "registers may be wrong: restore the store from a backup"
                 )
         for path in (self.root / SHARDS).iterdir():
             if not is_temp(path.name) and _hash_named(path) is None:

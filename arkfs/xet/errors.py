@@ -21,6 +21,10 @@ class ShardFormatError(XetFormatError):
     """A serialized shard breaks a rule of the spec."""
 
 
+class ShardMismatchError(XetError):
+    """A shard entry that disagrees with the xorb it describes; the message names the field."""
+
+
 class HashStringError(XetError, ValueError):
     """A string that is not a 64-digit XET hash."""
 

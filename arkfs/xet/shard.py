@@ -1,9 +1,9 @@
 """Shards (spec: "Shard Format"): upload and stored forms, lookup tables and keyed dedup.
 
 Pure code: bytes in, bytes out. parse_shard() checks every MUST of the format before it
-allocates anything sized by the input and raises only ShardFormatError. Fields the spec
-only describes as "Reserved (zeros)" without a MUST are ignored on parsing and written as
-zeros, as hf_xet does.
+allocates anything sized by the input and raises only ShardFormatError. Reserved fields
+must be zero, as hf_xet writes them: a bit set there is damage or a format this parser does
+not know. verify_cas_block() checks what a CAS block says against its xorb's footer.
 """
 
 import struct
@@ -13,7 +13,7 @@ from itertools import starmap
 from typing import TypeVar
 
 from arkfs.xet.constants import HASH_SIZE
-from arkfs.xet.errors import HashMismatchError, ShardFormatError
+from arkfs.xet.errors import HashMismatchError, ShardFormatError, ShardMismatchError
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string, keyed_hash, verification_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import XorbFooter
@@ -57,6 +57,9 @@ _AT_FLAGS = 32
 _AT_COUNT = 36
 _AT_CHUNK_RANGE = 40
 _AT_CHUNK_FLAGS = 40
+_AT_FILE_RESERVED = 40
+_AT_CHUNK_RESERVED = 44
+_AT_FOOTER_RESERVED = 120
 _FOOTER_FIELDS = (
     "footer version",
     "file info offset",
@@ -342,6 +345,12 @@ def _error(field: str, offset: int, value: object) -> ShardFormatError:
     return ShardFormatError("shard", field, offset, value)
 
 
+def _zeros(view: memoryview, at: int, size: int, field: str) -> None:
+    """Reserved (zeros): the size bytes at at must be zero."""
+    if any(view[at : at + size]):
+        raise _error(field, at, bytes(view[at : at + size]))
+
+
 def _records_fit(
     view: memoryview, pos: int, limit: int, count: int, field: str, at: int
 ) -> memoryview:
@@ -367,6 +376,7 @@ def _at_bookend(view: memoryview, pos: int, limit: int, section: str) -> bool:
 def _parse_file_block(view: memoryview, pos: int, limit: int) -> tuple[FileBlock, int]:
     """File Block Structure at pos; returns the block and the position after it."""
     file_hash, flags, count = _FILE_HEADER.unpack_from(view, pos)
+    _zeros(view, pos + _AT_FILE_RESERVED, 8, "file header reserved")  # FileDataSequenceHeader
     if flags & ~_FILE_FLAGS:
         # Unknown flags may announce records this parser would misread as the next block.
         raise _error("file flags", pos + _AT_FLAGS, flags)
@@ -389,10 +399,13 @@ def _parse_file_block(view: memoryview, pos: int, limit: int) -> tuple[FileBlock
     verification = None
     if with_verification:
         records = view[pos : pos + count * RECORD_SIZE]
+        for i in range(count):  # FileVerificationEntry
+            _zeros(view, pos + i * RECORD_SIZE + HASH_SIZE, 16, "verification reserved")
         verification = tuple(h for (h,) in _HASH_RECORD.iter_unpack(records))
         pos += count * RECORD_SIZE
     sha256 = None
     if with_ext:
+        _zeros(view, pos + HASH_SIZE, 16, "metadata ext reserved")  # FileMetadataExt
         sha256 = _sha256_swap(bytes(view[pos : pos + HASH_SIZE]))
         pos += RECORD_SIZE
     return FileBlock(file_hash, tuple(terms), verification, sha256), pos
@@ -407,8 +420,10 @@ def _parse_cas_block(view: memoryview, pos: int, limit: int) -> tuple[CasBlock, 
     records = _records_fit(view, body, limit, count, "cas num entries", pos + _AT_COUNT)
     chunks = tuple(starmap(CasChunk, _CHUNK.iter_unpack(records)))
     for i, chunk in enumerate(chunks):
+        at = body + i * RECORD_SIZE
         if chunk.flags & ~GLOBAL_DEDUP_ELIGIBLE:
-            raise _error("chunk flags", body + i * RECORD_SIZE + _AT_CHUNK_FLAGS, chunk.flags)
+            raise _error("chunk flags", at + _AT_CHUNK_FLAGS, chunk.flags)
+        _zeros(view, at + _AT_CHUNK_RESERVED, 4, "chunk reserved")  # CASChunkSequenceEntry
     return CasBlock(xorb_hash, chunks, in_cas, on_disk), body + count * RECORD_SIZE
 
 
@@ -501,6 +516,7 @@ def _parse_stored(view: memoryview, app_id: bytes) -> Shard:
             raise _error(field, foot + _AT_FOOTER[field], offsets[field])
 
     require(offsets["footer version"] == FOOTER_VERSION, "footer version")
+    _zeros(view, foot + _AT_FOOTER_RESERVED, 48, "footer reserved")
     require(offsets["footer offset"] == foot, "footer offset")
     # Overall Structure: header, file info, CAS info, the three lookup tables, footer.
     require(offsets["file info offset"] == HEADER_SIZE, "file info offset")
@@ -611,3 +627,49 @@ def verify_file_block(
                 hash_to_string(expected),
                 hash_to_string(actual),
             )
+
+
+def verify_cas_block(block: CasBlock, footer: XorbFooter, xorb_size: int) -> None:
+    """CAS Info Section: check a block (unkeyed) against its xorb's verified footer and size.
+
+    Every chunk of the xorb, in order, with its hash, byte range start (Chunk Byte Range Start
+    Calculation) and size; Num Bytes in CAS is the xorb's unpacked size. Num Bytes on Disk
+    is 0 (hf_xet leaves it so), the chunk region's size (hf_xet uploads no footer) or the
+    stored xorb's. Raises ShardMismatchError naming the first field that disagrees.
+    """
+    name = f"cas block of xorb {hash_to_string(block.xorb_hash)}"
+
+    def require(ok: bool, field: str, value: int, expected: object) -> None:
+        if not ok:
+            raise ShardMismatchError(f"{name}: {field} is {value}, its xorb has {expected}")
+
+    require(
+        len(block.chunks) == footer.num_chunks, "num entries", len(block.chunks), footer.num_chunks
+    )
+    start = 0
+    for i, (chunk, h, size) in enumerate(
+        zip(block.chunks, footer.chunk_hashes, footer.chunk_sizes(), strict=True)
+    ):
+        if chunk.chunk_hash != h:
+            raise ShardMismatchError(
+                f"{name}: chunk {i} hash is {hash_to_string(chunk.chunk_hash)}, "
+                f"its xorb has {hash_to_string(h)}"
+            )
+        require(
+            chunk.byte_range_start == start,
+            f"chunk {i} byte_range_start",
+            chunk.byte_range_start,
+            start,
+        )
+        require(
+            chunk.unpacked_bytes == size, f"chunk {i} unpacked_bytes", chunk.unpacked_bytes, size
+        )
+        start += size
+    require(block.num_bytes_in_cas == start, "num bytes in cas", block.num_bytes_in_cas, start)
+    on_disk = (0, footer.packed_ends[-1] if footer.packed_ends else 0, xorb_size)
+    require(
+        block.num_bytes_on_disk in on_disk,
+        "num bytes on disk",
+        block.num_bytes_on_disk,
+        f"{on_disk[2]} bytes ({on_disk[1]} without its footer; 0 if unknown)",
+    )

@@ -41,9 +41,10 @@ def cas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cas]:
         yield Cas(url, root / "store", [(string_to_hash(i.hash), i.file_size) for i in infos])
 
 
-def manifest(ark: str, files: list[tuple[bytes, int]]) -> Manifest:
+def manifest(ark: str, files: list[tuple[bytes, int]], sha256: bytes | None = None) -> Manifest:
     entries = [
-        Entry(f"f{i}.bin", Kind.FILE, size, 0o644, 0, xh) for i, (xh, size) in enumerate(files)
+        Entry(f"f{i}.bin", Kind.FILE, size, 0o644, 0, xh, sha256)
+        for i, (xh, size) in enumerate(files)
     ]
     return build(ark, [Entry("d", Kind.DIR, 0, 0o755, 0), *entries], created=1.0)
 
@@ -92,6 +93,7 @@ def test_bad_binds_are_400_and_change_nothing(cas: Cas) -> None:
         (manifest(other, [(bytes(range(32)), 5)]).to_msgpack(), erc, "'f0.bin': file"),
         (manifest(other, [(xh, size + 1)]).to_msgpack(), erc, f"size {size + 1}, but file"),
         (manifest(other, [(xh, size), (xh2, 3)]).to_msgpack(), erc, "entry 'f1.bin'"),
+        (manifest(other, [(xh, size)], bytes(32)).to_msgpack(), erc, f"sha256 {'0' * 64}, but"),
         (manifest(ARK, cas.files).to_msgpack(), erc, f"the manifest is of {ARK}"),
         (good, "not an erc record", "ERC record"),
         (b"\x93garbage", erc, "not valid msgpack"),

@@ -1,6 +1,7 @@
 """Bad uploads to `arkfs serve` are refused with the right status, and the store is unchanged."""
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -9,8 +10,8 @@ import pytest
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import chunk_hash, hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.shard import FileBlock, Shard, serialize_upload
-from arkfs.xet.xorb import serialize_xorb
+from arkfs.xet.shard import FileBlock, Shard, cas_block, serialize_upload
+from arkfs.xet.xorb import parse_xorb, serialize_xorb
 from tests.support.server import arkfs_server
 
 WRITE = {"Authorization": "Bearer w"}
@@ -80,6 +81,24 @@ def test_shard_with_wrong_file_hash_refused(server) -> None:  # type: ignore[no-
     shard = Shard(files=(FileBlock(bytes(range(32)), (Term(string_to_hash(name), 0, 1, 20_000),)),))
     r = httpx.post(url + "/v1/shards", content=serialize_upload(shard), headers=WRITE)
     assert r.status_code == 400, r.text
+    assert tree(store) == before
+
+
+def test_shard_field_that_disagrees_with_its_xorb_refused(server) -> None:  # type: ignore[no-untyped-def]
+    url, store = server
+    name, data = xorb(5)
+    httpx.post(f"{url}/v1/xorbs/default/{name}", content=data, headers=WRITE)
+    footer = parse_xorb(data, string_to_hash(name)).footer
+    block = cas_block(footer, 0, lambda _: False)
+    before = tree(store)
+    for bad, field in [
+        (replace(block, num_bytes_in_cas=block.num_bytes_in_cas + 1), "num bytes in cas"),
+        (replace(block, chunks=(replace(block.chunks[0], unpacked_bytes=1),)), "unpacked_bytes"),
+    ]:
+        body = serialize_upload(Shard(cas_blocks=(bad,)))
+        r = httpx.post(url + "/v1/shards", content=body, headers=WRITE)
+        assert r.status_code == 400, r.text
+        assert field in r.json()["error"] and "\n" not in r.json()["error"]
     assert tree(store) == before
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from arkfs.archive.manifest import build
 from arkfs.service.archive import (
     DEDUP_KEY_TTL,
     MAX_SHARD_SIZE,
@@ -19,7 +20,7 @@ from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.local import LocalStore
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string
-from arkfs.xet.shard import Shard
+from arkfs.xet.shard import Shard, parse_shard, serialize_upload
 from tests.backend.content import Content, build_content, erc_of, manifest_of
 
 SECRET = bytes(range(32))
@@ -170,3 +171,26 @@ def test_intake_limits(store: LocalStore) -> None:
         service.put_xorb(bytes(32), bytes(MAX_XORB_ACCEPTED + 1))
     with pytest.raises(Rejected, match="exceeds"):
         service.put_shard(bytes(MAX_SHARD_SIZE + 1))
+
+
+def test_a_bind_verifies_every_sha256_it_is_given(store: LocalStore) -> None:
+    service = ArchiveService(store, SECRET, "here")
+    content = build_content({"f": b"f" * 90_000, "g": random.Random(2).randbytes(70_000)})
+    shard = parse_shard(content.shard)
+    undigested = tuple(replace(b, sha256=None) if b.size == 70_000 else b for b in shard.files)
+    for x in content.xorbs:
+        service.put_xorb(x.hash, x.data)
+    service.put_shard(serialize_upload(replace(shard, files=undigested)))
+    manifest = manifest_of(content.files)
+
+    def with_sha256(name: str, sha256: bytes | None) -> bytes:
+        entries = [replace(e, sha256=sha256) if e.path == name else e for e in manifest.entries]
+        return build(manifest.ark, entries, created=1.0).to_msgpack()
+
+    erc = erc_of().to_anvl()
+    for name in ("data/f", "data/g"):  # g's shard gave no digest: its bytes are hashed
+        with pytest.raises(Rejected, match=f"entry '{name}': sha256 0{{64}}, but file"):
+            service.bind(manifest.ark, with_sha256(name, bytes(32)), erc)
+    assert service.list_archives() == []
+    service.bind(manifest.ark, with_sha256("data/g", None), erc)  # no digest claims none
+    assert service.bind(manifest.ark, manifest.to_msgpack(), erc).manifest == manifest

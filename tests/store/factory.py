@@ -2,11 +2,13 @@
 
 import hashlib
 import random
+import string
 from collections.abc import Sequence
 
 from arkfs.store.base import DedupEntry, FileRecord
 from arkfs.xet.hashing import chunk_hash, file_hash
 from arkfs.xet.reconstruction import Term
+from arkfs.xet.shard import APP_ID_SIZE, Shard, serialize_upload
 from arkfs.xet.xorb import SerializedXorb, parse_xorb, serialize_xorb
 
 
@@ -37,6 +39,8 @@ def first_chunks(xorbs: Sequence[SerializedXorb]) -> list[DedupEntry]:
 
 
 def shard_blob(rng: random.Random) -> tuple[bytes, bytes]:
-    """Opaque shard bytes and a hash to name them by (the store does not parse shards)."""
-    data = rng.randbytes(rng.randint(48, 4096))
+    """A shard of its own (no files, a random application identifier) and a hash to name it
+    by: the store checks the records it is given, and `check` the shard by the intake rule."""
+    app_id = "".join(rng.choices(string.ascii_letters, k=APP_ID_SIZE)).encode()
+    data = serialize_upload(Shard(app_id=app_id))
     return chunk_hash(data), data

@@ -1,0 +1,53 @@
+"""A shard against the stored xorbs: the one rule of shard intake and `arkfs store check`."""
+
+import hashlib
+
+from arkfs.store.base import FileRecord, FooterOf, Store, file_problem, footer_problem
+from arkfs.store.files import file_sha256
+from arkfs.xet.errors import XetError
+from arkfs.xet.hashing import ZERO_HASH
+from arkfs.xet.shard import FileBlock, Shard, verify_cas_block, verify_file_block
+
+EMPTY_SHA256 = hashlib.sha256(b"").digest()
+
+
+def file_record(block: FileBlock) -> FileRecord:
+    """The record a file block registers; its SHA-256 is the one shard_problem checks."""
+    sha256 = block.sha256
+    if block.size == 0 and sha256 == ZERO_HASH:  # hf_xet's SHA-256 of the empty file
+        sha256 = EMPTY_SHA256
+    return FileRecord(block.file_hash, block.size, sha256, block.terms)
+
+
+def shard_problem(store: Store, shard: Shard, footer_of: FooterOf) -> str | None:
+    """What makes a shard disagree with the stored xorbs (footer_of gives their footers), or None.
+
+    Every field the xorb footers determine is checked (Shard Format: CAS Info Section, File
+    Info Section); a FileMetadataExt's SHA-256 is checked against the file's bytes.
+    """
+    for i, cas in enumerate(shard.cas_blocks):
+        footer, problem = footer_problem(footer_of, cas.xorb_hash)
+        if footer is None:
+            return f"cas block {i}: {problem}"
+        try:
+            verify_cas_block(cas, footer, store.xorb_size(cas.xorb_hash))
+        except XetError as exc:
+            return f"cas block {i}: {exc}"
+    for i, block in enumerate(shard.files):
+        record = file_record(block)
+        problem = file_problem(record, footer_of)
+        if problem:
+            return f"file {i}: {problem}"
+        if block.verification is not None:  # FileVerificationEntry
+            try:
+                verify_file_block(block, lambda h, s, e: footer_of(h).chunk_hashes[s:e])
+            except XetError as exc:
+                return f"file {i}: {exc}"
+        if record.sha256 is not None:  # FileMetadataExt
+            actual = file_sha256(store, record)
+            if actual != record.sha256:
+                return (
+                    f"file {i}: metadata ext SHA-256 is {record.sha256.hex()}, "
+                    f"its bytes hash to {actual.hex()}"
+                )
+    return None

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import trio
 
-from arkfs.backend.base import Backend, BackendError, Unauthorized
+from arkfs.backend.base import Backend, BackendError, BadReply, Unauthorized
 from arkfs.mount.jobs import ReadError
 from arkfs.util.lru import LRU
 from arkfs.xet.reconstruction import Reconstruction
@@ -29,14 +29,21 @@ class Expired(ReadError):
     """The backend refused a URL or token (Unauthorized): a new reconstruction may help."""
 
 
+class BadBytes(ReadError):
+    """The backend's reply was malformed or failed a check (BadReply): fetching it once
+    more may help, as a bit flipped in transit or a cut-short body would."""
+
+
 async def call_backend(what: str, fn: Callable[..., Awaitable[T]], *args: object) -> T:
     """fn(*args) with a time limit; its errors become ReadError (Expired if the backend
-    refused a URL or token), what saying what was being read."""
+    refused a URL or token, BadBytes if its reply was bad), what saying what was read."""
     try:
         with trio.fail_after(BACKEND_TIMEOUT):
             return await fn(*args)
     except Unauthorized as exc:
         raise Expired(f"{what}: {exc}") from None
+    except BadReply as exc:
+        raise BadBytes(f"{what}: {exc}") from None
     except BackendError as exc:
         raise ReadError(f"{what}: {exc}") from None
     except trio.TooSlowError:

@@ -18,13 +18,14 @@ always under way. The in-flight table holds only chunks of running groups: those
 reads in progress plus the prefetch groups.
 """
 
+import logging
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 
 import trio
 
 from arkfs.backend.base import Backend
-from arkfs.mount.backend_calls import Expired, FetchUrls, call_backend
+from arkfs.mount.backend_calls import BadBytes, Expired, FetchUrls, call_backend
 from arkfs.mount.cache_writer import CacheWriter
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.file_map import FileMap, decode_run
@@ -34,6 +35,8 @@ from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange
+
+log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
 MEMORY_BYTES = 64 * MIB  # decoded chunks kept in memory
@@ -191,14 +194,42 @@ class ChunkLoader:
     async def _fetch_run(
         self, backend: Backend, fmap: FileMap, run: list[int], prefetch: bool
     ) -> list[bytes]:
-        """Fetch the packed bytes of run (one xorb, consecutive chunks); decode and check them."""
+        """Fetch the packed bytes of run (one xorb, consecutive chunks); decode and check them.
+
+        Bytes that fail their check, or a reply cut short, are fetched once more with a
+        fresh URL before the read fails: a bit flipped in transit is not worth an EIO.
+        """
+        xh = fmap.xorbs[fmap.xorb_of[run[0]]]
+        what = f"file {hash_to_string(fmap.file_hash)}"
+        cpu = self._limiters.background if prefetch else self._limiters.cpu
+        self._stats.cache_misses += len(run)
+        for attempt in (1, 2):
+            try:
+                data = await self._fetch_bytes(backend, fmap, run, prefetch, fresh=attempt > 1)
+                return await trio.to_thread.run_sync(decode_run, data, fmap, run, limiter=cpu)
+            except XetError as exc:
+                problem = BadBytes(
+                    f"{what}: xorb {hash_to_string(xh)} from {backend.name} fails "
+                    f"verification: {exc}"
+                )
+            except BadBytes as exc:
+                problem = exc
+            if attempt == 1:
+                log.warning("%s; fetching it again", problem)
+        raise problem
+
+    async def _fetch_bytes(
+        self, backend: Backend, fmap: FileMap, run: list[int], prefetch: bool, fresh: bool
+    ) -> bytes:
+        """The packed bytes of run from backend, with a known URL unless fresh (or none is
+        known); an expired URL is replaced once."""
         xh = fmap.xorbs[fmap.xorb_of[run[0]]]
         lo, hi = fmap.packed_start[run[0]], fmap.packed_end[run[-1]]
         what = f"file {hash_to_string(fmap.file_hash)}"
         limiter: AbstractAsyncContextManager[object] = (
             nullcontext() if prefetch else self._limiters.fetch
         )
-        url = self._urls.get(backend, xh)
+        url = None if fresh else self._urls.get(backend, xh)
         refreshed = url is None
         if url is None:
             url = await self._fresh_url(backend, fmap, run)
@@ -213,18 +244,11 @@ class ChunkLoader:
                     raise
                 url = await self._fresh_url(backend, fmap, run)
                 refreshed = True
-        if len(data) != hi - lo:
-            raise ReadError(f"{what}: {backend.name} sent {len(data)} bytes, not {hi - lo}")
         self._stats.fetches += 1
         self._stats.bytes_fetched += len(data)
-        self._stats.cache_misses += len(run)
-        cpu = self._limiters.background if prefetch else self._limiters.cpu
-        try:
-            return await trio.to_thread.run_sync(decode_run, data, fmap, run, limiter=cpu)
-        except XetError as exc:
-            raise ReadError(
-                f"{what}: xorb {hash_to_string(xh)} from {backend.name} fails verification: {exc}"
-            ) from None
+        if len(data) != hi - lo:
+            raise BadBytes(f"{what}: {backend.name} sent {len(data)} bytes, not {hi - lo}")
+        return data
 
     async def _fresh_url(self, backend: Backend, fmap: FileMap, run: list[int]) -> str:
         """A fetch URL for the xorb of run, from a reconstruction of the bytes run holds."""

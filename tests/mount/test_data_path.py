@@ -132,7 +132,7 @@ def test_wrong_bytes_are_never_served(tmp_path: Path, files: dict[str, bytes]) -
             with pytest.raises(ReadError, match="fails verification"):
                 await read(reader, fake, f, 0, 4096)
             await read(reader, fake, f, 0, 4096)  # footers fetched again, the map built
-            fake.inject(FETCH, Flip())  # one byte wrong in the packed chunks
+            fake.inject(FETCH, Flip(), Flip())  # one byte wrong, fetched once more: wrong again
             with pytest.raises(ReadError, match="fails verification"):
                 await read(reader, fake, f, MIB, 100_000)
             await read(reader, fake, f, MIB, 100_000)
@@ -149,6 +149,27 @@ def test_wrong_bytes_are_never_served(tmp_path: Path, files: dict[str, bytes]) -
             assert reader.stats.maps_from_disk == 1 and reader.stats.fetches == 0
 
     trio.run(again)
+
+
+def test_bytes_that_fail_their_check_are_fetched_once_more(
+    tmp_path: Path, files: dict[str, bytes], caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeBackend(files)
+    f = fake.files["other"]
+
+    async def main() -> None:
+        async with running(tmp_path) as reader:
+            await read(reader, fake, f, 0, 1)  # the map, so only data fetches follow
+            fetches, refreshes = fake.calls[FETCH], reader.stats.url_refreshes
+            fake.inject(FETCH, Flip())  # a bit flipped in transit, once
+            await read(reader, fake, f, 700_000, 70_000)
+            assert fake.calls[FETCH] == fetches + 2  # the bad reply and a good one
+            assert reader.stats.url_refreshes == refreshes + 1  # asked with a fresh URL
+            assert reader.stats.errors == 0
+
+    trio.run(main)
+    warnings = [r for r in caplog.records if "fetching it again" in r.getMessage()]
+    assert len(warnings) == 1 and "fails verification" in warnings[0].getMessage()
 
 
 def test_a_stalled_fetch_blocks_only_its_own_waiters(
@@ -234,26 +255,26 @@ def test_sequential_reads_claim_ahead_and_random_reads_do_not(
 
 
 @pytest.mark.parametrize(
-    ("operation", "error"),
+    ("operation", "error", "times"),
     [
-        (RECONSTRUCTION, Unreachable("connection refused")),
-        (FOOTER, BadReply("malformed footer")),
-        (FETCH, Unreachable("timed out")),
-        (FETCH, BadReply("short body")),
+        (RECONSTRUCTION, Unreachable("connection refused"), 1),
+        (FOOTER, BadReply("malformed footer"), 1),
+        (FETCH, Unreachable("timed out"), 1),
+        (FETCH, BadReply("short body"), 2),  # a bad reply is fetched once more first
     ],
 )
 def test_a_failure_is_not_remembered(
-    tmp_path: Path, files: dict[str, bytes], operation: str, error: Exception
+    tmp_path: Path, files: dict[str, bytes], operation: str, error: Exception, times: int
 ) -> None:
     fake = FakeBackend(files)
     f = fake.files["other"]
 
     async def main() -> None:
         async with running(tmp_path) as reader:
-            fake.inject(operation, error)
+            fake.inject(operation, *[error] * times)  # 1000 bytes: one chunk, one fetch
             with pytest.raises(ReadError, match=str(error)):
-                await read(reader, fake, f, 500_000, 70_000)
-            await read(reader, fake, f, 500_000, 70_000)
+                await read(reader, fake, f, 500_000, 1000)
+            await read(reader, fake, f, 500_000, 1000)
             assert reader.stats.errors == 1
 
     trio.run(main)

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput, hide_from_cmdline
+from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli.tokens import add_token_options, token_from
 from arkfs.mount.config import CONFIG_ENV, ConfigError, default_config_path, load_config
 from arkfs.mount.daemon import (
     FSTYPE,
@@ -74,15 +75,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument(
         "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
     )
-    token = p.add_mutually_exclusive_group()
-    token.add_argument(
-        "--token",
-        help="read token for the servers (default: $ARKFS_TOKEN); arkfs hides it from the "
-        "process list once it starts, but prefer --token-file or $ARKFS_TOKEN",
-    )
-    token.add_argument(
-        "--token-file", type=Path, metavar="FILE", help="read the token from FILE's first line"
-    )
+    add_token_options(p, "read token for the servers")
     p.add_argument(
         "--metadata-ttl",
         type=float,
@@ -117,11 +110,6 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run_mount(args: argparse.Namespace) -> int:
     """Check everything that can be checked here, then mount (as a daemon by default)."""
-    if args.token and not hide_from_cmdline(args.token):
-        print(
-            "arkfs: warning: --token stays visible in the process list; use --token-file",
-            file=sys.stderr,
-        )
     try:
         return _mount(args)
     except MountError as exc:
@@ -151,7 +139,7 @@ def _mount(args: argparse.Namespace) -> int:
         raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
     if ttl is None:
         ttl = DEFAULT_TTL if config.metadata_ttl is None else config.metadata_ttl
-    token = _token(args)
+    token = token_from(args)  # the daemon is forked, not executed: it gets it in memory
     cache_dir = Path(os.path.abspath((args.cache_dir or paths.cache_dir()).expanduser()))
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -178,24 +166,6 @@ def _mount(args: argparse.Namespace) -> int:
     pid = run_daemon(opts)
     print(f"arkfs: mounted {mountpoint} (pid {pid}, log {opts.log_file})")
     return 0
-
-
-def _token(args: argparse.Namespace) -> str | None:
-    """The read token: --token, --token-file or $ARKFS_TOKEN. The daemon is forked, not
-    executed, so it gets the token in memory, never on its command line."""
-    if args.token_file is None:
-        return args.token or os.environ.get("ARKFS_TOKEN") or None
-    try:
-        lines = args.token_file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise BadInput(f"cannot read the token file {args.token_file}: {reason}") from None
-    token = lines[0].strip() if lines else ""
-    if not token:
-        raise BadInput(
-            f"the token file {args.token_file} is empty: put the token on its first line"
-        )
-    return token
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,12 +14,13 @@ from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, NotBound
 from arkfs.backend.open import open_backend
 from arkfs.cli.common import BadInput
+from arkfs.cli.tokens import add_token_options, token_from
 
 T = TypeVar("T")
 
 
 def add_target(p: argparse.ArgumentParser, token: str) -> None:
-    """--server, --store and --token; token says what the token is for."""
+    """--server, --store, and --token or --token-file; token says what the token is for."""
     where = p.add_mutually_exclusive_group()
     where.add_argument("--server", help="base URL of an `arkfs serve` (default: embedded store)")
     where.add_argument(
@@ -27,7 +28,7 @@ def add_target(p: argparse.ArgumentParser, token: str) -> None:
         type=Path,
         help="embedded store directory (default: $ARKFS_STORE or ~/.local/share/arkfs/store)",
     )
-    p.add_argument("--token", help=f"{token} token for --server (default: $ARKFS_TOKEN)")
+    add_token_options(p, f"{token} token for --server")
 
 
 def archive_ark(text: str) -> Ark:
@@ -54,9 +55,11 @@ def run_on_target(
 ) -> T:
     """Open the backend and run job on trio (cli.main reports its failures in one line)."""
 
+    token = token_from(args)
+
     async def main() -> T:
         backend = await trio.to_thread.run_sync(
-            lambda: open_backend(args.server, args.store, args.token, create=create)
+            lambda: open_backend(args.server, args.store, token, create=create)
         )
         try:
             return await job(backend)

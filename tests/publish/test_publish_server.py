@@ -142,3 +142,67 @@ def test_arkfs_binds_and_reads_what_hf_xet_uploaded(server: str, tmp_path: Path)
                     digest.update(part)
             assert digest.digest() == expected, p.name
     assert hash_to_string(string_to_hash(infos[0].hash)) == infos[0].hash
+
+
+def test_publish_and_versions_take_a_token_file_and_hide_a_token(
+    server: str, tmp_path: Path
+) -> None:
+    import subprocess
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.txt").write_text("token file\n")
+    token_file = tmp_path / "write-token"
+    token_file.write_text(f"{WRITE}\n")
+    env = {k: v for k, v in os.environ.items() if k != "ARKFS_TOKEN"}
+    ark = "ark:12345/x6tokenfile"
+
+    def arkfs(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [ARKFS, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    done = arkfs(
+        "publish", str(tree), "--ark", ark, "--server", server, "--token-file", str(token_file)
+    )
+    assert done.returncode == 0, done.stderr
+    assert manifest_json(server, ark)["ark"] == ark
+    # Without a token the same publish is refused: the file's token was the one that worked.
+    done = arkfs("publish", str(tree), "--ark", ark, "--server", server)
+    assert done.returncode != 0 and "token" in done.stderr
+    done = arkfs("versions", ark, "--server", server, "--token-file", str(token_file))
+    assert done.returncode == 0 and "v1" in done.stdout, done.stderr
+    missing = arkfs(
+        "publish",
+        str(tree),
+        "--ark",
+        ark,
+        "--server",
+        server,
+        "--token-file",
+        str(tmp_path / "absent"),
+    )
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1, missing.stderr
+    assert "cannot read the token file" in missing.stderr
+
+
+def test_a_token_given_as_an_argument_leaves_the_command_line() -> None:
+    import subprocess
+    import sys
+
+    secret = "s3cret-" + os.urandom(4).hex()
+    script = (
+        "import argparse, pathlib, sys\n"
+        "from arkfs.cli.tokens import add_token_options, token_from\n"
+        "p = argparse.ArgumentParser(); add_token_options(p, 'test')\n"
+        "assert token_from(p.parse_args(sys.argv[1:])) == sys.argv[2]  # argv is a copy\n"
+        "print(pathlib.Path('/proc/self/cmdline').read_bytes().decode())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, "--token", secret],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert secret not in out.stdout and "*" * len(secret) in out.stdout

@@ -18,7 +18,7 @@ from arkfs import __version__
 from arkfs.backend.base import BadReply, Refused, Unauthorized
 from arkfs.backend.retry import Retry, RetryPolicy, retryable
 
-CONNECT_TIMEOUT = 5.0
+CONNECT_TIMEOUT = 3.0  # a second lost SYN is resent after 3 s
 MAX_MESSAGE = 200
 
 # httpx logs every request line at INFO, and fetch URLs are signed: keep them out of logs.
@@ -29,7 +29,7 @@ def make_client(timeout: float) -> httpx.AsyncClient:
     """One client for all requests: HTTP/1.1 keep-alive, room for ~16 parallel fetches.
 
     timeout bounds each connect, read, write and pool wait (httpx times each operation, so
-    a long transfer that keeps moving is not cut off); connects give up after 5 s at most.
+    a long transfer that keeps moving is not cut off); connects give up after 3 s at most.
     """
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
@@ -131,6 +131,9 @@ async def send(
                 raise BadReply(
                     f"{origin(url)}: {one_line(str(exc)) or type(exc).__name__}"
                 ) from None
+            except httpx.ConnectTimeout:
+                retry.connect_timed_out()
+                continue
             except httpx.TransportError as exc:
                 retry.transport_failed(_transport_reason(exc))
                 continue

@@ -74,6 +74,10 @@ class _Receiver(io.RawIOBase):
         super().close()
 
 
+class _ConnectTimeout(OSError):
+    """A connect that did not complete in time."""
+
+
 class RangedGetter:
     """Blocking ranged GETs for worker threads (trio.to_thread), one connection per thread.
 
@@ -114,6 +118,10 @@ class RangedGetter:
             time.sleep(pause)
             try:
                 reply = self._once(where, target, range_header, retry.deadline)
+            except _ConnectTimeout:
+                self._drop(where)
+                retry.connect_timed_out()
+                continue
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(where)
                 retry.transport_failed(one_line(str(exc)) or type(exc).__name__)
@@ -128,9 +136,13 @@ class RangedGetter:
         wait = min(self.timeout, deadline - time.monotonic())
         if wait <= 0:
             raise TimeoutError("the deadline passed")
-        conn.timeout = min(wait, CONNECT_TIMEOUT)  # for a new connection
-        if conn.sock is not None:
-            conn.sock.settimeout(wait)
+        if conn.sock is None:
+            conn.timeout = min(wait, CONNECT_TIMEOUT)
+            try:
+                conn.connect()
+            except TimeoutError:
+                raise _ConnectTimeout from None
+        conn.sock.settimeout(wait)
         # http.client calls response_class(sock, ...) as it would the class itself.
         conn.response_class = lambda sock, *args, **kwargs: http.client.HTTPResponse(  # type: ignore[assignment]
             cast(socket.socket, _Receiver(sock, deadline, self.timeout)), *args, **kwargs

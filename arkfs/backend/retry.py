@@ -5,7 +5,9 @@ pauses that double from first_delay up to max_delay, each scaled by a random fac
 [0.5, 1.5) so that clients which failed together do not retry together. A Retry-After
 header lengthens the pause. Everything is bounded by an overall deadline: no attempt starts
 and no pause ends at or after it, and the drivers cut an attempt still under way there, so a
-reply that trickles in cannot hold a request (or the thread running it) past it.
+reply that trickles in cannot hold a request (or the thread running it) past it. A host
+that let connects time out twice is given up at once: one that drops packets will not
+answer a third.
 
 The decisions are pure: the drivers (the async httpx loop in http.py, the blocking loop in
 ranged.py) pass a clock, do the sleeping and the I/O, and report each failure:
@@ -19,7 +21,9 @@ ranged.py) pass a clock, do the sleeping and the I/O, and report each failure:
 """
 
 import random
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from arkfs.backend.base import Unreachable
@@ -52,6 +56,7 @@ class RetryPolicy:
     first_delay: float = 0.25  # doubles after each retry, up to max_delay, with jitter
     max_delay: float = 2.0
     deadline: float = 10.0
+    connect_timeouts: int = 2  # connects that may time out before the origin is given up
 
     def __post_init__(self) -> None:
         if self.attempts < 1 or self.first_delay < 0 or self.max_delay < self.first_delay:
@@ -80,6 +85,7 @@ class Retry:
         self._uniform = uniform
         self.deadline = clock() + policy.deadline if deadline is None else deadline
         self.tries = 0  # attempts started
+        self._connect_timeouts = 0
         self._delay = policy.first_delay  # the next pause, before jitter
         self._asked = 0.0  # the pause the last reply asked for (Retry-After)
         self._reason, self._hint = self._too_slow(), TOO_SLOW_HINT
@@ -94,7 +100,10 @@ class Retry:
         """
         if self.tries == 0:
             pause = 0.0
-        elif self.tries >= self.policy.attempts:
+        elif (
+            self.tries >= self.policy.attempts
+            or self._connect_timeouts >= self.policy.connect_timeouts
+        ):
             return None
         else:
             pause = max(self._delay * self._uniform(0.5, 1.5), self._asked)
@@ -110,6 +119,11 @@ class Retry:
             self.timed_out()
         else:
             self._failed(reason, NO_SERVER_HINT)
+
+    def connect_timed_out(self) -> None:
+        """The attempt could not even connect in time."""
+        self._connect_timeouts += 1
+        self.transport_failed("no connection within the connect timeout")
 
     def status_failed(self, status: int, message: str, retry_after_header: str | None) -> None:
         """The attempt got a retryable reply: its status, message and Retry-After header."""
@@ -130,3 +144,51 @@ class Retry:
 
     def _too_slow(self) -> str:
         return f"no complete answer within {self.policy.deadline:g} s"
+
+
+FAIL_FAST = 2.0  # seconds an origin that left a request unanswered is not asked again
+
+
+class DownOrigins:
+    """Origins that just left a request unanswered: requests to them fail at once for a while.
+
+    A request that ends in Unreachable spent its whole retry budget; every request after
+    it, the kernel's retry of the failed readahead among them, would wait out the same
+    budget again. For window seconds after such a failure, requests to that origin fail at
+    once with its error. Then one request at a time goes out as a probe; any reply, even an
+    error status, shows the origin is up again.
+    """
+
+    def __init__(self, window: float = FAIL_FAST, clock: Callable[[], float] = time.monotonic):
+        self.window = window
+        self._clock = clock
+        self._down: dict[str, tuple[float, str]] = {}  # origin -> (asked again at, why)
+        self._probing: set[str] = set()
+
+    @contextmanager
+    def request(self, where: str) -> Iterator[None]:
+        """Around one request to origin where: fails at once while it is down."""
+        self._admit(where)
+        try:
+            yield
+        except Unreachable as exc:
+            self._down[where] = (self._clock() + self.window, str(exc))
+            raise
+        except Exception:  # the origin answered, if only with something bad
+            self._down.pop(where, None)
+            raise
+        else:
+            self._down.pop(where, None)
+        finally:
+            self._probing.discard(where)
+
+    def _admit(self, where: str) -> None:
+        down = self._down.get(where)
+        if down is None:
+            return
+        again, why = down
+        wait = again - self._clock()
+        if wait > 0 or where in self._probing:
+            later = f"for {wait:.0f} s more" if wait > 0 else "until a probe under way ends"
+            raise Unreachable(f"{why} (not asking it again {later})")
+        self._probing.add(where)

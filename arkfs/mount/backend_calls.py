@@ -18,7 +18,8 @@ from arkfs.xet.reconstruction import Reconstruction
 
 # A backstop for a backend call that never returns. Each request ends within its own
 # deadline (10 s, arkfs.backend.retry); 14 s lets that clearer error come first, yet keeps
-# a read(2) and the kernel's one retry of a failed readahead within 30 s.
+# a read(2) and the kernel's one retry of a failed readahead within 30 s even if the
+# backend does not fail fast.
 BACKEND_TIMEOUT = 14.0
 URLS = 1 << 16  # fetch URLs remembered, per (backend, xorb)
 

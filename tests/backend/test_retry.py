@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arkfs.backend.base import Unreachable
-from arkfs.backend.retry import Retry, RetryPolicy, retry_after, retryable
+from arkfs.backend.base import BadReply, Unreachable
+from arkfs.backend.retry import DownOrigins, Retry, RetryPolicy, retry_after, retryable
 
 WHERE = "http://127.0.0.1:9"
 
@@ -216,3 +216,57 @@ def test_retry_after_as_a_date_is_ignored() -> None:
 def test_policy_refuses_nonsense(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         RetryPolicy(**bad)  # type: ignore[arg-type]
+
+
+def test_a_host_whose_connects_time_out_twice_is_given_up() -> None:
+    clock = Clock()
+    retry = Retry(RetryPolicy(attempts=10, deadline=60), clock, uniform=low)
+    for _ in range(2):
+        assert retry.next_pause() is not None
+        clock.now += 3.0
+        retry.connect_timed_out()
+    assert retry.next_pause() is None
+    assert "no connection within the connect timeout (2 attempts)" in str(retry.unreachable(WHERE))
+
+
+def test_a_refused_connect_is_not_a_connect_timeout() -> None:
+    clock = Clock()
+    retry = Retry(RetryPolicy(attempts=4, deadline=60), clock, uniform=low)
+    assert len(drive(retry, clock)) == 4
+
+
+def fail(down: DownOrigins, error: Exception) -> None:
+    with pytest.raises(type(error)), down.request(WHERE):
+        raise error
+
+
+def test_an_unreachable_origin_fails_at_once_for_the_window_then_is_probed() -> None:
+    clock = Clock()
+    down = DownOrigins(5.0, clock)
+    fail(down, Unreachable("cannot reach it"))
+    window = r"cannot reach it \(not asking it again for 5 s"
+    with pytest.raises(Unreachable, match=window), down.request(WHERE):
+        pytest.fail("a request went out in the window")
+    with down.request("http://127.0.0.1:10"):  # other origins are not affected
+        pass
+    clock.now += 5.0
+    beside = pytest.raises(Unreachable, match="until a probe under way ends")
+    with down.request(WHERE), beside, down.request(WHERE):  # the probe, and one beside it
+        pytest.fail("a second request went out beside the probe")
+    with down.request(WHERE):  # the probe was answered: up again
+        pass
+
+
+def test_a_failed_probe_reopens_the_window_and_any_reply_closes_it() -> None:
+    clock = Clock()
+    down = DownOrigins(5.0, clock)
+    fail(down, Unreachable("gone"))
+    clock.now += 5.0
+    fail(down, Unreachable("still gone"))  # the probe
+    clock.now += 4.0
+    with pytest.raises(Unreachable, match="still gone"), down.request(WHERE):
+        pass
+    clock.now += 1.0
+    fail(down, BadReply("a bad reply is a reply"))
+    with down.request(WHERE):
+        pass

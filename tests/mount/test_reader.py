@@ -302,7 +302,7 @@ def test_server_stopped_then_restarted(
 ) -> None:
     f = published.files[BIG]
     warm, cold = (0, 2 * MIB), (40 * MIB, 41 * MIB)
-    quick = {"retries": 1, "retry_time": 1.0, "timeout": 2.0}
+    quick = {"retries": 1, "retry_time": 1.0, "timeout": 2.0, "fail_fast": 0.1}
 
     async def read(reader: ContentReader, backend: Backend, span: tuple[int, int]) -> None:
         start, end = span
@@ -348,7 +348,7 @@ def test_a_cached_file_reads_with_the_backend_gone(
     f = published.files[BIG]
     cache = tmp_path / "cache"
     warm, cold = (5 * MIB, 7 * MIB), (30 * MIB, 31 * MIB)
-    quick = {"retries": 1, "retry_time": 1.0, "timeout": 2.0}
+    quick = {"retries": 1, "retry_time": 1.0, "timeout": 2.0, "fail_fast": 0.1}
 
     async def main(gone: str) -> None:
         async with open_reader("remote", cache_dir=cache) as (reader, backend):

@@ -1,5 +1,6 @@
 """`arkfs mount` through the real CLI, always unmounted and its daemon gone afterwards."""
 
+import errno
 import json
 import os
 import re
@@ -94,8 +95,8 @@ def wait_for_cache_writes(path: Path, timeout: float = 60.0) -> None:
 
 _PREAD = """
 import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
 try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
     data = os.pread(fd, int(sys.argv[3]), int(sys.argv[2]))
 except OSError as exc:
     print(exc.errno, file=sys.stderr)
@@ -129,3 +130,88 @@ def drop_page_cache(path: Path) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+_TIMED_READ = """
+import json, os, sys, time
+path, out, block = sys.argv[1], sys.argv[2], int(sys.argv[3])
+offsets = [int(o) for o in sys.argv[4].split(",")]
+longest, error = 0.0, None
+fd = os.open(path, os.O_RDONLY)
+with open(out, "wb") as sink:
+    for at in offsets:
+        start = time.monotonic()
+        try:
+            data = os.pread(fd, block, at)
+        except OSError as exc:
+            error = exc.errno
+        longest = max(longest, time.monotonic() - start)
+        if error is not None:
+            break
+        sink.write(at.to_bytes(8, "little") + len(data).to_bytes(8, "little") + data)
+print(json.dumps({"longest": longest, "errno": error}))
+"""
+
+
+@dataclass(frozen=True)
+class TimedRead:
+    """What a child's preads of a file got: the blocks read, by offset, until the first
+    error (its errno), and the longest single read(2)."""
+
+    blocks: dict[int, bytes]
+    errno: int | None
+    longest: float
+
+    def wrong_bytes(self, expected: bytes) -> int:
+        """Bytes read that differ from expected (a block cut short counts its missing bytes)."""
+        wrong = 0
+        for at, data in self.blocks.items():
+            want = expected[at : at + len(data)]
+            wrong += sum(a != b for a, b in zip(data, want, strict=True))
+            if len(data) < min(len(expected) - at, BLOCK):
+                wrong += min(len(expected) - at, BLOCK) - len(data)
+        return wrong
+
+
+BLOCK = 1 << 20
+
+
+def timed_read(
+    path: Path, scratch: Path, offsets: list[int] | None = None, timeout: float = 180.0
+) -> TimedRead:
+    """pread BLOCK bytes at each offset (default: the whole file in order) in a child
+    process, timing each read(2); stop at the first error."""
+    if offsets is None:
+        offsets = list(range(0, max(path.stat().st_size, 1), BLOCK))
+    out = scratch / f"timed-read-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _TIMED_READ, str(path), str(out), str(BLOCK),
+             ",".join(map(str, offsets))],
+            capture_output=True, timeout=timeout, check=False, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        blocks, raw, pos = {}, out.read_bytes(), 0
+        while pos < len(raw):
+            at, n = (int.from_bytes(raw[p : p + 8], "little") for p in (pos, pos + 8))
+            blocks[at], pos = raw[pos + 16 : pos + 16 + n], pos + 16 + n
+        return TimedRead(blocks, result["errno"], result["longest"])
+    finally:
+        out.unlink(missing_ok=True)
+
+
+BACK_WITHIN = 10.0  # seconds: a server back at its URL serves the mount again by then
+
+
+def pread_once_back(path: Path, offset: int, length: int, within: float = BACK_WITHIN) -> bytes:
+    """pread_in_child until it reads instead of failing with EIO, as a server that just
+    came back is asked again once the mount's fail-fast window is over; the bytes."""
+    deadline = time.monotonic() + within
+    while True:
+        got = pread_in_child(path, offset, length)
+        if not isinstance(got, int):
+            return got
+        assert got == errno.EIO, f"errno {got}"
+        assert time.monotonic() < deadline, f"still EIO {within} s after the server came back"
+        time.sleep(0.2)

@@ -65,13 +65,17 @@ class _Where(NamedTuple):
     size: int
 
 
+class _CutShort(OSError):
+    """A cache file ends before the bytes its index says it holds."""
+
+
 def _pread_all(fd: int, start: int, end: int) -> bytes:
-    """Bytes [start, end) of an open file; OSError if it is shorter."""
+    """Bytes [start, end) of an open file; _CutShort if it is shorter."""
     data = os.pread(fd, end - start, start)
     while len(data) < end - start:  # a short read: keep going
         more = os.pread(fd, end - start - len(data), start + len(data))
         if not more:
-            raise OSError(f"file ends at {start + len(data)}, before {end}")
+            raise _CutShort(f"ends at byte {start + len(data)}, before {end}")
         data += more
     return data
 
@@ -311,6 +315,8 @@ class ChunkCache:
                     start, end = spans[key] or (0, os.fstat(fd).st_size)
                     out[key] = _pread_all(fd, start, end)
                     os.utime(fd)  # the LRU order the next scan sees
+                except _CutShort as exc:
+                    self._reject(key, str(exc))
                 except OSError as exc:
                     log.warning("cannot read cache file %s (%s)", _path(self.root, key), exc)
                     self._index.forget(key)

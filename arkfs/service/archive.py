@@ -33,7 +33,7 @@ from arkfs.xet.shard import (
     keyed_dedup_shard,
     parse_shard,
 )
-from arkfs.xet.xorb import XorbFooter, parse_xorb
+from arkfs.xet.xorb import XorbFooter, stored_xorb
 
 MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
 DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed hashes may be matched
@@ -291,10 +291,10 @@ class ArchiveService:
                 f"xorb {name} of {len(data)} bytes exceeds the {MAX_XORB_ACCEPTED}-byte limit"
             )
         try:
-            parsed = parse_xorb(data, xorb_hash)
+            stored = stored_xorb(data, xorb_hash)
         except XetError as exc:
             raise Rejected(f"invalid xorb {name}: {exc}") from None
-        return self.store.put_xorb(xorb_hash, parsed.serialize())
+        return self.store.put_xorb(xorb_hash, stored)
 
     def put_shard(self, data: bytes) -> bool:
         """Upload Shard: register the files and dedup chunks of a shard (upload form) once it

@@ -103,7 +103,7 @@ class Store(Protocol):
     def put_xorb(self, h: bytes, stored: bytes) -> bool:
         """Store xorb h in its stored form (chunk region and footer); False if already there.
 
-        The caller has validated the chunks (parse_xorb); the store checks the footer and name.
+        The caller has validated the chunks (stored_xorb); the store checks the footer and name.
         """
         ...
 

@@ -58,7 +58,7 @@ from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import parse_shard
 from arkfs.xet.trust import named_footer
-from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, parse_xorb
+from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, stored_xorb
 
 SCHEMA_VERSION = 2
 INDEX_NAME = "index.sqlite"
@@ -612,7 +612,7 @@ class LocalStore:
                 )
                 continue
             try:
-                parse_xorb(path.read_bytes(), expected_hash=h)
+                stored_xorb(path.read_bytes(), h)
                 sound[h] = True
             except XetError as exc:
                 sound[h] = False

@@ -351,25 +351,42 @@ def parse_xorb(data: bytes | memoryview, expected_hash: bytes | None = None) -> 
     Accepts the stored form (chunk region + footer) and the upload form that hf_xet sends
     (chunk region only); for the latter the footer is computed from the chunks.
     """
+    footer, headers, chunks = _validate(data, expected_hash, keep=True)
+    region = bytes(memoryview(data)[: footer.packed_ends[-1]])
+    return ParsedXorb(footer, tuple(chunks), tuple(headers), region)
+
+
+def stored_xorb(data: bytes, expected_hash: bytes) -> bytes:
+    """A xorb (either form) validated as parse_xorb does, in its stored form (data itself if
+    it is in it already). Holds one decompressed chunk at a time, not the whole xorb's."""
+    footer, _, _ = _validate(data, expected_hash, keep=False)
+    end, tail = footer.packed_ends[-1], footer.pack()
+    if len(data) == end + len(tail) and data.endswith(tail):
+        return data
+    return data[:end] + tail
+
+
+def _validate(
+    data: bytes | memoryview, expected_hash: bytes | None, keep: bool
+) -> tuple[XorbFooter, list[ChunkHeader], list[bytes]]:
+    """The footer, chunk headers and (if keep) decompressed chunks of a valid xorb."""
     if len(data) > MAX_XORB_ACCEPTED:
         raise _fail("xorb size", 0, len(data))
     if has_footer(data):
         footer = parse_footer(data)
         footer.verify()
-        region = bytes(memoryview(data)[: footer.packed_ends[-1]])
-        headers, chunks = _decode_region(region, footer)
+        region = memoryview(data)[: footer.packed_ends[-1]]
+        headers, chunks, _ = _decode_region(region, footer, keep)
     else:
-        region = bytes(data)
-        headers, chunks = _decode_region(region, None)
-        hashes = tuple(chunk_hash(c) for c in chunks)
+        headers, chunks, hashes = _decode_region(memoryview(data), None, keep)
         packed_ends, unpacked_ends = _ends(headers)
-        xh = xorb_hash([(h, len(c)) for h, c in zip(hashes, chunks, strict=True)])
-        footer = XorbFooter(xh, hashes, packed_ends, unpacked_ends)
+        sizes = [(h, hd.uncompressed_size) for h, hd in zip(hashes, headers, strict=True)]
+        footer = XorbFooter(xorb_hash(sizes), tuple(hashes), packed_ends, unpacked_ends)
     if expected_hash is not None and footer.xorb_hash != expected_hash:
         raise HashMismatchError(
             "xorb", hash_to_string(expected_hash), hash_to_string(footer.xorb_hash)
         )
-    return ParsedXorb(footer, tuple(chunks), tuple(headers), region)
+    return footer, headers, chunks
 
 
 def _ends(headers: Sequence[ChunkHeader]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -385,26 +402,34 @@ def _ends(headers: Sequence[ChunkHeader]) -> tuple[tuple[int, ...], tuple[int, .
 
 
 def _decode_region(
-    region: bytes, footer: XorbFooter | None
-) -> tuple[list[ChunkHeader], list[bytes]]:
-    """Decode every chunk of a chunk region; with a footer, check sizes, offsets and hashes."""
+    region: memoryview, footer: XorbFooter | None, keep: bool
+) -> tuple[list[ChunkHeader], list[bytes], list[bytes]]:
+    """Decode every chunk of a chunk region, one at a time: the headers, the chunks (only
+    if keep) and their hashes. With a footer, check its sizes, offsets and hashes."""
     if not region:
         raise _fail("chunk region", 0, "empty: a xorb holds at least one chunk")
     headers: list[ChunkHeader] = []
     chunks: list[bytes] = []
+    hashes: list[bytes] = []
+    packed = unpacked = 0
     for i, (header, chunk) in enumerate(iter_chunks(region)):
         if i >= MAX_XORB_CHUNKS:
             raise _fail("num_chunks", 0, f"more than {MAX_XORB_CHUNKS}")
         headers.append(header)
-        chunks.append(chunk)
-    if footer is not None:
-        if len(chunks) != footer.num_chunks:
-            raise _fail("num_chunks", 0, f"{len(chunks)} in data, footer says {footer.num_chunks}")
-        packed_ends, unpacked_ends = _ends(headers)
-        for i, chunk in enumerate(chunks):
-            if packed_ends[i] != footer.packed_ends[i]:
-                raise _fail(f"chunk boundary offset {i}", 0, footer.packed_ends[i])
-            if unpacked_ends[i] != footer.unpacked_ends[i]:
-                raise _fail(f"unpacked chunk offset {i}", 0, footer.unpacked_ends[i])
-            verify_chunk(chunk, footer.chunk_hashes[i], i)
-    return headers, chunks
+        if keep:
+            chunks.append(chunk)
+        if footer is None:
+            hashes.append(chunk_hash(chunk))
+            continue
+        if i >= footer.num_chunks:
+            raise _fail("num_chunks", 0, f"more in data, footer says {footer.num_chunks}")
+        packed += CHUNK_HEADER_SIZE + header.compressed_size
+        unpacked += header.uncompressed_size
+        if packed != footer.packed_ends[i]:
+            raise _fail(f"chunk boundary offset {i}", 0, footer.packed_ends[i])
+        if unpacked != footer.unpacked_ends[i]:
+            raise _fail(f"unpacked chunk offset {i}", 0, footer.unpacked_ends[i])
+        verify_chunk(chunk, footer.chunk_hashes[i], i)
+    if footer is not None and len(headers) != footer.num_chunks:
+        raise _fail("num_chunks", 0, f"{len(headers)} in data, footer says {footer.num_chunks}")
+    return headers, chunks, hashes

@@ -20,6 +20,7 @@ from arkfs.xet.xorb import (
     parse_footer,
     parse_xorb,
     serialize_xorb,
+    stored_xorb,
 )
 from tests.support.corpus import corpus
 
@@ -54,6 +55,9 @@ def test_round_trip(datas: list[bytes], scheme: Compression | None) -> None:
     assert parsed.serialize() == xorb.data
     # The upload form (chunk region only) parses to the same footer.
     assert parse_xorb(xorb.data[: xorb.footer.packed_ends[-1]]).footer == xorb.footer
+    # stored_xorb keeps the stored form as it is, and completes the upload form.
+    assert stored_xorb(xorb.data, xorb.hash) is xorb.data
+    assert stored_xorb(xorb.data[: xorb.footer.packed_ends[-1]], xorb.hash) == xorb.data
 
 
 @settings(max_examples=25, deadline=None)
@@ -83,6 +87,8 @@ def test_every_single_byte_flip_of_a_small_xorb() -> None:
         try:
             parsed = parse_xorb(bytes(bad), expected_hash=serialize_xorb(pairs).hash)
         except XetError:
+            with pytest.raises(XetError):  # the lean check refuses it too
+                stored_xorb(bytes(bad), serialize_xorb(pairs).hash)
             continue
         assert list(parsed.chunks) == original, at
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from arkfs.ark.registry import RegistryError
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
 from arkfs.cli.tokens import add_token_options, token_from
 from arkfs.mount.config import CONFIG_ENV, ConfigError, default_config_path, load_config
@@ -24,6 +25,8 @@ from arkfs.mount.daemon import (
 )
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.xattrs import STATS
+from arkfs.resolve.discover import DEFAULT_FALLBACK
+from arkfs.resolve.registries import RegistryUnavailable, is_url, load_file
 from arkfs.util import paths
 from arkfs.util.sizes import human, parse_size
 
@@ -43,12 +46,24 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "(user.ark.versions on Name) its versions. Every byte "
         "read is verified. Returns once the mount is ready, and keeps serving in the "
         "background (unless --foreground) until `arkfs umount MOUNTPOINT`.",
-        epilog="Resolvers: --server URLs, then the config file ($ARKFS_CONFIG or "
-        "~/.config/arkfs/config.toml: `servers = [URL...]`, `store = DIR`, "
-        "`metadata_ttl = SECONDS` and a [naans] table of `NAAN = URL or [URL...]`), else the "
-        "embedded store (--store, $ARKFS_STORE or ~/.local/share/arkfs/store). Archives "
-        "already seen stay readable from the cache when their server is down. Example: "
-        "arkfs mount /mnt/ark --server http://127.0.0.1:8080",
+        epilog="Resolution order: a NAAN's [naans] entry in the config file, else the "
+        "--server URLs and the config's servers; then, for an ARK none of those binds, the "
+        "NAAN registries (--registry, then the config's registry list; the first with a "
+        "record for the ARK's shoulder or NAAN decides), whose target is followed through "
+        "up to 10 redirects to an ARK service (its /.well-known/ark names the service "
+        "path); then, for a NAAN no registry knows, the fallback resolver. Registries and "
+        "the fallback are used once either is given; the fallback defaults to "
+        f"{DEFAULT_FALLBACK} (--fallback off, or `fallback = false`, turns it off). A "
+        "registry URL is kept under CACHE_DIR/registries, fetched again daily, and its copy "
+        "serves offline. With none of these, the embedded store (--store, $ARKFS_STORE or "
+        "~/.local/share/arkfs/store). The config file ($ARKFS_CONFIG or "
+        "~/.config/arkfs/config.toml) takes `servers = [URL...]`, `store = DIR`, "
+        "`metadata_ttl = SECONDS`, `registry = [PATH or URL...]`, `fallback = URL or false`, "
+        "a [naans] table of `NAAN = URL or [URL...]` and a [tokens] table of `ORIGIN = "
+        "TOKEN or {file = PATH}`. Tokens belong to their origin: --token goes to the "
+        "--server URLs only, a [tokens] entry to its origin only, never across a redirect. "
+        "Archives already seen stay readable from the cache when their server is down. "
+        "Example: arkfs mount /mnt/ark --server http://127.0.0.1:8080",
     )
     p.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="an empty directory")
     p.add_argument(
@@ -59,6 +74,18 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="base URL of an `arkfs serve` (repeatable; asked in order)",
     )
     p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
+    p.add_argument(
+        "--registry",
+        action="append",
+        default=[],
+        metavar="PATH|URL",
+        help="a NAAN registry, JSON or ANVL (repeatable; earlier wins)",
+    )
+    p.add_argument(
+        "--fallback",
+        metavar="URL|off",
+        help=f"resolver for NAANs no registry knows (default {DEFAULT_FALLBACK}; off: none)",
+    )
     p.add_argument("--config", type=Path, metavar="FILE", help="resolver config file (TOML)")
     p.add_argument(
         "--cache-dir",
@@ -75,7 +102,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument(
         "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
     )
-    add_token_options(p, "read token for the servers")
+    add_token_options(p, "read token for the --server URLs")
     p.add_argument(
         "--metadata-ttl",
         type=float,
@@ -134,6 +161,15 @@ def _mount(args: argparse.Namespace) -> int:
     for url in args.server:
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
+    registries = tuple(_check_registry(r) for r in args.registry)
+    fallback: str | bool | None = None
+    if args.fallback is not None:
+        fallback = False if args.fallback == "off" else args.fallback
+        if fallback and not is_url(args.fallback):
+            raise BadInput(f"--fallback {args.fallback!r} is not an http(s) URL or off")
+    for source in config.registries:
+        if not is_url(source):
+            _check_registry(source)
     ttl = args.metadata_ttl
     if ttl is not None and not 0 <= ttl < math.inf:
         raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
@@ -159,6 +195,8 @@ def _mount(args: argparse.Namespace) -> int:
         foreground=args.foreground,
         token=token,
         metadata_ttl=ttl,
+        registries=registries,
+        fallback=fallback,
     )
     if opts.foreground:
         run_foreground(opts)
@@ -166,6 +204,18 @@ def _mount(args: argparse.Namespace) -> int:
     pid = run_daemon(opts)
     print(f"arkfs: mounted {mountpoint} (pid {pid}, log {opts.log_file})")
     return 0
+
+
+def _check_registry(source: str) -> str:
+    """A registry URL as it is; a registry file as an absolute path, once it reads well."""
+    if is_url(source):
+        return source
+    path = Path(os.path.abspath(Path(source).expanduser()))
+    try:
+        load_file(path)
+    except (RegistryUnavailable, RegistryError) as exc:
+        raise BadInput(str(exc)) from None
+    return str(path)
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:

@@ -35,14 +35,18 @@ import trio
 
 from arkfs.backend.base import Backend, BackendError, Unauthorized
 from arkfs.backend.open import open_backend
+from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.catalog import Catalog
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.config import ResolverConfig
+from arkfs.mount.discovery import Discovery
 from arkfs.mount.fs import ArkOperations
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.namespace import Namespace
 from arkfs.mount.reader import ContentReader
 from arkfs.mount.stats import MountStats
+from arkfs.resolve.discover import DEFAULT_FALLBACK, Resolver
+from arkfs.resolve.tokens import OriginTokens
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +79,21 @@ class MountOptions:
     cache_size: int
     log_file: Path | None  # None: stderr (foreground only)
     foreground: bool
-    token: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)  # for the --server URLs only
     metadata_ttl: float = DEFAULT_TTL  # seconds the latest version of an archive is known
+    registries: tuple[str, ...] = ()  # --registry, asked before the config's
+    fallback: str | bool | None = None  # --fallback: a URL, False (off), None (the config's)
+
+    def discovery(self) -> tuple[tuple[str, ...], str | None] | None:
+        """The registries and fallback resolver of discovery, or None when it is off: it
+        is on once a registry or a fallback is given (the fallback defaults to N2T's)."""
+        registries = tuple(dict.fromkeys((*self.registries, *self.config.registries)))
+        fallback = self.config.fallback if self.fallback is None else self.fallback
+        if not registries and not isinstance(fallback, str):
+            return None
+        if fallback is None or fallback is True:
+            return registries, DEFAULT_FALLBACK
+        return registries, fallback or None
 
 
 def check_fuse() -> None:
@@ -141,20 +158,33 @@ def mounted() -> dict[Path, str]:
 
 
 async def open_catalog(opts: MountOptions) -> Catalog:
-    """The backends of the mount: per-NAAN resolvers, servers, and the embedded store."""
+    """The backends of the mount: per-NAAN resolvers, servers, the embedded store, and
+    discovery through registries and the fallback resolver.
+
+    Tokens belong to their origin: a server gets the [tokens] entry of its origin, and
+    else, if it was given with --server, the --token; no other server gets one.
+    """
     remotes: dict[str, Backend] = {}
+    tokens = OriginTokens(opts.config.tokens)
+    given = {u.rstrip("/") for u in opts.servers}
 
     def remote(url: str) -> Backend:
         key = url.rstrip("/")
         if key not in remotes:
-            remotes[key] = open_backend(url, None, opts.token, create=False)
+            token = tokens.token_for(key) or (opts.token if key in given else None)
+            remotes[key] = RemoteBackend(key, token)
         return remotes[key]
 
     try:
         general = [remote(u) for u in dict.fromkeys((*opts.servers, *opts.config.servers))]
         by_naan = {n: [remote(u) for u in urls] for n, urls in opts.config.naans.items()}
+        found = opts.discovery()
+        discovery = None
+        if found is not None:
+            resolver = Resolver(list(found[0]), found[1], opts.cache_dir, tokens)
+            discovery = Discovery(resolver, tokens)
         store = opts.store or opts.config.store
-        if store is not None or not (general or by_naan):
+        if store is not None or not (general or by_naan or discovery):
             general.append(
                 await trio.to_thread.run_sync(lambda: open_backend(None, store, None, create=False))
             )
@@ -162,7 +192,7 @@ async def open_catalog(opts: MountOptions) -> Catalog:
         for backend in remotes.values():
             await backend.aclose()
         raise MountError(str(exc), usage=True) from None
-    return Catalog(general, by_naan, opts.cache_dir)
+    return Catalog(general, by_naan, opts.cache_dir, discovery)
 
 
 def _check_and_tune(mountpoint: Path) -> None:

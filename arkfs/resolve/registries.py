@@ -96,8 +96,8 @@ class Registries:
             ) from None
         loaded = self._loaded.get(source)
         if loaded is None or loaded.stamp != mtime:
-            text = await trio.to_thread.run_sync(_read, path)
-            loaded = self._loaded[source] = _Loaded(await _parse(text, str(path)), mtime)
+            registry = await trio.to_thread.run_sync(load_file, path)
+            loaded = self._loaded[source] = _Loaded(registry, mtime)
         return loaded.registry
 
     async def _from_url(self, url: str) -> Registry:
@@ -145,8 +145,7 @@ class Registries:
     async def _parse_copy(self, url: str, copy: Path) -> Registry | None:
         """The disk copy of url's registry, or None if there is none or it is unusable."""
         try:
-            text = await trio.to_thread.run_sync(_read, copy)
-            return await _parse(text, str(copy))
+            return await trio.to_thread.run_sync(load_file, copy)
         except (RegistryUnavailable, RegistryError) as exc:
             if copy.exists():
                 log.error("ignoring the copy of the NAAN registry %s: %s", url, exc)
@@ -157,12 +156,14 @@ class Registries:
         write_atomic(copy, text.encode(), durable=False)
 
 
-def _read(path: Path) -> str:
+def load_file(path: Path) -> Registry:
+    """The registry in a file. Raises RegistryUnavailable or RegistryError."""
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise RegistryUnavailable(f"cannot read the NAAN registry {path}: {reason}") from None
+    return parse_registry(text, str(path))
 
 
 async def _parse(text: str, source: str) -> Registry:

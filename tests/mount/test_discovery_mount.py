@@ -1,0 +1,106 @@
+"""A mount that knows only NAAN registries: archives found through a NAAN record behind a
+redirect hop and through a shoulder record, each server reached with its own token."""
+
+import gzip
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.archive import make_tree, publish
+from tests.support.mount import arkfs_mount
+from tests.support.redirector import Redirector, redirector
+from tests.support.server import arkfs_server
+
+SNAPSHOT = Path(__file__).parents[1] / "data/naan_records.json.gz"
+NAAN = "12025"  # the snapshot's record for it is pointed at 127.0.0.1
+BY_NAAN = f"ark:{NAAN}/b6np1"  # on server A, through the redirector
+BY_SHOULDER = f"ark:{NAAN}/x7zz"  # on server B, through a shoulder record (A has another)
+
+
+@dataclass(frozen=True)
+class World:
+    a: str
+    b: str
+    n2t: Redirector
+    tree: Path
+    other: Path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    base = tmp_path_factory.mktemp("discovery")
+    (base / "a.tokens").write_text("writer-a write\ntoken-a read\n")
+    (base / "b.tokens").write_text("writer-b write\ntoken-b read\n")
+    tree = make_tree(base / "tree")
+    other = base / "other"
+    other.mkdir()
+    (other / "readme.txt").write_text("the shoulder's own archive\n")
+    with (
+        arkfs_server(base / "a", "--tokens", str(base / "a.tokens")) as (a, _),
+        arkfs_server(base / "b", "--tokens", str(base / "b.tokens")) as (b, _),
+        redirector() as n2t,
+    ):
+        publish(tree, BY_NAAN, "--server", a, "--token", "writer-a")
+        publish(tree, BY_SHOULDER, "--server", a, "--token", "writer-a")
+        publish(other, BY_SHOULDER, "--server", b, "--token", "writer-b")
+        n2t.redirect("/ark:", f"{a}/ark:")
+        yield World(a, b, n2t, tree, other)
+
+
+def json_registry(path: Path, w: World) -> Path:
+    """The public snapshot, with NAAN's record and a new shoulder record on 127.0.0.1."""
+    data = json.loads(gzip.decompress(SNAPSHOT.read_bytes()))
+    for record in data["data"]:
+        if record.get("what") == NAAN:
+            record["target"]["url"] = w.n2t.url + "/ark:/${content}"
+    shoulder = {"rtype": "PublicNAANShoulder", "naan": NAAN, "shoulder": "x7"}
+    data["data"].append({**shoulder, "what": f"{NAAN}/x7", "target": {"url": w.b + "/${pid}"}})
+    path.write_text(json.dumps(data))
+    return path
+
+
+def anvl_registry(path: Path, w: World) -> Path:
+    path.write_text(
+        "# NAAN registry, ANVL form\n\n"
+        f"naa:\nwho: Lab\nwhat: {NAAN}\nwhere: {w.n2t.url}\n\n"
+        f"naa:\nwho: Shoulder lab\nwhat: {NAAN}/x7\nwhere: {w.b}/\n"
+    )
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", [json_registry, anvl_registry])
+def test_a_mount_given_only_a_registry_finds_archives_by_naan_and_by_shoulder(
+    world: World, form: object, tmp_path: Path
+) -> None:
+    registry = form(tmp_path / "registry", world)  # type: ignore[operator]
+    (tmp_path / "b.token").write_text("token-b\n")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"fallback = false\n[tokens]\n'{world.a}' = 'token-a'\n'{world.b}' = {{file = 'b.token'}}\n"
+    )
+    args = (
+        "--registry",
+        str(registry),
+        "--config",
+        str(config),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    )
+    world.n2t.seen.clear()
+    with arkfs_mount(tmp_path / "mnt", *args) as m:
+        root = m.path / BY_NAAN
+        assert "readme.txt" in subprocess.run(["ls", root], capture_output=True, text=True).stdout
+        subprocess.run(["cp", "-r", str(root), str(tmp_path / "copy")], check=True)
+        assert (
+            subprocess.run(["diff", "-r", str(world.tree), str(tmp_path / "copy")]).returncode == 0
+        )
+        by_shoulder = (m.path / BY_SHOULDER / "readme.txt").read_text()
+        assert by_shoulder == "the shoulder's own archive\n"
+        assert not (m.path / f"ark:{NAAN}/b6nothere").exists()
+    assert world.n2t.seen, "the NAAN record's redirect hop was not used"
+    assert world.n2t.auth_seen() == {None}  # no token for the redirector's origin

@@ -9,10 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from arkfs.ark.registry import RegistryError
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli.resolving import add_resolver_options, discovery_from, resolver_config
 from arkfs.cli.tokens import add_token_options, token_from
-from arkfs.mount.config import CONFIG_ENV, ConfigError, default_config_path, load_config
 from arkfs.mount.daemon import (
     FSTYPE,
     MountError,
@@ -26,7 +25,6 @@ from arkfs.mount.daemon import (
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.xattrs import STATS
 from arkfs.resolve.discover import DEFAULT_FALLBACK
-from arkfs.resolve.registries import RegistryUnavailable, is_url, load_file
 from arkfs.util import paths
 from arkfs.util.sizes import human, parse_size
 
@@ -74,19 +72,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="base URL of an `arkfs serve` (repeatable; asked in order)",
     )
     p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
-    p.add_argument(
-        "--registry",
-        action="append",
-        default=[],
-        metavar="PATH|URL",
-        help="a NAAN registry, JSON or ANVL (repeatable; earlier wins)",
-    )
-    p.add_argument(
-        "--fallback",
-        metavar="URL|off",
-        help=f"resolver for NAANs no registry knows (default {DEFAULT_FALLBACK}; off: none)",
-    )
-    p.add_argument("--config", type=Path, metavar="FILE", help="resolver config file (TOML)")
+    add_resolver_options(p)
     p.add_argument(
         "--cache-dir",
         type=Path,
@@ -152,24 +138,11 @@ def _mount(args: argparse.Namespace) -> int:
         cache_size = parse_size(args.cache_size)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    config_path = args.config or default_config_path()
-    explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
-    try:
-        config = load_config(config_path, explicit)
-    except ConfigError as exc:
-        raise BadInput(str(exc)) from None
+    config = resolver_config(args)
     for url in args.server:
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
-    registries = tuple(_check_registry(r) for r in args.registry)
-    fallback: str | bool | None = None
-    if args.fallback is not None:
-        fallback = False if args.fallback == "off" else args.fallback
-        if fallback and not is_url(args.fallback):
-            raise BadInput(f"--fallback {args.fallback!r} is not an http(s) URL or off")
-    for source in config.registries:
-        if not is_url(source):
-            _check_registry(source)
+    discovery = discovery_from(args, config)
     ttl = args.metadata_ttl
     if ttl is not None and not 0 <= ttl < math.inf:
         raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
@@ -195,8 +168,7 @@ def _mount(args: argparse.Namespace) -> int:
         foreground=args.foreground,
         token=token,
         metadata_ttl=ttl,
-        registries=registries,
-        fallback=fallback,
+        discovery=discovery,
     )
     if opts.foreground:
         run_foreground(opts)
@@ -204,18 +176,6 @@ def _mount(args: argparse.Namespace) -> int:
     pid = run_daemon(opts)
     print(f"arkfs: mounted {mountpoint} (pid {pid}, log {opts.log_file})")
     return 0
-
-
-def _check_registry(source: str) -> str:
-    """A registry URL as it is; a registry file as an absolute path, once it reads well."""
-    if is_url(source):
-        return source
-    path = Path(os.path.abspath(Path(source).expanduser()))
-    try:
-        load_file(path)
-    except (RegistryUnavailable, RegistryError) as exc:
-        raise BadInput(str(exc)) from None
-    return str(path)
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:

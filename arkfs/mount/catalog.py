@@ -28,7 +28,7 @@ from arkfs.archive.record import VersionInfo
 from arkfs.ark.versions import version_name
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
 from arkfs.mount.archive_cache import ArchiveCache
-from arkfs.mount.discovery import Discovery
+from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.mount.indexed import IndexedArchive
 from arkfs.util.lru import LRU
 
@@ -58,7 +58,7 @@ class Catalog:
         general: list[Backend],
         by_naan: dict[str, list[Backend]],
         cache_root: Path,
-        discovery: Discovery | None = None,
+        discovery: DiscoveredBackends | None = None,
     ) -> None:
         if not general and not by_naan and discovery is None:
             raise ValueError("a catalog needs at least one backend")

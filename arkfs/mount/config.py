@@ -25,6 +25,7 @@ from pathlib import Path
 from arkfs.ark.errors import ArkError
 from arkfs.ark.naan import check_naan
 from arkfs.backend.http import origin
+from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.resolve.registries import is_url
 from arkfs.util.paths import config_dir
 
@@ -48,6 +49,28 @@ class ResolverConfig:
     registries: tuple[str, ...] = ()  # file paths and URLs, earlier first
     fallback: str | bool | None = None  # a URL, False (off), None (unset: the default)
     tokens: dict[str, str] = field(default_factory=dict, repr=False)  # origin -> token
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Registries and fallback given on the command line, to combine with the config's."""
+
+    registries: tuple[str, ...] = ()  # asked before the config's
+    fallback: str | bool | None = None  # a URL, False (off), None (the config's)
+
+    def sources(
+        self, config: ResolverConfig, *, always: bool = False
+    ) -> tuple[tuple[str, ...], str | None] | None:
+        """The registries and fallback URL (None: off) to resolve with, or None when
+        discovery is off: it is on once a registry or a fallback is given (or always).
+        The fallback defaults to N2T's."""
+        registries = tuple(dict.fromkeys((*self.registries, *config.registries)))
+        fallback = config.fallback if self.fallback is None else self.fallback
+        if not (always or registries or isinstance(fallback, str)):
+            return None
+        if fallback is None or fallback is True:
+            return registries, DEFAULT_FALLBACK
+        return registries, fallback or None
 
 
 def default_config_path() -> Path:

@@ -38,14 +38,14 @@ from arkfs.backend.open import open_backend
 from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.catalog import Catalog
 from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.config import ResolverConfig
-from arkfs.mount.discovery import Discovery
+from arkfs.mount.config import Discovery, ResolverConfig
+from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.mount.fs import ArkOperations
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.namespace import Namespace
 from arkfs.mount.reader import ContentReader
 from arkfs.mount.stats import MountStats
-from arkfs.resolve.discover import DEFAULT_FALLBACK, Resolver
+from arkfs.resolve.discover import Resolver
 from arkfs.resolve.tokens import OriginTokens
 
 log = logging.getLogger(__name__)
@@ -81,19 +81,7 @@ class MountOptions:
     foreground: bool
     token: str | None = field(default=None, repr=False)  # for the --server URLs only
     metadata_ttl: float = DEFAULT_TTL  # seconds the latest version of an archive is known
-    registries: tuple[str, ...] = ()  # --registry, asked before the config's
-    fallback: str | bool | None = None  # --fallback: a URL, False (off), None (the config's)
-
-    def discovery(self) -> tuple[tuple[str, ...], str | None] | None:
-        """The registries and fallback resolver of discovery, or None when it is off: it
-        is on once a registry or a fallback is given (the fallback defaults to N2T's)."""
-        registries = tuple(dict.fromkeys((*self.registries, *self.config.registries)))
-        fallback = self.config.fallback if self.fallback is None else self.fallback
-        if not registries and not isinstance(fallback, str):
-            return None
-        if fallback is None or fallback is True:
-            return registries, DEFAULT_FALLBACK
-        return registries, fallback or None
+    discovery: Discovery = field(default_factory=Discovery)  # --registry, --fallback
 
 
 def check_fuse() -> None:
@@ -178,11 +166,11 @@ async def open_catalog(opts: MountOptions) -> Catalog:
     try:
         general = [remote(u) for u in dict.fromkeys((*opts.servers, *opts.config.servers))]
         by_naan = {n: [remote(u) for u in urls] for n, urls in opts.config.naans.items()}
-        found = opts.discovery()
+        found = opts.discovery.sources(opts.config)
         discovery = None
         if found is not None:
             resolver = Resolver(list(found[0]), found[1], opts.cache_dir, tokens)
-            discovery = Discovery(resolver, tokens)
+            discovery = DiscoveredBackends(resolver, tokens)
         store = opts.store or opts.config.store
         if store is not None or not (general or by_naan or discovery):
             general.append(

@@ -26,7 +26,7 @@ def archive_ark(key: str) -> str:
     return "/".join(key.split("/", 2)[:2])
 
 
-class Discovery:
+class DiscoveredBackends:
     """ARK -> the RemoteBackend of the ARK service it resolves to."""
 
     def __init__(self, resolver: Resolver, tokens: OriginTokens) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.archive import make_tree, publish
+from tests.support.cli import run_arkfs
 from tests.support.mount import arkfs_mount
 from tests.support.redirector import Redirector, redirector
 from tests.support.server import arkfs_server
@@ -104,3 +105,46 @@ def test_a_mount_given_only_a_registry_finds_archives_by_naan_and_by_shoulder(
         assert not (m.path / f"ark:{NAAN}/b6nothere").exists()
     assert world.n2t.seen, "the NAAN record's redirect hop was not used"
     assert world.n2t.auth_seen() == {None}  # no token for the redirector's origin
+
+
+def resolver_args(world: World, tmp_path: Path) -> tuple[str, ...]:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"fallback = false\n[tokens]\n'{world.a}' = 'token-a'\n'{world.b}' = 'token-b'\n"
+    )
+    registry = json_registry(tmp_path / "registry.json", world)
+    return ("--registry", str(registry), "--config", str(config), "--cache-dir", str(tmp_path))
+
+
+def test_arkfs_resolve_traces_a_naan_record_through_its_redirect_hop(
+    world: World, tmp_path: Path
+) -> None:
+    done = run_arkfs("resolve", BY_NAAN, "--json", *resolver_args(world, tmp_path))
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)
+    assert trace["record"]["kind"] == "naan" and trace["record"]["naan"] == NAAN
+    assert [(h["url"].split("/ark:")[0], h["status"]) for h in trace["hops"]] == [
+        (world.n2t.url, 302),
+        (world.a, 200),
+    ]
+    assert trace["responder"] == world.a and trace["service_path"] == "/"
+    assert trace["service"] == world.a and "who: Lab of Sines" in trace["info"]
+
+
+def test_arkfs_resolve_traces_a_shoulder_record(world: World, tmp_path: Path) -> None:
+    done = run_arkfs("resolve", BY_SHOULDER, *resolver_args(world, tmp_path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{BY_SHOULDER}: shoulder record {NAAN}/x7 in ")
+    assert f"  200 {world.b}/{BY_SHOULDER}" in lines
+    assert f"responder {world.b}" in lines
+    assert "  what: Sine tables" in lines
+
+
+def test_arkfs_resolve_failures_are_one_line(world: World, tmp_path: Path) -> None:
+    args = resolver_args(world, tmp_path)
+    bad = run_arkfs("resolve", "ark:12345", *args)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    unknown = run_arkfs("resolve", "ark:b9999/x", *args)
+    assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1, unknown.stderr
+    assert "no NAAN registry has a record for b9999" in unknown.stderr

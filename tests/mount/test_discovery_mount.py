@@ -148,3 +148,24 @@ def test_arkfs_resolve_failures_are_one_line(world: World, tmp_path: Path) -> No
     unknown = run_arkfs("resolve", "ark:b9999/x", *args)
     assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1, unknown.stderr
     assert "no NAAN registry has a record for b9999" in unknown.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--registry", "missing.json"), "cannot read the NAAN registry"),
+        (("--registry", "empty.json"), "holds no NAAN record"),
+        (("--fallback", "n2t.net"), "is not an http(s) URL or off"),
+    ],
+)
+def test_mount_refuses_bad_registries_and_fallbacks(
+    tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "empty.json").write_text("[]")
+    done = run_arkfs(
+        "mount", str(tmp_path / "mnt"), "--cache-dir", str(tmp_path / "c"),
+        *(a if not a.endswith(".json") else str(tmp_path / a) for a in args),
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert words in done.stderr

@@ -8,7 +8,7 @@ arkfs's XDG config directory (~/.config/arkfs):
     fallback = "https://n2t.net/"                    # or false; as --fallback
     [naans]
     12345 = "https://archive.example.org"
-    b1234 = ["https://a.example.org", "https://b.example.org"]
+    b1234 = ["https://a.example.org", "https://b.example.org"]  # mirrors
     [tokens]                                         # origin = token, or {file = PATH}
     "https://archive.example.org" = "s3cret"
     "https://a.example.org" = {file = "a.token"}

@@ -34,6 +34,7 @@ import pyfuse3
 import trio
 
 from arkfs.backend.base import Backend, BackendError, Unauthorized
+from arkfs.backend.mirrors import MirroredBackend
 from arkfs.backend.open import open_backend
 from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.catalog import Catalog
@@ -145,6 +146,11 @@ def mounted() -> dict[Path, str]:
     return out
 
 
+def mirrored(backends: list[Backend]) -> list[Backend]:
+    """The servers of one [naans] entry: mirrors of each other when there are several."""
+    return [MirroredBackend(backends)] if len(backends) > 1 else backends
+
+
 async def open_catalog(opts: MountOptions) -> Catalog:
     """The backends of the mount: per-NAAN resolvers, servers, the embedded store, and
     discovery through registries and the fallback resolver.
@@ -165,7 +171,7 @@ async def open_catalog(opts: MountOptions) -> Catalog:
 
     try:
         general = [remote(u) for u in dict.fromkeys((*opts.servers, *opts.config.servers))]
-        by_naan = {n: [remote(u) for u in urls] for n, urls in opts.config.naans.items()}
+        by_naan = {n: mirrored([remote(u) for u in urls]) for n, urls in opts.config.naans.items()}
         found = opts.discovery.sources(opts.config)
         discovery = None
         if found is not None:

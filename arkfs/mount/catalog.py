@@ -30,6 +30,7 @@ from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
 from arkfs.mount.archive_cache import ArchiveCache
 from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.mount.indexed import IndexedArchive
+from arkfs.resolve.objects import RemoteObject
 from arkfs.util.lru import LRU
 
 log = logging.getLogger(__name__)
@@ -243,6 +244,18 @@ class Catalog:
             log.error("cannot resolve %s: %s", key, exc)
             errors.refused = exc
         return None
+
+    async def remote_object(self, key: str) -> RemoteObject | None:
+        """What a normalized ark:NAAN/Name no backend binds resolves to, when discovery
+        finds an object that is not an arkfs archive; else None."""
+        if self._discovery is None:
+            return None
+        return await self._discovery.object_for(key)
+
+    async def read_object(self, obj: RemoteObject, off: int, size: int) -> bytes:
+        """Bytes of a remote object (see arkfs.resolve.objects)."""
+        assert self._discovery is not None
+        return await self._discovery.objects.read(obj, off, size)
 
     async def versions(self, key: str) -> list[VersionInfo]:
         """Every version of the archive bound to a normalized ark:NAAN/Name, asked now."""

@@ -1,8 +1,10 @@
-"""The backends the mount finds by itself: an ARK no configured backend binds is resolved
-through the NAAN registries and the fallback (arkfs.resolve) to the ARK service of its
-responder, which is then asked as a RemoteBackend, with that origin's token only.
+"""What the mount finds by itself: an ARK no configured backend binds is resolved through
+the NAAN registries and the fallback (arkfs.resolve). When the responder is an arkfs
+server (its /.well-known/ark says so), it is asked as a RemoteBackend, with that origin's
+token only: the ARK is an archive, a directory. Any other responder's object is a
+RemoteObject: the ARK is a read-only file holding it (arkfs.resolve.objects).
 
-Where an ARK resolved is remembered for RESOLVED_TIME, so lookups do not walk the chain
+How an ARK resolved is remembered for RESOLVED_TIME, so lookups do not walk the chain
 each time; backends are shared by service URL, so one server serves many ARKs.
 """
 
@@ -13,7 +15,8 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, NotBound
 from arkfs.backend.remote import RemoteBackend
-from arkfs.resolve.discover import Resolver
+from arkfs.resolve.discover import Resolver, Trace
+from arkfs.resolve.objects import ObjectReader, RemoteObject
 from arkfs.resolve.tokens import OriginTokens
 
 log = logging.getLogger(__name__)
@@ -33,7 +36,8 @@ class DiscoveredBackends:
         self.resolver = resolver
         self._tokens = tokens
         self._backends: dict[str, Backend] = {}
-        self._resolved: dict[str, tuple[float, str]] = {}  # archive ARK -> (until, service)
+        self._traces: dict[str, tuple[float, Trace]] = {}  # archive ARK -> (until, trace)
+        self.objects = ObjectReader(tokens)
 
     @property
     def backends(self) -> list[Backend]:
@@ -47,31 +51,45 @@ class DiscoveredBackends:
             self._backends[service] = RemoteBackend(service, self._tokens.token_for(service))
         return self._backends[service]
 
-    async def backend_for(self, key: str) -> Backend:
-        """The backend serving the archive of key. Raises NotBound when the chain ends
-        somewhere that is not an ARK service, or the resolver's errors."""
+    async def _trace(self, key: str) -> Trace:
+        """How the archive ARK of key resolves (remembered for RESOLVED_TIME)."""
         ark = archive_ark(key)
-        known = self._resolved.get(ark)
+        known = self._traces.get(ark)
         if known is not None and known[0] > time.monotonic():
-            return self.named(known[1])
+            return known[1]
         try:
             parsed = parse(ark)
         except ArkError as exc:
             raise NotBound(f"{ark} is not an ARK: {exc}") from None
-        trace = await self.resolver.resolve(parsed)
-        service = trace.service
-        if service is None:
-            raise NotBound(f"{ark} resolves to {trace.responder}, which is no ARK service")
+        trace = await self.resolver.resolve(parsed, info=True)
+        where = trace.service if trace.arkfs else trace.final_url
         log.info(
             "%s resolves to %s (%s, %d hops)",
             ark,
-            service,
+            where,
             trace.record or trace.via,
             len(trace.hops),
         )
-        self._resolved[ark] = (time.monotonic() + RESOLVED_TIME, service)
-        return self.named(service)
+        self._traces[ark] = (time.monotonic() + RESOLVED_TIME, trace)
+        return trace
+
+    async def backend_for(self, key: str) -> Backend:
+        """The backend serving the archive of key. Raises NotBound when the chain ends
+        anywhere but at an arkfs server, or the resolver's errors."""
+        trace = await self._trace(key)
+        if not trace.arkfs or trace.service is None:
+            raise NotBound(f"{trace.ark} resolves to {trace.responder}, which is no arkfs server")
+        return self.named(trace.service)
+
+    async def object_for(self, key: str) -> RemoteObject | None:
+        """What key's ARK resolves to when that is not an arkfs archive: the object at the
+        chain's end, if it answers 200; else None."""
+        trace = await self._trace(key)
+        if trace.arkfs or trace.status != 200 or key != trace.ark:
+            return None
+        return await self.objects.stat(trace.ark, trace.final_url, trace.info)
 
     async def aclose(self) -> None:
-        """Close the resolver (the catalog closes the backends)."""
+        """Close the resolver and the object reader (the catalog closes the backends)."""
         await self.resolver.aclose()
+        await self.objects.aclose()

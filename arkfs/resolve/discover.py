@@ -22,6 +22,7 @@ import trio
 
 from arkfs.ark.identifier import Ark
 from arkfs.ark.registry import RegistryError, RegistryRecord
+from arkfs.ark.thump import ARKFS_MARK
 from arkfs.backend.base import BackendError, NotBound, Unreachable
 from arkfs.backend.http import make_client, origin, send
 from arkfs.backend.retry import RetryPolicy
@@ -67,6 +68,7 @@ class Trace:
     record: RegistryRecord | None
     hops: list[Hop] = field(default_factory=list)
     service_path: str | None = None  # from the responder's /.well-known/ark
+    arkfs: bool = False  # whether that names an arkfs resolver (ARKs are archives there)
     info: str | None = None  # the responder's ?info reply, when asked
 
     @property
@@ -104,6 +106,7 @@ class Trace:
             "responder": self.responder,
             "service_path": self.service_path,
             "service": self.service,
+            "arkfs": self.arkfs,
             "info": self.info,
         }
 
@@ -120,7 +123,8 @@ class Trace:
         out.append(f"responder {self.responder}")
         path = "none" if self.service_path is None else self.service_path
         out.append(f"  /.well-known/ark service path: {path}")
-        out.append(f"  ARK service: {self.service or 'none (not an ARK resolver)'}")
+        kind = " (arkfs: ARKs are archives)" if self.arkfs else ""
+        out.append(f"  ARK service: {self.service or 'none (not an ARK resolver)'}{kind}")
         if self.info is not None:
             out.append("?info:")
             out += [f"  {line}" for line in self.info.rstrip("\n").split("\n")]
@@ -178,7 +182,7 @@ class Resolver:
                 "off: add a registry (--registry), a [naans] entry, or set fallback"
             )
         await self._follow(trace, url)
-        trace.service_path = await self._service_path(trace.final_url)
+        trace.service_path, trace.arkfs = await self._service_path(trace.final_url)
         if info:
             trace.info = await self._info(trace.final_url)
         return trace
@@ -210,19 +214,22 @@ class Resolver:
                 )
             url = str(httpx.URL(url).join(location))
 
-    async def _service_path(self, url: str) -> str | None:
-        """The service path /.well-known/ark announces on url's origin, if it does."""
+    async def _service_path(self, url: str) -> tuple[str | None, bool]:
+        """The service path /.well-known/ark announces on url's origin (None if it does
+        not), and whether it is an arkfs resolver (its comment line says so)."""
         try:
             resp = await self._request("GET", f"{origin(url)}/.well-known/ark", WELL_KNOWN_POLICY)
         except BackendError:
-            return None
+            return None, False
         if resp.status_code != 200:
-            return None
-        for line in resp.text.splitlines():
-            line = line.strip()
+            return None, False
+        lines = [line.strip() for line in resp.text.splitlines()]
+        arkfs = ARKFS_MARK in lines
+        for line in lines:
             if line and not line.startswith("#"):
-                return (line if line.endswith("/") else line + "/") if line[0] == "/" else None
-        return None
+                path = (line if line.endswith("/") else line + "/") if line[0] == "/" else None
+                return path, arkfs and path is not None
+        return None, False
 
     async def _info(self, url: str) -> str | None:
         """The responder's ?info reply (ANVL ERC or JSON) as text, or None."""

@@ -24,9 +24,10 @@ from typing import TypeVar
 
 import trio
 
-from arkfs.archive.record import VersionInfo
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.versions import version_name
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
+from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.archive_cache import ArchiveCache
 from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.mount.indexed import IndexedArchive
@@ -41,6 +42,7 @@ NEGATIVE_TIME = 10.0  # seconds an unbound ARK is answered from memory
 MAX_UNBOUND = 4096  # unbound ARKs remembered before expired ones are pruned
 LIST_TIME = 30.0  # seconds a listing of bound ARKs is reused
 MEMORY_ARCHIVES = 16  # archives kept in memory beyond those the kernel still holds
+TOKEN_ROUTE = "/v1/token"  # where an arkfs server hands out CAS tokens
 PROBE_HASH = bytes(32)  # a file hash no CAS holds: probes the CAS token without side effects
 T = TypeVar("T")
 
@@ -60,12 +62,15 @@ class Catalog:
         by_naan: dict[str, list[Backend]],
         cache_root: Path,
         discovery: DiscoveredBackends | None = None,
+        remote: Callable[[str], Backend] | None = None,
     ) -> None:
         if not general and not by_naan and discovery is None:
             raise ValueError("a catalog needs at least one backend")
         self._general = general
         self._by_naan = by_naan
         self._discovery = discovery
+        self._remote = remote  # makes the backend of a CAS a manifest names elsewhere
+        self._cas: dict[str, Backend] = {}
         self.disk = ArchiveCache(cache_root)
         self._memory: LRU[str, IndexedArchive] = LRU(MEMORY_ARCHIVES)  # by ARK/@vN
         self._latest_on_disk: dict[str, int] = {}  # ARK -> the version cached as its latest
@@ -335,7 +340,26 @@ class Catalog:
             await trio.to_thread.run_sync(self.disk.write, archive, backend.name)
         except OSError as exc:
             log.error("cannot cache %s on disk: %s", key, exc)
-        return await trio.to_thread.run_sync(IndexedArchive.build, archive, backend)
+        reads = self._reads_from(archive, backend)
+        return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
+
+    def _reads_from(self, archive: Archive, backend: Backend) -> Backend:
+        """Where an archive's files are read: the CAS its manifest names (token_url's base,
+        else cas_url) when that is not the server it came from, else that server."""
+        manifest = archive.manifest
+        token_url = (manifest.token_url or "").rstrip("/")
+        if token_url.endswith(TOKEN_ROUTE):  # the token route says where the CAS is
+            named = token_url.removesuffix(TOKEN_ROUTE)
+        else:
+            named = (manifest.cas_url or "").rstrip("/")
+        if self._remote is None or not isinstance(backend, RemoteBackend):
+            return backend
+        if not named or named == backend.name:
+            return backend
+        if named not in self._cas:
+            log.info("%s reads its files from the CAS at %s", archive.manifest.ark, named)
+            self._cas[named] = self._remote(named)
+        return self._cas[named]
 
     async def _from_disk(self, key: str, version: int | None) -> IndexedArchive | None:
         found = await trio.to_thread.run_sync(self.disk.read, key, version)
@@ -349,11 +373,12 @@ class Catalog:
                 backend = configured[0]
             else:  # found by discovery in an earlier mount: its service, as it was
                 backend = self._discovery.named(source)
-        return await trio.to_thread.run_sync(IndexedArchive.build, archive, backend)
+        reads = self._reads_from(archive, backend)
+        return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
 
     async def aclose(self) -> None:
         """Close every backend, and the resolver."""
-        for backend in self.backends:
+        for backend in {id(b): b for b in [*self.backends, *self._cas.values()]}.values():
             await backend.aclose()
         if self._discovery is not None:
             await self._discovery.aclose()

@@ -186,7 +186,7 @@ async def open_catalog(opts: MountOptions) -> Catalog:
         for backend in remotes.values():
             await backend.aclose()
         raise MountError(str(exc), usage=True) from None
-    return Catalog(general, by_naan, opts.cache_dir, discovery)
+    return Catalog(general, by_naan, opts.cache_dir, discovery, remote)
 
 
 def _check_and_tune(mountpoint: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from arkfs.backend.base import NotBound
+from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.config import ConfigError, Discovery, load_config
 from arkfs.mount.daemon import MountOptions, open_catalog
 from arkfs.resolve.discover import DEFAULT_FALLBACK
@@ -90,3 +91,20 @@ def test_discovery_config_errors_say_what_to_fix(tmp_path: Path, text: str, word
     path.write_text(text)
     with pytest.raises(ConfigError, match=words):
         load_config(path, explicit=True)
+
+
+def test_a_servers_token_does_not_follow_its_redirect_to_another_origin() -> None:
+    with redirector() as server, redirector() as elsewhere:
+        server.redirect("/ark:", f"{elsewhere.url}/ark:")
+
+        async def main() -> None:
+            backend = RemoteBackend(server.url, "server-token")
+            try:
+                with pytest.raises(NotBound):
+                    await backend.versions("ark:12345/x6")
+            finally:
+                await backend.aclose()
+
+        trio.run(main)
+    assert server.auth_seen() == {"Bearer server-token"}
+    assert elsewhere.seen and elsewhere.auth_seen() == {None}

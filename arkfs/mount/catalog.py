@@ -340,12 +340,14 @@ class Catalog:
             await trio.to_thread.run_sync(self.disk.write, archive, backend.name)
         except OSError as exc:
             log.error("cannot cache %s on disk: %s", key, exc)
-        reads = self._reads_from(archive, backend)
+        reads = self._reads_from(archive, backend, backend.name)
         return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
 
-    def _reads_from(self, archive: Archive, backend: Backend) -> Backend:
+    def _reads_from(self, archive: Archive, backend: Backend, source: str) -> Backend:
         """Where an archive's files are read: the CAS its manifest names (token_url's base,
-        else cas_url) when that is not the server it came from, else that server."""
+        else cas_url) when that is not the server it came from (source: a server fills in
+        its own URL, which a copy cached on disk keeps after that URL changed), else
+        backend."""
         manifest = archive.manifest
         token_url = (manifest.token_url or "").rstrip("/")
         if token_url.endswith(TOKEN_ROUTE):  # the token route says where the CAS is
@@ -354,7 +356,7 @@ class Catalog:
             named = (manifest.cas_url or "").rstrip("/")
         if self._remote is None or not isinstance(backend, RemoteBackend):
             return backend
-        if not named or named == backend.name:
+        if not named or named == source:
             return backend
         if named not in self._cas:
             log.info("%s reads its files from the CAS at %s", archive.manifest.ark, named)
@@ -373,7 +375,7 @@ class Catalog:
                 backend = configured[0]
             else:  # found by discovery in an earlier mount: its service, as it was
                 backend = self._discovery.named(source)
-        reads = self._reads_from(archive, backend)
+        reads = self._reads_from(archive, backend, source)
         return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
 
     async def aclose(self) -> None:

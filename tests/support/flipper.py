@@ -3,11 +3,12 @@
 header, so the URLs the server hands out point at the proxy."""
 
 import http.server
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
+
+from tests.support.threaded import serve_in_thread
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
 
@@ -44,13 +45,5 @@ def _handler(upstream: str, client: httpx.Client) -> type[http.server.BaseHTTPRe
 @contextmanager
 def flipper(upstream: str) -> Iterator[str]:
     """Serve the flipping proxy of upstream; yield its base URL."""
-    with httpx.Client(timeout=60) as client:
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(upstream, client))
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{httpd.server_address[1]}"
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join()
+    with httpx.Client(timeout=60) as client, serve_in_thread(_handler(upstream, client)) as url:
+        yield url

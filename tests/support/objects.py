@@ -4,10 +4,11 @@ Range, ETag and digest headers, and an `?info` ANVL record per object."""
 import base64
 import hashlib
 import http.server
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from tests.support.threaded import serve_in_thread
 
 
 @dataclass
@@ -99,13 +100,6 @@ def _handler(state: Objects) -> type[http.server.BaseHTTPRequestHandler]:
 def object_server() -> Iterator[Objects]:
     """An Objects server in a thread; stopped at the end."""
     state = Objects()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve_in_thread(_handler(state)) as url:
+        state.url = url
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()

@@ -2,10 +2,11 @@
 answers /.well-known/ark and ?info if told to, and records every request it gets."""
 
 import http.server
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from tests.support.threaded import serve_in_thread
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,6 @@ def _handler(state: Redirector) -> type[http.server.BaseHTTPRequestHandler]:
 def redirector() -> Iterator[Redirector]:
     """A Redirector serving on 127.0.0.1 in a thread; stopped at the end."""
     state = Redirector()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve_in_thread(_handler(state)) as url:
+        state.url = url
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()

@@ -18,10 +18,13 @@ from arkfs.backend.remote import RemoteBackend
 from arkfs.resolve.discover import Resolver, Trace
 from arkfs.resolve.objects import ObjectReader, RemoteObject
 from arkfs.resolve.tokens import OriginTokens
+from arkfs.util.lru import LRU
 
 log = logging.getLogger(__name__)
 
 RESOLVED_TIME = 300.0  # seconds where an ARK resolved is taken as known
+FAILED_TIME = 10.0  # seconds an ARK no resolver knows is answered from memory
+MAX_REMEMBERED = 4096  # ARKs whose resolution (or its failure) is remembered
 
 
 def archive_ark(key: str) -> str:
@@ -36,7 +39,8 @@ class DiscoveredBackends:
         self.resolver = resolver
         self._tokens = tokens
         self._backends: dict[str, Backend] = {}
-        self._traces: dict[str, tuple[float, Trace]] = {}  # archive ARK -> (until, trace)
+        self._traces: LRU[str, tuple[float, Trace]] = LRU(MAX_REMEMBERED)  # ARK -> (until, trace)
+        self._failed: LRU[str, tuple[float, NotBound]] = LRU(MAX_REMEMBERED)  # ARK -> (until, why)
         self.objects = ObjectReader(tokens)
 
     @property
@@ -54,14 +58,20 @@ class DiscoveredBackends:
     async def _trace(self, key: str) -> Trace:
         """How the archive ARK of key resolves (remembered for RESOLVED_TIME)."""
         ark = archive_ark(key)
+        now = time.monotonic()
         known = self._traces.get(ark)
-        if known is not None and known[0] > time.monotonic():
+        if known is not None and known[0] > now:
             return known[1]
+        failed = self._failed.get(ark)
+        if failed is not None and failed[0] > now:
+            raise failed[1]
         try:
-            parsed = parse(ark)
+            trace = await self.resolver.resolve(parse(ark), info=True)
         except ArkError as exc:
             raise NotBound(f"{ark} is not an ARK: {exc}") from None
-        trace = await self.resolver.resolve(parsed, info=True)
+        except NotBound as exc:  # no resolver: not asked again for a while
+            self._failed.put(ark, (now + FAILED_TIME, exc))
+            raise
         where = trace.service if trace.arkfs else trace.final_url
         log.info(
             "%s resolves to %s (%s, %d hops)",
@@ -70,7 +80,7 @@ class DiscoveredBackends:
             trace.record or trace.via,
             len(trace.hops),
         )
-        self._traces[ark] = (time.monotonic() + RESOLVED_TIME, trace)
+        self._traces.put(ark, (time.monotonic() + RESOLVED_TIME, trace))
         return trace
 
     async def backend_for(self, key: str) -> Backend:

@@ -28,7 +28,7 @@ from arkfs.util.atomic import write_atomic
 log = logging.getLogger(__name__)
 
 REFRESH = 24 * 3600.0  # seconds a fetched registry is used before it is fetched again
-FETCH_POLICY = RetryPolicy(attempts=3, deadline=30.0)
+FETCH_POLICY = RetryPolicy(attempts=3, deadline=15.0)  # within the resolution deadline
 
 
 class RegistryUnavailable(BackendError):

@@ -13,6 +13,7 @@ import pytest
 from tests.support.archive import make_tree, publish
 from tests.support.cli import run_arkfs
 from tests.support.mount import arkfs_mount
+from tests.support.objects import Obj, Objects, object_server
 from tests.support.redirector import Redirector, redirector
 from tests.support.server import arkfs_server
 
@@ -20,6 +21,10 @@ SNAPSHOT = Path(__file__).parents[1] / "data/naan_records.json.gz"
 NAAN = "12025"  # the snapshot's record for it is pointed at 127.0.0.1
 BY_NAAN = f"ark:{NAAN}/b6np1"  # on server A, through the redirector
 BY_SHOULDER = f"ark:{NAAN}/x7zz"  # on server B, through a shoulder record (A has another)
+WEB_NAAN = "12148"  # its record is pointed at a plain HTTP server
+PAGE = f"ark:{WEB_NAAN}/page"
+PAGE_BYTES = b"<html><body>a landing page</body></html>\n"
+PAGE_ERC = "erc:\nwho: Web Lab\nwhat: A landing page\nwhen: 2024\nwhere: ark:/12148/page\n"
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class World:
     a: str
     b: str
     n2t: Redirector
+    web: Objects
     tree: Path
     other: Path
 
@@ -44,12 +50,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         arkfs_server(base / "a", "--tokens", str(base / "a.tokens")) as (a, _),
         arkfs_server(base / "b", "--tokens", str(base / "b.tokens")) as (b, _),
         redirector() as n2t,
+        object_server() as web,
     ):
+        web.objects[f"/{PAGE}"] = Obj(PAGE_BYTES, ranges=False, digest=None, info=PAGE_ERC)
         publish(tree, BY_NAAN, "--server", a, "--token", "writer-a")
         publish(tree, BY_SHOULDER, "--server", a, "--token", "writer-a")
         publish(other, BY_SHOULDER, "--server", b, "--token", "writer-b")
         n2t.redirect("/ark:", f"{a}/ark:")
-        yield World(a, b, n2t, tree, other)
+        yield World(a, b, n2t, web, tree, other)
 
 
 def json_registry(path: Path, w: World) -> Path:
@@ -58,6 +66,8 @@ def json_registry(path: Path, w: World) -> Path:
     for record in data["data"]:
         if record.get("what") == NAAN:
             record["target"]["url"] = w.n2t.url + "/ark:/${content}"
+        if record.get("what") == WEB_NAAN:
+            record["target"]["url"] = w.web.url + "/ark:${content}"
     shoulder = {"rtype": "PublicNAANShoulder", "naan": NAAN, "shoulder": "x7"}
     data["data"].append({**shoulder, "what": f"{NAAN}/x7", "target": {"url": w.b + "/${pid}"}})
     path.write_text(json.dumps(data))
@@ -68,14 +78,15 @@ def anvl_registry(path: Path, w: World) -> Path:
     path.write_text(
         "# NAAN registry, ANVL form\n\n"
         f"naa:\nwho: Lab\nwhat: {NAAN}\nwhere: {w.n2t.url}\n\n"
-        f"naa:\nwho: Shoulder lab\nwhat: {NAAN}/x7\nwhere: {w.b}/\n"
+        f"naa:\nwho: Shoulder lab\nwhat: {NAAN}/x7\nwhere: {w.b}/\n\n"
+        f"naa:\nwho: Web Lab\nwhat: {WEB_NAAN}\nwhere: {w.web.url}\n"
     )
     return path
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("form", [json_registry, anvl_registry])
-def test_a_mount_given_only_a_registry_finds_archives_by_naan_and_by_shoulder(
+def test_a_mount_given_only_a_registry_finds_archives_and_plain_objects(
     world: World, form: object, tmp_path: Path
 ) -> None:
     registry = form(tmp_path / "registry", world)  # type: ignore[operator]
@@ -103,6 +114,11 @@ def test_a_mount_given_only_a_registry_finds_archives_by_naan_and_by_shoulder(
         by_shoulder = (m.path / BY_SHOULDER / "readme.txt").read_text()
         assert by_shoulder == "the shoulder's own archive\n"
         assert not (m.path / f"ark:{NAAN}/b6nothere").exists()
+        page = m.path / PAGE  # a plain HTTP object: a read-only file
+        assert subprocess.run(["cat", str(page)], capture_output=True).stdout == PAGE_BYTES
+        attrs = subprocess.run(["getfattr", "-d", str(page)], capture_output=True, text=True)
+        assert 'user.ark.who="Web Lab"' in attrs.stdout
+        assert f'user.ark.url="{world.web.url}/{PAGE}"' in attrs.stdout
     assert world.n2t.seen, "the NAAN record's redirect hop was not used"
     assert world.n2t.auth_seen() == {None}  # no token for the redirector's origin
 
@@ -148,6 +164,15 @@ def test_arkfs_resolve_failures_are_one_line(world: World, tmp_path: Path) -> No
     unknown = run_arkfs("resolve", "ark:b9999/x", *args)
     assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1, unknown.stderr
     assert "no NAAN registry has a record for b9999" in unknown.stderr
+
+
+def test_arkfs_resolve_traces_a_plain_object(world: World, tmp_path: Path) -> None:
+    done = run_arkfs("resolve", PAGE, "--json", *resolver_args(world, tmp_path))
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)
+    assert trace["record"]["naan"] == WEB_NAAN and not trace["arkfs"]
+    assert trace["hops"] == [{"url": f"{world.web.url}/{PAGE}", "status": 200}]
+    assert "who: Web Lab" in trace["info"]
 
 
 @pytest.mark.parametrize(

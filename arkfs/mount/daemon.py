@@ -261,7 +261,10 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
             for warning in await catalog.probe():
                 warn(warning)
         except Unauthorized as exc:  # its message says to pass --token or set ARKFS_TOKEN
-            raise MountError(str(exc), usage=True) from None
+            hint = ""
+            if opts.config.servers or opts.config.naans:  # --token is not theirs
+                hint = "; a server named in the config file takes its token from [tokens]"
+            raise MountError(f"{exc}{hint}", usage=True) from None
         except BackendError as exc:
             raise MountError(str(exc)) from None
         cache = ChunkCache(opts.cache_dir, opts.cache_size)

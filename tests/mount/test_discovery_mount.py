@@ -194,3 +194,20 @@ def test_mount_refuses_bad_registries_and_fallbacks(
     )  # fmt: skip
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert words in done.stderr
+
+
+def test_token_is_for_the_server_urls_only_and_the_refusal_says_so(
+    world: World, tmp_path: Path
+) -> None:
+    (tmp_path / "mnt").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(f"servers = ['{world.a}']\n")
+    args = ("--config", str(config), "--token", "token-a", "--cache-dir", str(tmp_path / "c"))
+    done = run_arkfs("mount", str(tmp_path / "mnt"), *args)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "takes its token from [tokens]" in done.stderr
+    config.write_text(f"servers = ['{world.a}']\n[tokens]\n'{world.a}' = 'token-a'\n")
+    with arkfs_mount(
+        tmp_path / "mnt", "--config", str(config), "--cache-dir", str(tmp_path / "c")
+    ) as m:
+        assert (m.path / BY_NAAN / "readme.txt").read_text() == "hello, archive\n"

@@ -6,9 +6,11 @@ HTTP object): their size, their bytes by HTTP Range, and the checks that keep th
   older Digest, RFC 3230, `SHA-256=BASE64`), if the responder sends them.
 - An object of up to WHOLE bytes is fetched whole, once, checked against its size and
   digest, and kept in memory (up to MEMORY bytes of such objects).
-- A bigger one is read by Range requests carrying `If-Range: ETAG`: a changed object
-  answers 200 with the new representation instead of 206, which is refused (ObjectChanged),
-  so a reader never gets a mix of two versions. Its digest cannot be checked piecewise.
+- A bigger one is read in BLOCK-sized Range requests carrying `If-Range: ETAG`, the
+  blocks kept in the same memory (so sequential reads ask once per block): a changed
+  object answers 200 with the new representation instead of 206, which is refused
+  (ObjectChanged), so a reader never gets a mix of two versions. Its digest cannot be
+  checked piecewise.
 
 Every request goes to the one URL the chain ended at, with that origin's token only, and
 under the retry rule of arkfs.backend.retry.
@@ -28,7 +30,8 @@ from arkfs.resolve.tokens import OriginTokens
 from arkfs.util.lru import LRU
 
 WHOLE = 8 * 1024 * 1024  # objects up to this size are fetched whole and digest-checked
-MEMORY = 64 * 1024 * 1024  # bytes of whole objects kept in memory
+BLOCK = 4 * 1024 * 1024  # a bigger one is read in blocks this size: one Range request each
+MEMORY = 64 * 1024 * 1024  # bytes of whole objects and blocks kept in memory
 READ_POLICY = RetryPolicy(deadline=10.0)
 _SF_DIGEST = re.compile(r"(?:^|,)\s*sha-256\s*=\s*:([A-Za-z0-9+/=]+):", re.IGNORECASE)
 _OLD_DIGEST = re.compile(r"(?:^|,)\s*sha-256\s*=\s*([A-Za-z0-9+/=]+)", re.IGNORECASE)
@@ -76,7 +79,7 @@ class ObjectReader:
         self._tokens = tokens
         self._client = make_client(timeout)
         self._client.follow_redirects = False
-        self._whole: LRU[str, bytes] = LRU(MEMORY)
+        self._memory: LRU[str, bytes] = LRU(MEMORY)  # whole objects and blocks of big ones
 
     async def _get(self, url: str, headers: dict[str, str], method: str = "GET") -> httpx.Response:
         return await send(
@@ -107,7 +110,20 @@ class ObjectReader:
             return b""
         if obj.size <= WHOLE:
             return (await self._read_whole(obj))[off : off + size]
-        headers = {"Range": f"bytes={off}-{off + size - 1}"}
+        first, last = off // BLOCK, (off + size - 1) // BLOCK
+        blocks = [await self._block(obj, i) for i in range(first, last + 1)]
+        start = off - first * BLOCK
+        return b"".join(blocks)[start : start + size]
+
+    async def _block(self, obj: RemoteObject, index: int) -> bytes:
+        """Block index of a big object, from memory or by one Range request."""
+        key = f"{obj.url} {obj.etag} {index}"
+        data = self._memory.get(key)
+        if data is not None:
+            return data
+        lo = index * BLOCK
+        hi = min(obj.size, lo + BLOCK) - 1
+        headers = {"Range": f"bytes={lo}-{hi}"}
         if obj.etag:
             headers["If-Range"] = obj.etag
         resp = await self._get(obj.url, headers)
@@ -119,13 +135,15 @@ class ObjectReader:
                 )
             raise BadReply(f"{obj.ark}: {where} does not answer Range requests")
         raise_for_status(resp, f"object of {obj.ark}")
-        if resp.status_code != 206 or len(resp.content) != size:
-            raise BadReply(f"{obj.ark}: {where} sent {len(resp.content)} bytes, not {size}")
-        return resp.content
+        data = resp.content
+        if resp.status_code != 206 or len(data) != hi - lo + 1:
+            raise BadReply(f"{obj.ark}: {where} sent {len(data)} bytes, not {hi - lo + 1}")
+        self._memory.put(key, data, len(data))
+        return data
 
     async def _read_whole(self, obj: RemoteObject) -> bytes:
         key = f"{obj.url} {obj.etag}"
-        data = self._whole.get(key)
+        data = self._memory.get(key)
         if data is not None:
             return data
         resp = await self._get(obj.url, {})
@@ -137,7 +155,7 @@ class ObjectReader:
             raise BadReply(f"{obj.ark}: {where} sent {len(data)} bytes, not {obj.size}")
         if obj.sha256 is not None and hashlib.sha256(data).digest() != obj.sha256:
             raise BadReply(f"{obj.ark}: the bytes from {where} do not match its SHA-256 digest")
-        self._whole.put(key, data, len(data))
+        self._memory.put(key, data, len(data))
         return data
 
     async def aclose(self) -> None:

@@ -28,7 +28,15 @@ import trio
 from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
-from arkfs.backend.base import Backend, BackendError, BadReply, NotBound, Refused, Unreachable
+from arkfs.backend.base import (
+    Backend,
+    BackendError,
+    BadReply,
+    NotBound,
+    Refused,
+    Unauthorized,
+    Unreachable,
+)
 from arkfs.util.lru import LRU
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
@@ -212,11 +220,13 @@ class MirroredBackend:
                 self._owner.put(fr.url, index)
         return rec
 
-    async def _range_from(self, index: int, xorb_hash: bytes, fr: FetchRange) -> FetchRange:
-        """fr as mirror index serves it: its own URL for that xorb."""
-        if self._owner.peek(fr.url) == index:
+    async def _range_from(
+        self, index: int, xorb_hash: bytes, fr: FetchRange, fresh: bool
+    ) -> FetchRange:
+        """fr as mirror index serves it: its own URL for that xorb (a new one if fresh)."""
+        if self._owner.peek(fr.url) == index and not fresh:
             return fr
-        url = self._urls.peek((index, xorb_hash))
+        url = None if fresh else self._urls.peek((index, xorb_hash))
         if url is None:
             where = self._ranges.peek(xorb_hash)
             if where is None:
@@ -229,15 +239,32 @@ class MirroredBackend:
                 )
         return FetchRange(url, fr.chunk_start, fr.chunk_end, fr.byte_start, fr.byte_end)
 
+    async def _on_mirror(
+        self,
+        index: int,
+        xorb_hash: bytes,
+        fr: FetchRange,
+        call: Callable[[Backend, FetchRange], Awaitable[T]],
+    ) -> T:
+        """call on mirror index with its range for fr; a URL of its that expired is
+        replaced once (the caller's own URL is the caller's to renew)."""
+        mirror = self.mirrors[index]
+        for fresh in (False, True):
+            found = await self._range_from(index, xorb_hash, fr, fresh)
+            try:
+                return await call(mirror, found)
+            except Unauthorized:
+                if fresh or found is fr:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
+
     def _spread(self, xorb_hash: bytes) -> list[int]:
         """The mirrors for a xorb, starting at the one its hash picks."""
         return self._order(int.from_bytes(xorb_hash[:4], "little") % len(self.mirrors))
 
     async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:
         async def one(index: int) -> bytes:
-            data = await self.mirrors[index].fetch(
-                xorb_hash, await self._range_from(index, xorb_hash, fr)
-            )
+            data = await self._on_mirror(index, xorb_hash, fr, lambda m, r: m.fetch(xorb_hash, r))
             self._served.put(xorb_hash, index)
             return data
 
@@ -246,8 +273,7 @@ class MirroredBackend:
 
     async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:
         async def one(index: int) -> XorbFooter:
-            found = await self._range_from(index, xorb_hash, fr)
-            return await self.mirrors[index].footer(xorb_hash, found)
+            return await self._on_mirror(index, xorb_hash, fr, lambda m, r: m.footer(xorb_hash, r))
 
         footer, _ = await self._first(self._spread(xorb_hash), one, self.hedge_after)
         return footer

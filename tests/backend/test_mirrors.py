@@ -1,7 +1,9 @@
 """MirroredBackend's choices, on trio's virtual clock: hedging, failover, which error wins,
 bad mirrors asked last, and mirrors that disagree on an archive version."""
 
+import random
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,6 +15,8 @@ from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
 from arkfs.backend.mirrors import HEDGE_AFTER, MirroredBackend
+from arkfs.xet.reconstruction import Reconstruction
+from tests.mount.fake_backend import FETCH, FakeBackend
 
 
 class Mirror:
@@ -120,3 +124,60 @@ def test_mirrors_that_disagree_on_a_files_hash_are_an_error() -> None:
     assert run(lambda: same.archive("ark:12345/x6", 1)).version.version == 1
     with pytest.raises(BadReply, match="mirrors disagree on the files of ark:12345/x6 version 1"):
         run(lambda: other.archive("ark:12345/x6", 1))
+
+
+class NamedFake(FakeBackend):
+    """A FakeBackend whose URLs name it, as two servers' URLs differ by host."""
+
+    def __init__(self, name: str, files: dict[str, bytes]) -> None:
+        super().__init__(files)
+        self.name = name
+
+    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+        rec = await super().reconstruction(file_hash, start, end)
+        fetch = {
+            xh: tuple(replace(fr, url=fr.url.replace("fake://", f"{self.name}://")) for fr in frs)
+            for xh, frs in rec.fetch.items()
+        }
+        return replace(rec, fetch=fetch)
+
+
+FILES = {"data": random.Random(11).randbytes(3 << 20)}
+
+
+def test_xorbs_are_spread_over_mirrors_and_expired_urls_renewed() -> None:
+    a, b = NamedFake("a", FILES), NamedFake("b", FILES)
+    mirrors = MirroredBackend([a, b])
+    file = a.files["data"]
+
+    async def main() -> None:
+        rec = await mirrors.reconstruction(file.hash, 0, file.size)
+        for expire in (False, True):
+            if expire:
+                a.expire_urls()
+                b.expire_urls()
+            for xh, frs in rec.fetch.items():
+                fr = frs[0]
+                got = await mirrors.fetch(xh, fr)
+                assert got == a.xorbs[xh].data[fr.byte_start : fr.byte_end + 1]
+
+    run(main)
+    assert len(file.xorbs) > 1 and a.calls[FETCH] and b.calls[FETCH]  # spread over both
+
+
+def test_a_blamed_mirror_is_asked_last() -> None:
+    a, b = NamedFake("a", FILES), NamedFake("b", FILES)
+    mirrors = MirroredBackend([a, b])
+    file = a.files["data"]
+
+    async def main() -> None:
+        rec = await mirrors.reconstruction(file.hash, 0, file.size)
+        xh, frs = next(iter(rec.fetch.items()))
+        await mirrors.fetch(xh, frs[0])
+        served = a if a.calls[FETCH] else b
+        other = b if served is a else a
+        mirrors.blame(xh, "a chunk failed its hash")
+        await mirrors.fetch(xh, frs[0])
+        assert served.calls[FETCH] == 1 and other.calls[FETCH] == 1
+
+    run(main)

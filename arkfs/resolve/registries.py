@@ -28,6 +28,7 @@ from arkfs.util.atomic import write_atomic
 log = logging.getLogger(__name__)
 
 REFRESH = 24 * 3600.0  # seconds a fetched registry is used before it is fetched again
+RETRY_AFTER = 60.0  # seconds before a registry that could not be read is tried again
 FETCH_POLICY = RetryPolicy(attempts=3, deadline=15.0)  # within the resolution deadline
 
 
@@ -61,6 +62,7 @@ class Registries:
         self._client = client
         self._tokens = tokens or OriginTokens()
         self._loaded: dict[str, _Loaded] = {}
+        self._failed: dict[str, tuple[float, RegistryUnavailable]] = {}  # until, why
         self._lock = trio.Lock()
 
     def copy_path(self, url: str) -> Path:
@@ -68,23 +70,43 @@ class Registries:
         return self._dir / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}.registry"
 
     async def find(self, ark: Ark) -> tuple[str, RegistryRecord] | None:
-        """The first source with a record for ark, and that record."""
+        """The first source with a record for ark, and that record. A source that cannot be
+        read is skipped (get logged why); RegistryUnavailable if none can be."""
+        unavailable: list[RegistryUnavailable] = []
         for source in self.sources:
-            registry = await self.get(source)
+            try:
+                registry = await self.get(source)
+            except RegistryUnavailable as exc:
+                unavailable.append(exc)
+                continue
             record = registry.find(ark)
             if record is not None:
                 return source, record
+        if unavailable and len(unavailable) == len(self.sources):
+            raise unavailable[0]
         return None
 
     async def get(self, source: str) -> Registry:
         """One source's registry, loaded or refreshed as needed.
 
-        Raises RegistryUnavailable when it cannot be read and has no copy on disk.
+        Raises RegistryUnavailable when it cannot be read and has no copy on disk; that is
+        remembered for RETRY_AFTER, so lookups do not each wait on a dead registry.
         """
         async with self._lock:
-            if is_url(source):
-                return await self._from_url(source)
-            return await self._from_file(source)
+            failed = self._failed.get(source)
+            if failed is not None and failed[0] > time.monotonic():
+                raise failed[1]
+            try:
+                if is_url(source):
+                    return await self._from_url(source)
+                return await self._from_file(source)
+            except RegistryError as exc:
+                error = RegistryUnavailable(str(exc))
+            except RegistryUnavailable as exc:
+                error = exc
+            log.error("skipping a NAAN registry for %.0f s: %s", RETRY_AFTER, error)
+            self._failed[source] = (time.monotonic() + RETRY_AFTER, error)
+            raise error
 
     async def _from_file(self, source: str) -> Registry:
         path = Path(source)

@@ -164,3 +164,22 @@ def test_an_unreachable_hop_fails_in_bounded_time(tmp_path: Path) -> None:
     registry = write_registry(tmp_path / "r.json", [("12345", "", dead + "/${pid}")])
     with pytest.raises(Unreachable, match="cannot reach"):
         resolve([registry], "ark:12345/x", tmp_path)
+
+
+def test_a_registry_that_cannot_be_read_is_skipped_for_a_while(
+    n2t: Redirector, tmp_path: Path
+) -> None:
+    with redirector() as host:  # it has no /naans.json: 404
+        good = write_registry(tmp_path / "r.json", [("12345", "", n2t.url + "/${pid}")])
+
+        async def main() -> None:
+            resolver = Resolver([host.url + "/naans.json", good], None, tmp_path / "cache")
+            try:
+                for _ in range(2):
+                    trace = await resolver.resolve(parse("ark:12345/x"))
+                    assert trace.source == good and trace.responder == n2t.url
+            finally:
+                await resolver.aclose()
+
+        trio.run(main)
+        assert [s.path for s in host.seen] == ["/naans.json"]  # asked once, then skipped

@@ -6,6 +6,9 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.identifier import Ark
 
 THUMP_VERSION = "0.6"
+# The comment line by which an arkfs server's /.well-known/ark (Finding a Resolver Service)
+# tells clients that its ARKs are arkfs archives.
+ARKFS_MARK = "# arkfs resolver: append a Compact ARK to the service path above"
 
 
 def info_response(

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 from arkfs import __version__
 from arkfs.backend.base import BackendError
-from arkfs.cli import ark, mount, publish, serve, store, versions, xet
+from arkfs.cli import ark, mount, publish, resolve, serve, store, versions, xet
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
 from arkfs.publish.publisher import PublishError
 
-COMMANDS = (xet, ark, publish, versions, serve, store, mount)
+COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve)
 FAILURES = (BackendError, PublishError, OSError)  # not the user's input: exit 1, with why
 
 

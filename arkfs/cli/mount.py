@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli.resolving import add_resolver_options, discovery_from, resolver_config
 from arkfs.cli.tokens import add_token_options, token_from
-from arkfs.mount.config import CONFIG_ENV, ConfigError, default_config_path, load_config
 from arkfs.mount.daemon import (
     FSTYPE,
     MountError,
@@ -24,6 +24,7 @@ from arkfs.mount.daemon import (
 )
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.xattrs import STATS
+from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.util import paths
 from arkfs.util.sizes import human, parse_size
 
@@ -43,12 +44,28 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "(user.ark.versions on Name) its versions. Every byte "
         "read is verified. Returns once the mount is ready, and keeps serving in the "
         "background (unless --foreground) until `arkfs umount MOUNTPOINT`.",
-        epilog="Resolvers: --server URLs, then the config file ($ARKFS_CONFIG or "
-        "~/.config/arkfs/config.toml: `servers = [URL...]`, `store = DIR`, "
-        "`metadata_ttl = SECONDS` and a [naans] table of `NAAN = URL or [URL...]`), else the "
-        "embedded store (--store, $ARKFS_STORE or ~/.local/share/arkfs/store). Archives "
-        "already seen stay readable from the cache when their server is down. Example: "
-        "arkfs mount /mnt/ark --server http://127.0.0.1:8080",
+        epilog="Resolution order: a NAAN's [naans] entry in the config file, else the "
+        "--server URLs and the config's servers; then, for an ARK none of those binds, the "
+        "NAAN registries (--registry, then the config's registry list; the first with a "
+        "record for the ARK's shoulder or NAAN decides), whose target is followed through "
+        "up to 10 redirects to an ARK service (its /.well-known/ark names the service "
+        "path); then, for a NAAN no registry knows, the fallback resolver. Registries and "
+        "the fallback are used once either is given; the fallback defaults to "
+        f"{DEFAULT_FALLBACK} (--fallback off, or `fallback = false`, turns it off). A "
+        "registry URL is kept under CACHE_DIR/registries, fetched again daily, and its copy "
+        "serves offline. An ARK found this way is a directory when its responder is an arkfs "
+        "server, else a read-only file of what it resolves to (its ?info as user.ark.* "
+        "attributes, user.ark.url the final URL). With none of these, the embedded store "
+        "(--store, $ARKFS_STORE or "
+        "~/.local/share/arkfs/store). The config file ($ARKFS_CONFIG or "
+        "~/.config/arkfs/config.toml) takes `servers = [URL...]`, `store = DIR`, "
+        "`metadata_ttl = SECONDS`, `registry = [PATH or URL...]`, `fallback = URL or false`, "
+        "a [naans] table of `NAAN = URL or [URL...]` (several URLs are mirrors: read as one, "
+        "failing over, bad bytes fetched elsewhere) and a [tokens] table of `ORIGIN = "
+        "TOKEN or {file = PATH}`. Tokens belong to their origin: --token goes to the "
+        "--server URLs only, a [tokens] entry to its origin only, never across a redirect. "
+        "Archives already seen stay readable from the cache when their server is down. "
+        "Example: arkfs mount /mnt/ark --server http://127.0.0.1:8080",
     )
     p.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="an empty directory")
     p.add_argument(
@@ -59,7 +76,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="base URL of an `arkfs serve` (repeatable; asked in order)",
     )
     p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
-    p.add_argument("--config", type=Path, metavar="FILE", help="resolver config file (TOML)")
+    add_resolver_options(p)
     p.add_argument(
         "--cache-dir",
         type=Path,
@@ -75,7 +92,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument(
         "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
     )
-    add_token_options(p, "read token for the servers")
+    add_token_options(p, "read token for the --server URLs")
     p.add_argument(
         "--metadata-ttl",
         type=float,
@@ -125,15 +142,11 @@ def _mount(args: argparse.Namespace) -> int:
         cache_size = parse_size(args.cache_size)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    config_path = args.config or default_config_path()
-    explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
-    try:
-        config = load_config(config_path, explicit)
-    except ConfigError as exc:
-        raise BadInput(str(exc)) from None
+    config = resolver_config(args)
     for url in args.server:
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
+    discovery = discovery_from(args, config)
     ttl = args.metadata_ttl
     if ttl is not None and not 0 <= ttl < math.inf:
         raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
@@ -159,6 +172,7 @@ def _mount(args: argparse.Namespace) -> int:
         foreground=args.foreground,
         token=token,
         metadata_ttl=ttl,
+        discovery=discovery,
     )
     if opts.foreground:
         run_foreground(opts)

@@ -20,6 +20,7 @@ BLOCK_SIZE = 1 << 20  # st_blksize and f_bsize: large, so readers ask for large 
 TIMEOUT = 3600.0  # entry and attribute timeout of what never changes
 DIR_MODE = stat.S_IFDIR | 0o555
 INFO_MODE = stat.S_IFREG | 0o444
+OBJECT_TIMEOUT = 60.0  # entry and attribute timeout of an object found by discovery
 
 
 def info_record(node: Node) -> bytes:
@@ -60,6 +61,10 @@ class Attributes:
         archive root whose manifest is not fetched yet, so readdir needs no manifests."""
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN):
             return self._base(node, DIR_MODE, 0, self.started_ns)
+        if node.obj is not None:  # may change at its responder: asked again after a while
+            a = self._base(node, INFO_MODE, node.obj.size, self.started_ns)
+            a.entry_timeout = a.attr_timeout = OBJECT_TIMEOUT
+            return a
         if node.kind is NodeKind.ARCHIVE and node.archive is None and provisional:
             a = self._base(node, DIR_MODE, 0, self.started_ns)
             a.attr_timeout = 0

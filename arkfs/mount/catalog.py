@@ -2,7 +2,9 @@
 
 Which backends answer for a NAAN: the resolvers the config file (config.py) names for it,
 else the `--server` URLs and the config's `servers`, then the embedded store if one is
-named (`--store`, `store`) or nothing else is configured.
+named (`--store`, `store`) or nothing else is configured. An ARK none of them binds is
+then resolved through the NAAN registries and the fallback resolver (discovery.py), when
+the mount has them.
 
 A version of an archive (manifest, ERC, version record) never changes: it is fetched from
 its backends once and written to the archive cache (archive_cache.py) as `ARK/@vN`. Which
@@ -22,11 +24,14 @@ from typing import TypeVar
 
 import trio
 
-from arkfs.archive.record import VersionInfo
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.versions import version_name
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
+from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.archive_cache import ArchiveCache
+from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.mount.indexed import IndexedArchive
+from arkfs.resolve.objects import RemoteObject
 from arkfs.util.lru import LRU
 
 log = logging.getLogger(__name__)
@@ -37,6 +42,7 @@ NEGATIVE_TIME = 10.0  # seconds an unbound ARK is answered from memory
 MAX_UNBOUND = 4096  # unbound ARKs remembered before expired ones are pruned
 LIST_TIME = 30.0  # seconds a listing of bound ARKs is reused
 MEMORY_ARCHIVES = 16  # archives kept in memory beyond those the kernel still holds
+TOKEN_ROUTE = "/v1/token"  # where an arkfs server hands out CAS tokens
 PROBE_HASH = bytes(32)  # a file hash no CAS holds: probes the CAS token without side effects
 T = TypeVar("T")
 
@@ -55,11 +61,16 @@ class Catalog:
         general: list[Backend],
         by_naan: dict[str, list[Backend]],
         cache_root: Path,
+        discovery: DiscoveredBackends | None = None,
+        remote: Callable[[str], Backend] | None = None,
     ) -> None:
-        if not general and not by_naan:
+        if not general and not by_naan and discovery is None:
             raise ValueError("a catalog needs at least one backend")
         self._general = general
         self._by_naan = by_naan
+        self._discovery = discovery
+        self._remote = remote  # makes the backend of a CAS a manifest names elsewhere
+        self._cas: dict[str, Backend] = {}
         self.disk = ArchiveCache(cache_root)
         self._memory: LRU[str, IndexedArchive] = LRU(MEMORY_ARCHIVES)  # by ARK/@vN
         self._latest_on_disk: dict[str, int] = {}  # ARK -> the version cached as its latest
@@ -74,6 +85,8 @@ class Catalog:
         seen: dict[int, Backend] = {id(b): b for b in self._general}
         for group in self._by_naan.values():
             seen.update((id(b), b) for b in group)
+        if self._discovery is not None:
+            seen.update((id(b), b) for b in self._discovery.backends)
         return list(seen.values())
 
     def backends_for(self, naan: str) -> list[Backend]:
@@ -178,38 +191,76 @@ class Catalog:
         return sorted(k[len(prefix) :] for k in keys if "/" not in k[len(prefix) :])
 
     async def _ask(self, key: str, call: Callable[[Backend], Awaitable[T]]) -> tuple[T, Backend]:
-        """call on the first backend of key's NAAN that binds key, and that backend.
+        """call on the first backend of key's NAAN that binds key, and that backend; then on
+        the backend discovery finds for key, if none of them did.
 
         Raises the error of a backend that refused, else Unreachable if one could not be
         reached, else NotBound (remembered for NEGATIVE_TIME).
         """
         if self._unbound.get(key, 0.0) > time.monotonic():
             raise NotBound(f"no archive is bound to {key}")
-        unreachable: Unreachable | None = None
-        refused: BackendError | None = None
+        errors = _Errors()
         for backend in self.backends_for(naan_of(key)):
-            if not await self._usable(backend):
-                unreachable = unreachable or Unreachable(f"{backend.name} is unreachable")
-                continue
-            try:
-                return await call(backend), backend
-            except NotBound:
-                continue
-            except Unreachable as exc:
-                self._mark_down(backend, exc)
-                unreachable = unreachable or exc
-            except BackendError as exc:
-                log.error("cannot fetch %s from %s: %s", key, backend.name, exc)
-                refused = exc
-        if refused is not None:
-            raise refused
-        if unreachable is not None:
-            raise unreachable
+            if (done := await self._try(key, backend, call, errors)) is not None:
+                return done
+        if self._discovery is not None and errors.refused is None:
+            found = await self._discover(key, errors)
+            if found is not None and (done := await self._try(key, found, call, errors)):
+                return done
+        if errors.refused is not None:
+            raise errors.refused
+        if errors.unreachable is not None:
+            raise errors.unreachable
         now = time.monotonic()
         if len(self._unbound) > MAX_UNBOUND:
             self._unbound = {k: t for k, t in self._unbound.items() if t > now}
         self._unbound[key] = now + NEGATIVE_TIME
         raise NotBound(f"no archive is bound to {key}")
+
+    async def _try(
+        self, key: str, backend: Backend, call: Callable[[Backend], Awaitable[T]], errors: "_Errors"
+    ) -> tuple[T, Backend] | None:
+        """call on backend, and backend; None (its error kept in errors) if it failed."""
+        if not await self._usable(backend):
+            errors.unreachable = errors.unreachable or Unreachable(f"{backend.name} is unreachable")
+            return None
+        try:
+            return await call(backend), backend
+        except NotBound:
+            return None
+        except Unreachable as exc:
+            self._mark_down(backend, exc)
+            errors.unreachable = errors.unreachable or exc
+        except BackendError as exc:
+            log.error("cannot fetch %s from %s: %s", key, backend.name, exc)
+            errors.refused = exc
+        return None
+
+    async def _discover(self, key: str, errors: "_Errors") -> Backend | None:
+        """The backend discovery finds for key; None (its error kept) if it finds none."""
+        assert self._discovery is not None
+        try:
+            return await self._discovery.backend_for(key)
+        except NotBound:
+            return None
+        except Unreachable as exc:
+            errors.unreachable = errors.unreachable or exc
+        except BackendError as exc:
+            log.error("cannot resolve %s: %s", key, exc)
+            errors.refused = exc
+        return None
+
+    async def remote_object(self, key: str) -> RemoteObject | None:
+        """What a normalized ark:NAAN/Name no backend binds resolves to, when discovery
+        finds an object that is not an arkfs archive; else None."""
+        if self._discovery is None:
+            return None
+        return await self._discovery.object_for(key)
+
+    async def read_object(self, obj: RemoteObject, off: int, size: int) -> bytes:
+        """Bytes of a remote object (see arkfs.resolve.objects)."""
+        assert self._discovery is not None
+        return await self._discovery.objects.read(obj, off, size)
 
     async def versions(self, key: str) -> list[VersionInfo]:
         """Every version of the archive bound to a normalized ark:NAAN/Name, asked now."""
@@ -289,18 +340,55 @@ class Catalog:
             await trio.to_thread.run_sync(self.disk.write, archive, backend.name)
         except OSError as exc:
             log.error("cannot cache %s on disk: %s", key, exc)
-        return await trio.to_thread.run_sync(IndexedArchive.build, archive, backend)
+        reads = self._reads_from(archive, backend, backend.name)
+        return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
+
+    def _reads_from(self, archive: Archive, backend: Backend, source: str) -> Backend:
+        """Where an archive's files are read: the CAS its manifest names (token_url's base,
+        else cas_url) when that is not the server it came from (source: a server fills in
+        its own URL, which a copy cached on disk keeps after that URL changed), else
+        backend."""
+        manifest = archive.manifest
+        token_url = (manifest.token_url or "").rstrip("/")
+        if token_url.endswith(TOKEN_ROUTE):  # the token route says where the CAS is
+            named = token_url.removesuffix(TOKEN_ROUTE)
+        else:
+            named = (manifest.cas_url or "").rstrip("/")
+        if self._remote is None or not isinstance(backend, RemoteBackend):
+            return backend
+        if not named or named == source:
+            return backend
+        if named not in self._cas:
+            log.info("%s reads its files from the CAS at %s", archive.manifest.ark, named)
+            self._cas[named] = self._remote(named)
+        return self._cas[named]
 
     async def _from_disk(self, key: str, version: int | None) -> IndexedArchive | None:
         found = await trio.to_thread.run_sync(self.disk.read, key, version)
         if found is None:
             return None
         archive, source = found
-        backends = self.backends_for(naan_of(key))
-        backend = next((b for b in backends if b.name == source), backends[0])
-        return await trio.to_thread.run_sync(IndexedArchive.build, archive, backend)
+        backend = next((b for b in self.backends if b.name == source), None)
+        if backend is None:
+            configured = self.backends_for(naan_of(key))
+            if configured or self._discovery is None:
+                backend = configured[0]
+            else:  # found by discovery in an earlier mount: its service, as it was
+                backend = self._discovery.named(source)
+        reads = self._reads_from(archive, backend, source)
+        return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
 
     async def aclose(self) -> None:
-        """Close every backend."""
-        for backend in self.backends:
+        """Close every backend, and the resolver."""
+        for backend in {id(b): b for b in [*self.backends, *self._cas.values()]}.values():
             await backend.aclose()
+        if self._discovery is not None:
+            await self._discovery.aclose()
+
+
+class _Errors:
+    """The errors of the backends one lookup asked: the first unreachable, the last refusal."""
+
+    def __init__(self) -> None:
+        self.unreachable: Unreachable | None = None
+        self.refused: BackendError | None = None

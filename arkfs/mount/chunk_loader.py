@@ -25,6 +25,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 import trio
 
 from arkfs.backend.base import Backend
+from arkfs.backend.mirrors import MirroredBackend
 from arkfs.mount.backend_calls import BadBytes, Expired, FetchUrls, call_backend
 from arkfs.mount.cache_writer import CacheWriter
 from arkfs.mount.chunk_cache import ChunkCache
@@ -214,6 +215,8 @@ class ChunkLoader:
                 )
             except BadBytes as exc:
                 problem = exc
+            if isinstance(backend, MirroredBackend):  # the next attempt avoids that mirror
+                backend.blame(xh, str(problem))
             if attempt == 1:
                 log.warning("%s; fetching it again", problem)
         raise problem

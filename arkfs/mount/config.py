@@ -4,9 +4,16 @@ arkfs's XDG config directory (~/.config/arkfs):
     servers = ["https://archive.example.org"]      # for every NAAN without its own entry
     store = "/srv/arkstore"                          # an embedded store, as --store
     metadata_ttl = 300                               # seconds, as --metadata-ttl
+    registry = ["naan_records.json", "https://example.org/naans.json"]  # as --registry
+    fallback = "https://n2t.net/"                    # or false; as --fallback
     [naans]
     12345 = "https://archive.example.org"
-    b1234 = ["https://a.example.org", "https://b.example.org"]
+    b1234 = ["https://a.example.org", "https://b.example.org"]  # mirrors
+    [tokens]                                         # origin = token, or {file = PATH}
+    "https://archive.example.org" = "s3cret"
+    "https://a.example.org" = {file = "a.token"}
+
+Relative paths (store, registry files, token files) are relative to the config file.
 """
 
 import math
@@ -17,9 +24,13 @@ from pathlib import Path
 
 from arkfs.ark.errors import ArkError
 from arkfs.ark.naan import check_naan
+from arkfs.backend.http import origin
+from arkfs.resolve.discover import DEFAULT_FALLBACK
+from arkfs.resolve.registries import is_url
 from arkfs.util.paths import config_dir
 
 CONFIG_ENV = "ARKFS_CONFIG"
+KEYS = ("servers", "naans", "store", "metadata_ttl", "registry", "fallback", "tokens")
 
 
 class ConfigError(Exception):
@@ -35,6 +46,31 @@ class ResolverConfig:
     naans: dict[str, tuple[str, ...]] = field(default_factory=dict)
     store: Path | None = None
     metadata_ttl: float | None = None
+    registries: tuple[str, ...] = ()  # file paths and URLs, earlier first
+    fallback: str | bool | None = None  # a URL, False (off), None (unset: the default)
+    tokens: dict[str, str] = field(default_factory=dict, repr=False)  # origin -> token
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """Registries and fallback given on the command line, to combine with the config's."""
+
+    registries: tuple[str, ...] = ()  # asked before the config's
+    fallback: str | bool | None = None  # a URL, False (off), None (the config's)
+
+    def sources(
+        self, config: ResolverConfig, *, always: bool = False
+    ) -> tuple[tuple[str, ...], str | None] | None:
+        """The registries and fallback URL (None: off) to resolve with, or None when
+        discovery is off: it is on once a registry or a fallback is given (or always).
+        The fallback defaults to N2T's."""
+        registries = tuple(dict.fromkeys((*self.registries, *config.registries)))
+        fallback = config.fallback if self.fallback is None else self.fallback
+        if not (always or registries or isinstance(fallback, str)):
+            return None
+        if fallback is None or fallback is True:
+            return registries, DEFAULT_FALLBACK
+        return registries, fallback or None
 
 
 def default_config_path() -> Path:
@@ -64,11 +100,9 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
         return ResolverConfig()
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"config file {path}: {exc}") from None
-    unknown = sorted(set(data) - {"servers", "naans", "store", "metadata_ttl"})
+    unknown = sorted(set(data) - set(KEYS))
     if unknown:
-        raise ConfigError(
-            f"config file {path}: unknown key {unknown[0]!r} (servers, naans, store, metadata_ttl)"
-        )
+        raise ConfigError(f"config file {path}: unknown key {unknown[0]!r} ({', '.join(KEYS)})")
     servers = _urls(data["servers"], f"{path}: servers") if "servers" in data else ()
     naans_table = data.get("naans", {})
     if not isinstance(naans_table, dict):
@@ -91,4 +125,66 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
         not isinstance(ttl, int | float) or isinstance(ttl, bool) or not 0 <= ttl < math.inf
     ):
         raise ConfigError(f"config file {path}: metadata_ttl must be a number of seconds >= 0")
-    return ResolverConfig(servers, naans, store_dir, None if ttl is None else float(ttl))
+    return ResolverConfig(
+        servers,
+        naans,
+        store_dir,
+        None if ttl is None else float(ttl),
+        _registries(data.get("registry"), path),
+        _fallback(data.get("fallback"), path),
+        _tokens(data.get("tokens", {}), path),
+    )
+
+
+def _registries(value: object, path: Path) -> tuple[str, ...]:
+    """The config's registry list: URLs as they are, file paths relative to the config."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
+        raise ConfigError(f"config file {path}: registry must be a path or URL, or a list of them")
+    base = path.parent.absolute()
+    return tuple(i if is_url(i) else str(base / Path(i).expanduser()) for i in items)
+
+
+def _fallback(value: object, path: Path) -> str | bool | None:
+    if value is None or value is False:
+        return value
+    if isinstance(value, str) and is_url(value):
+        return value
+    raise ConfigError(f"config file {path}: fallback must be a resolver's http(s) URL, or false")
+
+
+def _tokens(table: object, path: Path) -> dict[str, str]:
+    """[tokens]: origin -> token, each given as a string or as {file = PATH} (first line)."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"config file {path}: [tokens] must be a table of origin = token")
+    tokens = {}
+    for where, value in table.items():
+        if not is_url(where):
+            raise ConfigError(
+                f"config file {path}: [tokens] {where!r} is not an origin like https://host:port"
+            )
+        if isinstance(value, dict) and set(value) == {"file"} and isinstance(value["file"], str):
+            token = _token_file(path.parent.absolute() / Path(value["file"]).expanduser(), path)
+        elif isinstance(value, str) and value.strip():
+            token = value.strip()
+        else:
+            raise ConfigError(
+                f"config file {path}: [tokens] {where!r} must be a token or {{file = PATH}}"
+            )
+        tokens[origin(where)] = token
+    return tokens
+
+
+def _token_file(file: Path, path: Path) -> str:
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError(
+            f"config file {path}: cannot read the token file {file}: {reason}"
+        ) from None
+    if not lines or not lines[0].strip():
+        raise ConfigError(f"config file {path}: the token file {file} is empty")
+    return lines[0].strip()

@@ -34,15 +34,20 @@ import pyfuse3
 import trio
 
 from arkfs.backend.base import Backend, BackendError, Unauthorized
+from arkfs.backend.mirrors import MirroredBackend
 from arkfs.backend.open import open_backend
+from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.catalog import Catalog
 from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.config import ResolverConfig
+from arkfs.mount.config import Discovery, ResolverConfig
+from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.mount.fs import ArkOperations
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.namespace import Namespace
 from arkfs.mount.reader import ContentReader
 from arkfs.mount.stats import MountStats
+from arkfs.resolve.discover import Resolver
+from arkfs.resolve.tokens import OriginTokens
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +80,9 @@ class MountOptions:
     cache_size: int
     log_file: Path | None  # None: stderr (foreground only)
     foreground: bool
-    token: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)  # for the --server URLs only
     metadata_ttl: float = DEFAULT_TTL  # seconds the latest version of an archive is known
+    discovery: Discovery = field(default_factory=Discovery)  # --registry, --fallback
 
 
 def check_fuse() -> None:
@@ -140,21 +146,39 @@ def mounted() -> dict[Path, str]:
     return out
 
 
+def mirrored(backends: list[Backend]) -> list[Backend]:
+    """The servers of one [naans] entry: mirrors of each other when there are several."""
+    return [MirroredBackend(backends)] if len(backends) > 1 else backends
+
+
 async def open_catalog(opts: MountOptions) -> Catalog:
-    """The backends of the mount: per-NAAN resolvers, servers, and the embedded store."""
+    """The backends of the mount: per-NAAN resolvers, servers, the embedded store, and
+    discovery through registries and the fallback resolver.
+
+    Tokens belong to their origin: a server gets the [tokens] entry of its origin, and
+    else, if it was given with --server, the --token; no other server gets one.
+    """
     remotes: dict[str, Backend] = {}
+    tokens = OriginTokens(opts.config.tokens)
+    given = {u.rstrip("/") for u in opts.servers}
 
     def remote(url: str) -> Backend:
         key = url.rstrip("/")
         if key not in remotes:
-            remotes[key] = open_backend(url, None, opts.token, create=False)
+            token = tokens.token_for(key) or (opts.token if key in given else None)
+            remotes[key] = RemoteBackend(key, token)
         return remotes[key]
 
     try:
         general = [remote(u) for u in dict.fromkeys((*opts.servers, *opts.config.servers))]
-        by_naan = {n: [remote(u) for u in urls] for n, urls in opts.config.naans.items()}
+        by_naan = {n: mirrored([remote(u) for u in urls]) for n, urls in opts.config.naans.items()}
+        found = opts.discovery.sources(opts.config)
+        discovery = None
+        if found is not None:
+            resolver = Resolver(list(found[0]), found[1], opts.cache_dir, tokens)
+            discovery = DiscoveredBackends(resolver, tokens)
         store = opts.store or opts.config.store
-        if store is not None or not (general or by_naan):
+        if store is not None or not (general or by_naan or discovery):
             general.append(
                 await trio.to_thread.run_sync(lambda: open_backend(None, store, None, create=False))
             )
@@ -162,7 +186,7 @@ async def open_catalog(opts: MountOptions) -> Catalog:
         for backend in remotes.values():
             await backend.aclose()
         raise MountError(str(exc), usage=True) from None
-    return Catalog(general, by_naan, opts.cache_dir)
+    return Catalog(general, by_naan, opts.cache_dir, discovery, remote)
 
 
 def _check_and_tune(mountpoint: Path) -> None:
@@ -237,7 +261,10 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
             for warning in await catalog.probe():
                 warn(warning)
         except Unauthorized as exc:  # its message says to pass --token or set ARKFS_TOKEN
-            raise MountError(str(exc), usage=True) from None
+            hint = ""
+            if opts.config.servers or opts.config.naans:  # --token is not theirs
+                hint = "; a server named in the config file takes its token from [tokens]"
+            raise MountError(f"{exc}{hint}", usage=True) from None
         except BackendError as exc:
             raise MountError(str(exc)) from None
         cache = ChunkCache(opts.cache_dir, opts.cache_size)

@@ -33,6 +33,7 @@ from arkfs.mount.xattrs import (
     ark_xattrs,
     file_xattrs,
     format_fraction,
+    object_xattrs,
     versions_xattr,
 )
 
@@ -152,6 +153,8 @@ class ArkOperations(ReadOnlyOperations):
             raise pyfuse3.FUSEError(errno.EISDIR)
         if node.kind is NodeKind.INFO:
             handle = Handle(node, data=info_record(node))
+        elif node.obj is not None:  # it may change at its responder: no page cache kept
+            return pyfuse3.FileInfo(fh=self._handles.add(Handle(node)), keep_cache=False)
         elif node.entry_kind is Kind.FILE:
             handle = Handle(node)
         else:
@@ -163,6 +166,8 @@ class ArkOperations(ReadOnlyOperations):
         handle = self._handles.get(fh)
         if handle.data is not None:
             return handle.data[off : off + size]
+        if handle.node.obj is not None:
+            return await self.ns.catalog.read_object(handle.node.obj, off, size)
         archive = handle.node.archive
         assert archive is not None
         entry = archive.entry(handle.node.index)
@@ -227,6 +232,8 @@ class ArkOperations(ReadOnlyOperations):
     async def _xattrs(self, node: Node) -> dict[str, str]:
         if node.kind is NodeKind.ROOT:
             return {STATS: json.dumps(self.stats_json(), sort_keys=True)}
+        if node.obj is not None:
+            return object_xattrs(node.obj.ark, node.obj.url, node.obj.info)
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
             versions = await self.ns.latest.versions(node.key)

@@ -6,6 +6,8 @@
     /ark:12345/x6np1wh8k/      an archive root: the tree of its latest version
     /ark:12345/x6np1wh8k/@v2/  unlisted: the tree of version 2, as long as the mount runs
     .../NAME?info, NAME??      unlisted files holding NAME's ERC record
+    /ark:12345/b7xyz           an ARK found through discovery that is no arkfs archive:
+                               unlisted, a read-only file of what it resolves to
 
 Inode numbers are derived, not allocated: each NAAN, archive root and version view gets a
 slot when first seen (slot << 32). A version view is one version as the latest shows it,
@@ -40,9 +42,11 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import version_name, version_of_name, versioned
+from arkfs.backend.base import NotBound
 from arkfs.mount.catalog import Catalog
 from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.latest import LatestVersions
+from arkfs.resolve.objects import RemoteObject
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +68,7 @@ class NodeKind(enum.Enum):
     VERSION = "version"  # `ARCHIVE/@vN`, the root of one version
     ENTRY = "entry"  # a manifest entry
     INFO = "info"  # the `?info` file of an archive or entry
+    OBJECT = "object"  # an ARK that resolves to something else: a file holding it
 
 
 @dataclass(eq=False, slots=True)
@@ -79,6 +84,7 @@ class Node:
     index: int = -1
     archive: IndexedArchive | None = None  # None until an unfetched archive root is used
     pinned: bool = False
+    obj: RemoteObject | None = None  # for an OBJECT node
     lookups: int = 0
     opens: int = 0
 
@@ -331,7 +337,16 @@ class Namespace:
         if ark.components or ark.variants:
             raise pyfuse3.FUSEError(errno.ENOENT)
         key = str(ark)
-        node = self.archive_node(key, await self.latest.get(key))
+        try:
+            node = self.archive_node(key, await self.latest.get(key))
+        except NotBound:
+            obj = None if inflection else await self.catalog.remote_object(key)
+            if obj is None:
+                raise
+            return self._node(
+                self._base(f"{key} object"),
+                lambda i: Node(i, NodeKind.OBJECT, naan.naan, key, obj=obj),
+            )
         if not inflection:
             return node
         self._hand(key, naan.ino, [name])  # the root's ?info is the latest's

@@ -5,6 +5,8 @@
     user.ark.who|what|when|where  the kernel elements of its `erc:` segment
     user.ark.support.*          every element of its `erc-support:` segment
     user.ark.versions           archive roots: every version, one line each (VersionInfo.summary)
+    user.ark.url                an ARK that is no archive: the URL its resolution ended at
+    user.ark.info               ... and its responder's ?info reply, when that is no ERC
     user.xet.hash, user.xet.sha256  a file's XET hash string and SHA-256 (hex)
     user.arkfs.cached           files: the fraction of the file in the chunk cache
     user.arkfs.stats            root: the mount's counters as JSON (`arkfs stats`)
@@ -12,17 +14,21 @@
 Only attributes with a value exist; symlinks have none (Linux refuses `user.*` on them).
 """
 
+import json
 from collections.abc import Sequence
 
 from arkfs.archive.manifest import Entry
 from arkfs.archive.record import VersionInfo
 from arkfs.ark.erc import KERNEL, Erc, Segment
+from arkfs.ark.errors import ArkError
 from arkfs.xet.hashing import hash_to_string
 
 ARK_ID = "user.ark.id"
 ARK_ERC = "user.ark.erc"
 SUPPORT_PREFIX = "user.ark.support."
 VERSIONS = "user.ark.versions"
+ARK_URL = "user.ark.url"
+ARK_INFO = "user.ark.info"
 XET_HASH = "user.xet.hash"
 XET_SHA256 = "user.xet.sha256"
 CACHED = "user.arkfs.cached"
@@ -47,6 +53,26 @@ def ark_xattrs(ark: str, erc: Erc) -> dict[str, str]:
     if erc.support is not None:
         out.update(_support(erc.support))
     return out
+
+
+def object_xattrs(ark: str, url: str, info: str | None) -> dict[str, str]:
+    """The attributes of an ARK that resolved to an object: its id, final URL, and the ERC
+    record its responder's ?info gave (ANVL, or JSON with an "erc" member), or that reply
+    as it came."""
+    out = {ARK_ID: ark, ARK_URL: url}
+    if not info:
+        return out
+    text = info
+    try:
+        obj = json.loads(info)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and isinstance(obj.get("erc"), str):
+        text = obj["erc"]
+    try:
+        return ark_xattrs(ark, Erc.from_anvl(text)) | out
+    except ArkError:
+        return out | {ARK_INFO: info}
 
 
 def versions_xattr(versions: Sequence[VersionInfo]) -> dict[str, str]:

@@ -72,7 +72,7 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
-from arkfs.ark.thump import info_response
+from arkfs.ark.thump import ARKFS_MARK, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
@@ -119,7 +119,7 @@ class NmaService(Face):
         base = str(request.base_url)
         lines = [
             _service_path(request),
-            "# arkfs resolver: append a Compact ARK to the service path above",
+            ARKFS_MARK,
             f"# naans: {' '.join(naans)}",
             f"# template: {base}ark:{{naan}}/{{name}}",
         ]

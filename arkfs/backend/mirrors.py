@@ -1,0 +1,300 @@
+"""MirroredBackend: several servers holding the same archives, as one backend.
+
+XET content addressing makes mirrors safe: every chunk is checked against its hash above
+this layer, so a mirror can be slow or down or wrong, never trusted. So:
+
+- every read goes to a healthy mirror first; when it fails or does not answer within
+  HEDGE_AFTER seconds, the next mirror is asked too (a hedged request), and the first
+  good answer wins (the others are cancelled);
+- reconstructions rotate over the mirrors, and xorb ranges are spread across them by
+  xorb hash: a mirror that did not hand out the URL is asked for its own (from a
+  reconstruction of the same bytes, remembered per xorb), assuming, as replicas do, that
+  mirrors hold the same xorbs byte for byte;
+- a mirror that did not answer is avoided for DOWN_TIME; one that sent bad bytes (a
+  footer failing its hash here, chunks failing theirs in the data path, which calls
+  blame()) for BAD_TIME, with one log line naming it;
+- an archive version is read from the first mirror that answers, and checked against the
+  same version on the others that answer within AGREE_TIME: mirrors that disagree on any
+  file's hash make it an error (BadReply), never a mix.
+"""
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import trio
+
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive, VersionInfo
+from arkfs.ark.erc import Erc
+from arkfs.backend.base import (
+    Backend,
+    BackendError,
+    BadReply,
+    NotBound,
+    Refused,
+    Unauthorized,
+    Unreachable,
+)
+from arkfs.util.lru import LRU
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.reconstruction import FetchRange, Reconstruction
+from arkfs.xet.shard import Shard
+from arkfs.xet.xorb import XorbFooter
+
+log = logging.getLogger(__name__)
+
+HEDGE_AFTER = 2.0  # seconds before a read is also asked of the next mirror
+DOWN_TIME = 10.0  # seconds an unreachable mirror is asked last
+BAD_TIME = 300.0  # seconds a mirror that sent bad bytes is asked last
+AGREE_TIME = 5.0  # seconds the other mirrors get to confirm an archive version
+REMEMBERED = 1 << 16  # xorbs whose URLs and reconstruction ranges are remembered
+T = TypeVar("T")
+
+
+def file_hashes(manifest: Manifest) -> dict[str, bytes | None]:
+    """path -> XET file hash (None for a directory or symlink): what mirrors must agree on."""
+    return {e.path: e.xet_hash for e in manifest.entries}
+
+
+class MirroredBackend:
+    """Mirrors of one archive side (see the module docstring); writes are refused."""
+
+    def __init__(self, mirrors: list[Backend], *, hedge_after: float = HEDGE_AFTER) -> None:
+        if len(mirrors) < 2:
+            raise ValueError("mirrors need at least two backends")
+        self.mirrors = mirrors
+        self.name = "mirrors(" + ", ".join(m.name for m in mirrors) + ")"
+        self.hedge_after = hedge_after
+        self._avoid: dict[int, float] = {}  # mirror index -> until when it is asked last
+        self._turn = 0  # rotates reconstructions over the mirrors
+        self._owner: LRU[str, int] = LRU(REMEMBERED)  # fetch URL -> the mirror that gave it
+        self._urls: LRU[tuple[int, bytes], str] = LRU(REMEMBERED)  # (mirror, xorb) -> URL
+        self._ranges: LRU[bytes, tuple[bytes, int, int]] = LRU(REMEMBERED)  # xorb -> file range
+        self._served: LRU[bytes, int] = LRU(REMEMBERED)  # xorb -> mirror of its last fetch
+
+    def __repr__(self) -> str:
+        return f"MirroredBackend({self.name!r})"
+
+    @property
+    def bytes_fetched(self) -> int:
+        return sum(getattr(m, "bytes_fetched", 0) for m in self.mirrors)
+
+    # --- health ------------------------------------------------------------------------
+
+    def _order(self, first: int) -> list[int]:
+        """Mirror indices starting at first, healthy ones before avoided ones."""
+        n = len(self.mirrors)
+        rotated = [(first + i) % n for i in range(n)]
+        now = time.monotonic()
+        return sorted(rotated, key=lambda i: self._avoid.get(i, 0.0) > now)
+
+    def _mark(self, index: int, seconds: float, why: str) -> None:
+        now = time.monotonic()
+        if self._avoid.get(index, 0.0) <= now:
+            log.warning(
+                "mirror %s %s; asking the other mirrors first", self.mirrors[index].name, why
+            )
+        self._avoid[index] = max(self._avoid.get(index, 0.0), now + seconds)
+
+    def blame(self, xorb_hash: bytes, why: str) -> None:
+        """The bytes of xorb_hash last fetched here failed their check: avoid that mirror."""
+        index = self._served.peek(xorb_hash)
+        if index is not None:
+            self._mark(index, BAD_TIME, f"sent bad bytes ({why})")
+
+    async def _first(
+        self, order: list[int], call: Callable[[int], Awaitable[T]], hedge: float
+    ) -> tuple[T, int]:
+        """call(mirror) on the mirrors in order, each once the one before failed or took
+        hedge seconds; the first success, and its mirror. NotBound only if every mirror
+        said so; else a refusal, else Unreachable."""
+        done: list[tuple[T, int]] = []
+        errors: list[tuple[int, BackendError]] = []
+
+        async def attempt(index: int, failed: trio.Event, scope: trio.CancelScope) -> None:
+            try:
+                result = await call(index)
+            except Unreachable as exc:
+                self._mark(index, DOWN_TIME, f"is unreachable ({exc})")
+                errors.append((index, exc))
+            except BadReply as exc:
+                self._mark(index, BAD_TIME, f"sent a bad reply ({exc})")
+                errors.append((index, exc))
+            except BackendError as exc:
+                errors.append((index, exc))
+            else:
+                done.append((result, index))
+                scope.cancel()
+            failed.set()
+
+        async with trio.open_nursery() as nursery:
+            for index in order:
+                failed = trio.Event()
+                nursery.start_soon(attempt, index, failed, nursery.cancel_scope)
+                with trio.move_on_after(hedge):
+                    await failed.wait()
+        if done:
+            return done[0]
+        found = [e for _, e in errors]
+        for kind in (NotBound, Unreachable):
+            if not all(isinstance(e, kind) for e in found):
+                found = [e for e in found if not isinstance(e, kind)]
+        raise found[0]
+
+    # --- the NMA: the first mirror that answers, checked against the others --------------
+
+    async def archive(self, ark: str, version: int | None = None) -> Archive:
+        found, index = await self._first(
+            self._order(0), lambda i: self.mirrors[i].archive(ark, version), self.hedge_after
+        )
+        others = [i for i in self._order(0) if i != index]
+        await self._check_agreement(ark, found, index, others)
+        return found
+
+    async def _check_agreement(
+        self, ark: str, found: Archive, index: int, others: list[int]
+    ) -> None:
+        """Raise BadReply if a mirror that answers within AGREE_TIME holds that version
+        with other file hashes."""
+        expected = file_hashes(found.manifest)
+        disagree: list[str] = []
+
+        async def check(i: int) -> None:
+            try:
+                theirs = await self.mirrors[i].archive(ark, found.version.version)
+            except BackendError:
+                return  # down, or not yet mirrored: nothing to compare
+            if file_hashes(theirs.manifest) != expected:
+                disagree.append(self.mirrors[i].name)
+
+        with trio.move_on_after(AGREE_TIME):
+            async with trio.open_nursery() as nursery:
+                for i in others:
+                    nursery.start_soon(check, i)
+        if disagree:
+            raise BadReply(
+                f"mirrors disagree on the files of {ark} version {found.version.version}: "
+                f"{self.mirrors[index].name} and {', '.join(disagree)}; see their logs"
+            )
+
+    async def versions(self, ark: str) -> list[VersionInfo]:
+        found, _ = await self._first(
+            self._order(0), lambda i: self.mirrors[i].versions(ark), self.hedge_after
+        )
+        return found
+
+    async def list_archives(self, prefix: str = "") -> list[str]:
+        found, _ = await self._first(
+            self._order(0), lambda i: self.mirrors[i].list_archives(prefix), self.hedge_after
+        )
+        return found
+
+    async def has_file(self, file_hash: bytes, size: int) -> bool:
+        found, _ = await self._first(
+            self._order(0), lambda i: self.mirrors[i].has_file(file_hash, size), self.hedge_after
+        )
+        return found
+
+    # --- the CAS: rotated, spread, hedged ------------------------------------------------
+
+    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+        self._turn += 1
+        order = self._order(self._turn % len(self.mirrors))
+        rec, _ = await self._first(
+            order, lambda i: self._reconstruction(i, file_hash, start, end), self.hedge_after
+        )
+        return rec
+
+    async def _reconstruction(
+        self, index: int, file_hash: bytes, start: int, end: int
+    ) -> Reconstruction:
+        """A mirror's reconstruction; its URLs and the range it covers are remembered."""
+        rec = await self.mirrors[index].reconstruction(file_hash, start, end)
+        for xh, frs in rec.fetch.items():
+            if frs:
+                self._urls.put((index, xh), frs[0].url)
+                self._ranges.put(xh, (file_hash, start, end))
+            for fr in frs:
+                self._owner.put(fr.url, index)
+        return rec
+
+    async def _range_from(
+        self, index: int, xorb_hash: bytes, fr: FetchRange, fresh: bool
+    ) -> FetchRange:
+        """fr as mirror index serves it: its own URL for that xorb (a new one if fresh)."""
+        if self._owner.peek(fr.url) == index and not fresh:
+            return fr
+        url = None if fresh else self._urls.peek((index, xorb_hash))
+        if url is None:
+            where = self._ranges.peek(xorb_hash)
+            if where is None:
+                raise Refused(f"no reconstruction from {self.mirrors[index].name} names that xorb")
+            await self._reconstruction(index, *where)
+            url = self._urls.peek((index, xorb_hash))
+            if url is None:
+                raise BadReply(
+                    f"{self.mirrors[index].name} gave no URL for xorb {hash_to_string(xorb_hash)}"
+                )
+        return FetchRange(url, fr.chunk_start, fr.chunk_end, fr.byte_start, fr.byte_end)
+
+    async def _on_mirror(
+        self,
+        index: int,
+        xorb_hash: bytes,
+        fr: FetchRange,
+        call: Callable[[Backend, FetchRange], Awaitable[T]],
+    ) -> T:
+        """call on mirror index with its range for fr; a URL of its that expired is
+        replaced once (the caller's own URL is the caller's to renew)."""
+        mirror = self.mirrors[index]
+        for fresh in (False, True):
+            found = await self._range_from(index, xorb_hash, fr, fresh)
+            try:
+                return await call(mirror, found)
+            except Unauthorized:
+                if fresh or found is fr:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _spread(self, xorb_hash: bytes) -> list[int]:
+        """The mirrors for a xorb, starting at the one its hash picks."""
+        return self._order(int.from_bytes(xorb_hash[:4], "little") % len(self.mirrors))
+
+    async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:
+        async def one(index: int) -> bytes:
+            data = await self._on_mirror(index, xorb_hash, fr, lambda m, r: m.fetch(xorb_hash, r))
+            self._served.put(xorb_hash, index)
+            return data
+
+        data, _ = await self._first(self._spread(xorb_hash), one, self.hedge_after)
+        return data
+
+    async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:
+        async def one(index: int) -> XorbFooter:
+            return await self._on_mirror(index, xorb_hash, fr, lambda m, r: m.footer(xorb_hash, r))
+
+        footer, _ = await self._first(self._spread(xorb_hash), one, self.hedge_after)
+        return footer
+
+    async def query_dedup(self, chunk_hash: bytes) -> Shard | None:
+        found, _ = await self._first(
+            self._order(0), lambda i: self.mirrors[i].query_dedup(chunk_hash), self.hedge_after
+        )
+        return found
+
+    # --- writes go to one server, never to mirrors --------------------------------------
+
+    async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        raise Refused(f"{self.name}: publish to one server; mirrors are read-only here")
+
+    async def upload_xorb(self, xorb_hash: bytes, data: bytes) -> bool:
+        raise Refused(f"{self.name}: publish to one server; mirrors are read-only here")
+
+    async def upload_shard(self, data: bytes) -> bool:
+        raise Refused(f"{self.name}: publish to one server; mirrors are read-only here")
+
+    async def aclose(self) -> None:
+        for mirror in self.mirrors:
+            await mirror.aclose()

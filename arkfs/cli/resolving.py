@@ -1,0 +1,71 @@
+"""The resolver options `arkfs mount` and `arkfs resolve` share: --config, --registry and
+--fallback, checked here once."""
+
+import argparse
+import os
+from pathlib import Path
+
+from arkfs.ark.registry import RegistryError
+from arkfs.cli.common import BadInput
+from arkfs.mount.config import (
+    CONFIG_ENV,
+    ConfigError,
+    Discovery,
+    ResolverConfig,
+    default_config_path,
+    load_config,
+)
+from arkfs.resolve.discover import DEFAULT_FALLBACK
+from arkfs.resolve.registries import RegistryUnavailable, is_url, load_file
+
+
+def add_resolver_options(p: argparse.ArgumentParser) -> None:
+    """--config, --registry (repeatable) and --fallback."""
+    p.add_argument("--config", type=Path, metavar="FILE", help="resolver config file (TOML)")
+    p.add_argument(
+        "--registry",
+        action="append",
+        default=[],
+        metavar="PATH|URL",
+        help="a NAAN registry, JSON or ANVL (repeatable; earlier wins; before the config's)",
+    )
+    p.add_argument(
+        "--fallback",
+        metavar="URL|off",
+        help=f"resolver for NAANs no registry knows (default {DEFAULT_FALLBACK}; off: none)",
+    )
+
+
+def resolver_config(args: argparse.Namespace) -> ResolverConfig:
+    """The config file: --config, else $ARKFS_CONFIG, else the default (may be absent)."""
+    config_path = args.config or default_config_path()
+    explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
+    try:
+        return load_config(config_path, explicit)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discovery:
+    """--registry and --fallback, checked (registry files must read well), over config's."""
+    registries = tuple(_check_registry(r) for r in args.registry)
+    for source in config.registries:
+        _check_registry(source)
+    fallback: str | bool | None = None
+    if args.fallback is not None:
+        fallback = False if args.fallback == "off" else args.fallback
+        if fallback and not is_url(args.fallback):
+            raise BadInput(f"--fallback {args.fallback!r} is not an http(s) URL or off")
+    return Discovery(registries, fallback)
+
+
+def _check_registry(source: str) -> str:
+    """A registry URL as it is; a registry file as an absolute path, once it reads well."""
+    if is_url(source):
+        return source
+    path = Path(os.path.abspath(Path(source).expanduser()))
+    try:
+        load_file(path)
+    except (RegistryUnavailable, RegistryError) as exc:
+        raise BadInput(str(exc)) from None
+    return str(path)

@@ -1,0 +1,240 @@
+"""Where an ARK resolves: its registry record (or the fallback resolver), the redirect
+chain from there to the responder, and the responder's ARK service.
+
+Resolver Chains and Roles: the first resolver is the record's expanded target (see
+arkfs.ark.registry), or FALLBACK + the ARK for a NAAN no registry knows ("If an ARK
+Resolver Service receives a request for a NAAN that it knows nothing about, best practice
+is to redirect the request to N2T.net"). Each hop is one request (HEAD, or GET where HEAD
+is refused), so each carries only its own origin's token (arkfs.resolve.tokens); 301,
+302, 303, 307 and 308 are followed up to MAX_HOPS times, and a URL seen twice is a loop.
+The last resolver is the responder. Finding a Resolver Service: its /.well-known/ark
+gives the service path; without one, a responder URL of the form SERVICE/ark:... (the
+Mapping ARK's resolver service, ARK Anatomy) names it. The whole resolution ends within
+RESOLVE_DEADLINE.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+from arkfs.ark.identifier import Ark
+from arkfs.ark.registry import RegistryError, RegistryRecord
+from arkfs.ark.thump import ARKFS_MARK
+from arkfs.backend.base import BackendError, NotBound, Unreachable
+from arkfs.backend.http import make_client, origin, send
+from arkfs.backend.retry import RetryPolicy
+from arkfs.resolve.registries import Registries
+from arkfs.resolve.tokens import OriginTokens
+
+DEFAULT_FALLBACK = "https://n2t.net/"
+MAX_HOPS = 10
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+REQUEST_TIMEOUT = 10.0  # seconds for each connect, send and receive
+RESOLVE_DEADLINE = 30.0  # seconds for the whole chain, the registry and /.well-known/ark
+HOP_POLICY = RetryPolicy(attempts=3, deadline=10.0)
+WELL_KNOWN_POLICY = RetryPolicy(attempts=1, deadline=5.0)
+MAX_INFO = 64 * 1024  # bytes of a ?info reply kept in a trace
+
+
+class ResolveError(BackendError):
+    """The chain from an ARK to its responder is broken (a loop, too many hops, a bad hop)."""
+
+
+class NoResolver(ResolveError, NotBound):
+    """No registry knows the ARK's NAAN and the fallback resolver is off."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One request of the chain: its URL and the status it got."""
+
+    url: str
+    status: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"url": self.url, "status": self.status}
+
+
+@dataclass
+class Trace:
+    """How one ARK resolved, hop by hop (what `arkfs resolve` prints)."""
+
+    ark: str
+    via: str  # "registry" or "fallback"
+    source: str | None  # the registry that had the record
+    record: RegistryRecord | None
+    hops: list[Hop] = field(default_factory=list)
+    service_path: str | None = None  # from the responder's /.well-known/ark
+    arkfs: bool = False  # whether that names an arkfs resolver (ARKs are archives there)
+    info: str | None = None  # the responder's ?info reply, when asked
+
+    @property
+    def final_url(self) -> str:
+        """The URL the last hop asked: the responder's."""
+        return self.hops[-1].url
+
+    @property
+    def status(self) -> int:
+        return self.hops[-1].status
+
+    @property
+    def responder(self) -> str:
+        return origin(self.final_url)
+
+    @property
+    def service(self) -> str | None:
+        """The responder's ARK service base URL (no trailing '/'), if the final URL is an ARK
+        request to one; backends append `/ark:...` to it."""
+        path = httpx.URL(self.final_url).path
+        if self.service_path is not None:
+            if path.startswith(f"{self.service_path}ark:"):
+                return self.responder + self.service_path.rstrip("/")
+            return None
+        at = path.find("/ark:")
+        return self.responder + path[:at] if at >= 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ark": self.ark,
+            "via": self.via,
+            "registry": self.source,
+            "record": self.record.to_json() if self.record else None,
+            "hops": [h.to_json() for h in self.hops],
+            "responder": self.responder,
+            "service_path": self.service_path,
+            "service": self.service,
+            "arkfs": self.arkfs,
+            "info": self.info,
+        }
+
+    def lines(self) -> list[str]:
+        """The trace for people, one fact per line."""
+        if self.record is not None:
+            out = [
+                f"{self.ark}: {self.record} in {self.source}",
+                f"  target {self.record.template}",
+            ]
+        else:
+            out = [f"{self.ark}: no registry record; the fallback resolver"]
+        out += [f"  {h.status} {h.url}" for h in self.hops]
+        out.append(f"responder {self.responder}")
+        path = "none" if self.service_path is None else self.service_path
+        out.append(f"  /.well-known/ark service path: {path}")
+        kind = " (arkfs: ARKs are archives)" if self.arkfs else ""
+        out.append(f"  ARK service: {self.service or 'none (not an ARK resolver)'}{kind}")
+        if self.info is not None:
+            out.append("?info:")
+            out += [f"  {line}" for line in self.info.rstrip("\n").split("\n")]
+        return out
+
+
+class Resolver:
+    """Resolves ARKs through registries, then the fallback resolver (None: off)."""
+
+    def __init__(
+        self,
+        registries: list[str],
+        fallback: str | None,
+        cache_dir: Path,
+        tokens: OriginTokens | None = None,
+    ) -> None:
+        self.fallback = fallback
+        self._tokens = tokens or OriginTokens()
+        self._client = make_client(REQUEST_TIMEOUT)
+        self._client.follow_redirects = False  # each hop is asked here, with its own token
+        self._registry_client = make_client(REQUEST_TIMEOUT)
+        self.registries = Registries(registries, cache_dir, self._registry_client, self._tokens)
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients."""
+        await self._client.aclose()
+        await self._registry_client.aclose()
+
+    async def resolve(self, ark: Ark, *, info: bool = False) -> Trace:
+        """The trace of ark's resolution (with the responder's ?info when info).
+
+        Raises NoResolver, ResolveError, Unreachable (a hop did not answer), or
+        RegistryUnavailable.
+        """
+        with trio.move_on_after(RESOLVE_DEADLINE) as scope:
+            return await self._resolve(ark, info)
+        assert scope.cancelled_caught
+        raise Unreachable(f"resolving {ark} took more than {RESOLVE_DEADLINE:g} s")
+
+    async def _resolve(self, ark: Ark, info: bool) -> Trace:
+        found = await self.registries.find(ark)
+        if found is not None:
+            source, record = found
+            try:
+                url = record.target(ark)
+            except RegistryError as exc:
+                raise ResolveError(str(exc)) from None
+            trace = Trace(str(ark), "registry", source, record)
+        elif self.fallback is not None:
+            url = self.fallback.rstrip("/") + f"/{ark}"
+            trace = Trace(str(ark), "fallback", None, None)
+        else:
+            raise NoResolver(
+                f"no NAAN registry has a record for {ark.naan} and the fallback resolver is "
+                "off: add a registry (--registry), a [naans] entry, or set fallback"
+            )
+        await self._follow(trace, url)
+        trace.service_path, trace.arkfs = await self._service_path(trace.final_url)
+        if info:
+            trace.info = await self._info(trace.final_url)
+        return trace
+
+    async def _request(self, method: str, url: str, policy: RetryPolicy) -> httpx.Response:
+        headers = self._tokens.headers_for(url)
+        return await send(self._client, method, url, policy, headers=headers)
+
+    async def _follow(self, trace: Trace, url: str) -> None:
+        """Ask url, then every Location it redirects to, into trace.hops."""
+        seen: set[str] = set()
+        while True:
+            if url in seen:
+                raise ResolveError(f"redirect loop at {url} while resolving {trace.ark}")
+            if not url.startswith(("http://", "https://")):
+                raise ResolveError(f"{trace.ark}: the chain leads to {url!r}, not an http(s) URL")
+            seen.add(url)
+            resp = await self._request("HEAD", url, HOP_POLICY)
+            if resp.status_code in (405, 501):  # some resolvers answer GET only
+                resp = await self._request("GET", url, HOP_POLICY)
+            trace.hops.append(Hop(url, resp.status_code))
+            location = resp.headers.get("location")
+            if resp.status_code not in REDIRECTS or location is None:
+                return
+            if len(trace.hops) > MAX_HOPS:
+                raise ResolveError(
+                    f"more than {MAX_HOPS} redirects while resolving {trace.ark} "
+                    f"(last {origin(url)})"
+                )
+            url = str(httpx.URL(url).join(location))
+
+    async def _service_path(self, url: str) -> tuple[str | None, bool]:
+        """The service path /.well-known/ark announces on url's origin (None if it does
+        not), and whether it is an arkfs resolver (its comment line says so)."""
+        try:
+            resp = await self._request("GET", f"{origin(url)}/.well-known/ark", WELL_KNOWN_POLICY)
+        except BackendError:
+            return None, False
+        if resp.status_code != 200:
+            return None, False
+        lines = [line.strip() for line in resp.text.splitlines()]
+        arkfs = ARKFS_MARK in lines
+        for line in lines:
+            if line and not line.startswith("#"):
+                path = (line if line.endswith("/") else line + "/") if line[0] == "/" else None
+                return path, arkfs and path is not None
+        return None, False
+
+    async def _info(self, url: str) -> str | None:
+        """The responder's ?info reply (ANVL ERC or JSON) as text, or None."""
+        try:
+            resp = await self._request("GET", url.split("?", 1)[0] + "?info", HOP_POLICY)
+        except BackendError:
+            return None
+        return resp.text[:MAX_INFO] if resp.status_code == 200 else None

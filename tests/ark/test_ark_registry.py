@@ -1,0 +1,85 @@
+"""NAAN registries: the JSON snapshot, the ANVL form, shoulder records, N2T's templates."""
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from arkfs.ark.normalization import parse
+from arkfs.ark.registry import RegistryError, RegistryRecord, parse_registry
+
+# The public NAAN registry in JSON, 2024-11-07 (1,432 NAAN and 368 shoulder records).
+SNAPSHOT = gzip.decompress((Path(__file__).parents[1] / "data/naan_records.json.gz").read_bytes())
+
+
+def test_the_public_snapshot_parses_every_naan_and_shoulder_record() -> None:
+    registry = parse_registry(SNAPSHOT.decode())
+    assert len(registry) == 1432 + 368
+    nlm = registry.find(parse("ark:/12025/b123"))
+    assert nlm is not None and nlm.kind == "naan" and nlm.http_code == 302
+    assert nlm.target(parse("ark:/12025/b123")) == "http://www.nlm.nih.gov/ark:/12025/b123"
+
+
+def test_a_shoulder_record_wins_for_the_arks_under_its_shoulder() -> None:
+    registry = parse_registry(SNAPSHOT.decode())
+    under = registry.find(parse("ark:99166/p9abc"))
+    beside = registry.find(parse("ark:99166/x9abc"))
+    assert under is not None and str(under) == "shoulder record 99166/p9"
+    assert beside is not None and str(beside) == "naan record 99166"
+
+
+@pytest.mark.parametrize(
+    ("template", "shoulder", "expanded"),
+    [
+        ("https://h/ark:/${content}", "", "https://h/ark:/12345/x6np1wh8k/c3.v2"),
+        ("https://h/${value}", "", "https://h/x6np1wh8k/c3.v2"),
+        ("https://h/?id=${pid}", "", "https://h/?id=ark:12345/x6np1wh8k/c3.v2"),
+        ("https://h/${prefix}/${scheme}", "", "https://h/12345/ark"),
+        ("https://h/brunner${suffix}", "x6", "https://h/brunnernp1wh8k/c3.v2"),
+        ("https://h/${suffix}", "", "https://h/x6np1wh8k/c3.v2"),
+    ],
+)
+def test_templates_expand_as_n2t_expands_them(template: str, shoulder: str, expanded: str) -> None:
+    record = RegistryRecord("12345", shoulder, template)
+    assert record.target(parse("ark:/12345/x6-np1wh8k/c3.v2")) == expanded
+
+
+def test_an_unknown_template_variable_is_an_error_naming_the_record() -> None:
+    record = RegistryRecord("12345", "", "https://h/${nlid}")
+    with pytest.raises(RegistryError, match=r"naan record 12345: unknown variable \$\{nlid\}"):
+        record.target(parse("ark:12345/x6"))
+
+
+def test_the_anvl_registry_form() -> None:
+    text = (
+        "# NAAN registry\n\n"
+        "naa:\nwho: Example Org\nwhat: 12345\nwhen: 2001.01.01\n"
+        "where: http://127.0.0.1:9/\nhow: NP\n\n"
+        "naa:\nwho: Split\nwhat: 12345/x6\nwhere: http://127.0.0.1:8\n\n"
+        "erc:\nwho: not a NAAN record\nwhat: 99999\nwhere: http://x\n"
+    )
+    registry = parse_registry(text)
+    assert len(registry) == 2
+    naan = registry.find(parse("ark:12345/b7"))
+    shoulder = registry.find(parse("ark:12345/x6np"))
+    assert (
+        naan is not None and naan.target(parse("ark:12345/b7")) == "http://127.0.0.1:9/ark:12345/b7"
+    )
+    assert shoulder is not None and shoulder.who == "Split"
+    assert registry.find(parse("ark:99999/x")) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("{", "not valid JSON"),
+        ('{"data": 1}', "a list of records"),
+        ("[]", "holds no NAAN record"),
+        ('[{"what": "12-3", "target": {"url": "http://x"}}]', "holds no NAAN record"),
+        ("# only a comment\n", "holds no NAAN record"),
+        (" leading: continuation\n", "ANVL registry is malformed"),
+    ],
+)
+def test_unusable_registries_say_what_is_expected(text: str, words: str) -> None:
+    with pytest.raises(RegistryError, match=words):
+        parse_registry(text, "reg.json")

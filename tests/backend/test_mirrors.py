@@ -1,0 +1,183 @@
+"""MirroredBackend's choices, on trio's virtual clock: hedging, failover, which error wins,
+bad mirrors asked last, and mirrors that disagree on an archive version."""
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from arkfs.archive.manifest import Entry, Kind, Manifest
+from arkfs.archive.record import Archive, VersionInfo
+from arkfs.ark.erc import Erc
+from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
+from arkfs.backend.mirrors import HEDGE_AFTER, MirroredBackend
+from arkfs.xet.reconstruction import Reconstruction
+from tests.mount.fake_backend import FETCH, FakeBackend
+
+
+class Mirror:
+    """A backend whose versions() and archive() do what the test says."""
+
+    def __init__(self, name: str, answer: Callable[[], Awaitable[Any]]) -> None:
+        self.name = name
+        self.answer = answer
+        self.calls = 0
+        self.cancelled = False
+
+    async def versions(self, *args: object) -> Any:
+        self.calls += 1
+        try:
+            return await self.answer()
+        except trio.Cancelled:
+            self.cancelled = True
+            raise
+
+    archive = list_archives = versions
+
+    async def aclose(self) -> None:
+        pass
+
+
+def run(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return trio.run(fn, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def value(v: Any) -> Callable[[], Awaitable[Any]]:
+    async def answer() -> Any:
+        return v
+
+    return answer
+
+
+def error(exc: Exception) -> Callable[[], Awaitable[Any]]:
+    async def answer() -> Any:
+        raise exc
+
+    return answer
+
+
+async def forever() -> Any:
+    await trio.sleep_forever()
+
+
+def test_a_stuck_mirror_is_hedged_and_cancelled() -> None:
+    stuck, fast = Mirror("stuck", forever), Mirror("fast", value(["v1"]))
+    mirrors = MirroredBackend([stuck, fast])
+
+    async def main() -> None:
+        start = trio.current_time()
+        assert await mirrors.versions("ark:1/x") == ["v1"]
+        assert trio.current_time() - start == pytest.approx(HEDGE_AFTER)  # virtual time
+
+    run(main)
+    assert stuck.cancelled and fast.calls == 1
+
+
+def test_a_failing_mirror_fails_over_at_once_and_is_asked_last_after() -> None:
+    down, up = Mirror("down", error(Unreachable("gone"))), Mirror("up", value(["v1"]))
+    mirrors = MirroredBackend([down, up])
+
+    async def main() -> None:
+        start = trio.current_time()
+        assert await mirrors.versions("ark:1/x") == ["v1"]
+        assert trio.current_time() == start  # no hedge wait: it failed first
+        assert await mirrors.versions("ark:1/x") == ["v1"]
+
+    run(main)
+    assert down.calls == 1 and up.calls == 2  # the second call asked `up` first
+
+
+@pytest.mark.parametrize(
+    ("errors", "raised"),
+    [
+        ((NotBound("a"), NotBound("b")), NotBound),
+        ((NotBound("a"), Unreachable("b")), Unreachable),
+        ((Unreachable("a"), Refused("b")), Refused),
+    ],
+)
+def test_notbound_only_when_every_mirror_says_so(
+    errors: tuple[Exception, Exception], raised: type[Exception]
+) -> None:
+    mirrors = MirroredBackend([Mirror(str(i), error(e)) for i, e in enumerate(errors)])
+    with pytest.raises(raised):
+        run(lambda: mirrors.versions("ark:1/x"))
+
+
+def archive(xet_hash: bytes) -> Archive:
+    entry = Entry("f.txt", Kind.FILE, 1, 0o644, 0, xet_hash=xet_hash, sha256=bytes(32))
+    manifest = Manifest(ark="ark:12345/x6", entries=(entry,))
+    info = VersionInfo("ark:12345/x6", 1, 0.0, "", None, 1, 1)
+    return Archive(manifest, Erc(who="w", what="t", when="2024"), info)
+
+
+def test_mirrors_that_disagree_on_a_files_hash_are_an_error() -> None:
+    same = MirroredBackend(
+        [Mirror("a", value(archive(b"1" * 32))), Mirror("b", value(archive(b"1" * 32)))]
+    )
+    other = MirroredBackend(
+        [Mirror("a", value(archive(b"1" * 32))), Mirror("b", value(archive(b"2" * 32)))]
+    )
+    assert run(lambda: same.archive("ark:12345/x6", 1)).version.version == 1
+    with pytest.raises(BadReply, match="mirrors disagree on the files of ark:12345/x6 version 1"):
+        run(lambda: other.archive("ark:12345/x6", 1))
+
+
+class NamedFake(FakeBackend):
+    """A FakeBackend whose URLs name it, as two servers' URLs differ by host."""
+
+    def __init__(self, name: str, files: dict[str, bytes]) -> None:
+        super().__init__(files)
+        self.name = name
+
+    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+        rec = await super().reconstruction(file_hash, start, end)
+        fetch = {
+            xh: tuple(replace(fr, url=fr.url.replace("fake://", f"{self.name}://")) for fr in frs)
+            for xh, frs in rec.fetch.items()
+        }
+        return replace(rec, fetch=fetch)
+
+
+FILES = {"data": random.Random(11).randbytes(3 << 20)}
+
+
+def test_xorbs_are_spread_over_mirrors_and_expired_urls_renewed() -> None:
+    a, b = NamedFake("a", FILES), NamedFake("b", FILES)
+    mirrors = MirroredBackend([a, b])
+    file = a.files["data"]
+
+    async def main() -> None:
+        rec = await mirrors.reconstruction(file.hash, 0, file.size)
+        for expire in (False, True):
+            if expire:
+                a.expire_urls()
+                b.expire_urls()
+            for xh, frs in rec.fetch.items():
+                fr = frs[0]
+                got = await mirrors.fetch(xh, fr)
+                assert got == a.xorbs[xh].data[fr.byte_start : fr.byte_end + 1]
+
+    run(main)
+    assert len(file.xorbs) > 1 and a.calls[FETCH] and b.calls[FETCH]  # spread over both
+
+
+def test_a_blamed_mirror_is_asked_last() -> None:
+    a, b = NamedFake("a", FILES), NamedFake("b", FILES)
+    mirrors = MirroredBackend([a, b])
+    file = a.files["data"]
+
+    async def main() -> None:
+        rec = await mirrors.reconstruction(file.hash, 0, file.size)
+        xh, frs = next(iter(rec.fetch.items()))
+        await mirrors.fetch(xh, frs[0])
+        served = a if a.calls[FETCH] else b
+        other = b if served is a else a
+        mirrors.blame(xh, "a chunk failed its hash")
+        await mirrors.fetch(xh, frs[0])
+        assert served.calls[FETCH] == 1 and other.calls[FETCH] == 1
+
+    run(main)

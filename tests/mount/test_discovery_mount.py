@@ -1,0 +1,213 @@
+"""A mount that knows only NAAN registries: archives found through a NAAN record behind a
+redirect hop and through a shoulder record, each server reached with its own token."""
+
+import gzip
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.archive import make_tree, publish
+from tests.support.cli import run_arkfs
+from tests.support.mount import arkfs_mount
+from tests.support.objects import Obj, Objects, object_server
+from tests.support.redirector import Redirector, redirector
+from tests.support.server import arkfs_server
+
+SNAPSHOT = Path(__file__).parents[1] / "data/naan_records.json.gz"
+NAAN = "12025"  # the snapshot's record for it is pointed at 127.0.0.1
+BY_NAAN = f"ark:{NAAN}/b6np1"  # on server A, through the redirector
+BY_SHOULDER = f"ark:{NAAN}/x7zz"  # on server B, through a shoulder record (A has another)
+WEB_NAAN = "12148"  # its record is pointed at a plain HTTP server
+PAGE = f"ark:{WEB_NAAN}/page"
+PAGE_BYTES = b"<html><body>a landing page</body></html>\n"
+PAGE_ERC = "erc:\nwho: Web Lab\nwhat: A landing page\nwhen: 2024\nwhere: ark:/12148/page\n"
+
+
+@dataclass(frozen=True)
+class World:
+    a: str
+    b: str
+    n2t: Redirector
+    web: Objects
+    tree: Path
+    other: Path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    base = tmp_path_factory.mktemp("discovery")
+    (base / "a.tokens").write_text("writer-a write\ntoken-a read\n")
+    (base / "b.tokens").write_text("writer-b write\ntoken-b read\n")
+    tree = make_tree(base / "tree")
+    other = base / "other"
+    other.mkdir()
+    (other / "readme.txt").write_text("the shoulder's own archive\n")
+    with (
+        arkfs_server(base / "a", "--tokens", str(base / "a.tokens")) as (a, _),
+        arkfs_server(base / "b", "--tokens", str(base / "b.tokens")) as (b, _),
+        redirector() as n2t,
+        object_server() as web,
+    ):
+        web.objects[f"/{PAGE}"] = Obj(PAGE_BYTES, ranges=False, digest=None, info=PAGE_ERC)
+        publish(tree, BY_NAAN, "--server", a, "--token", "writer-a")
+        publish(tree, BY_SHOULDER, "--server", a, "--token", "writer-a")
+        publish(other, BY_SHOULDER, "--server", b, "--token", "writer-b")
+        n2t.redirect("/ark:", f"{a}/ark:")
+        yield World(a, b, n2t, web, tree, other)
+
+
+def json_registry(path: Path, w: World) -> Path:
+    """The public snapshot, with NAAN's record and a new shoulder record on 127.0.0.1."""
+    data = json.loads(gzip.decompress(SNAPSHOT.read_bytes()))
+    for record in data["data"]:
+        if record.get("what") == NAAN:
+            record["target"]["url"] = w.n2t.url + "/ark:/${content}"
+        if record.get("what") == WEB_NAAN:
+            record["target"]["url"] = w.web.url + "/ark:${content}"
+    shoulder = {"rtype": "PublicNAANShoulder", "naan": NAAN, "shoulder": "x7"}
+    data["data"].append({**shoulder, "what": f"{NAAN}/x7", "target": {"url": w.b + "/${pid}"}})
+    path.write_text(json.dumps(data))
+    return path
+
+
+def anvl_registry(path: Path, w: World) -> Path:
+    path.write_text(
+        "# NAAN registry, ANVL form\n\n"
+        f"naa:\nwho: Lab\nwhat: {NAAN}\nwhere: {w.n2t.url}\n\n"
+        f"naa:\nwho: Shoulder lab\nwhat: {NAAN}/x7\nwhere: {w.b}/\n\n"
+        f"naa:\nwho: Web Lab\nwhat: {WEB_NAAN}\nwhere: {w.web.url}\n"
+    )
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", [json_registry, anvl_registry])
+def test_a_mount_given_only_a_registry_finds_archives_and_plain_objects(
+    world: World, form: object, tmp_path: Path
+) -> None:
+    registry = form(tmp_path / "registry", world)  # type: ignore[operator]
+    (tmp_path / "b.token").write_text("token-b\n")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"fallback = false\n[tokens]\n'{world.a}' = 'token-a'\n'{world.b}' = {{file = 'b.token'}}\n"
+    )
+    args = (
+        "--registry",
+        str(registry),
+        "--config",
+        str(config),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    )
+    world.n2t.seen.clear()
+    with arkfs_mount(tmp_path / "mnt", *args) as m:
+        root = m.path / BY_NAAN
+        assert "readme.txt" in subprocess.run(["ls", root], capture_output=True, text=True).stdout
+        subprocess.run(["cp", "-r", str(root), str(tmp_path / "copy")], check=True)
+        assert (
+            subprocess.run(["diff", "-r", str(world.tree), str(tmp_path / "copy")]).returncode == 0
+        )
+        by_shoulder = (m.path / BY_SHOULDER / "readme.txt").read_text()
+        assert by_shoulder == "the shoulder's own archive\n"
+        assert not (m.path / f"ark:{NAAN}/b6nothere").exists()
+        page = m.path / PAGE  # a plain HTTP object: a read-only file
+        assert subprocess.run(["cat", str(page)], capture_output=True).stdout == PAGE_BYTES
+        attrs = subprocess.run(["getfattr", "-d", str(page)], capture_output=True, text=True)
+        assert 'user.ark.who="Web Lab"' in attrs.stdout
+        assert f'user.ark.url="{world.web.url}/{PAGE}"' in attrs.stdout
+    assert world.n2t.seen, "the NAAN record's redirect hop was not used"
+    assert world.n2t.auth_seen() == {None}  # no token for the redirector's origin
+
+
+def resolver_args(world: World, tmp_path: Path) -> tuple[str, ...]:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"fallback = false\n[tokens]\n'{world.a}' = 'token-a'\n'{world.b}' = 'token-b'\n"
+    )
+    registry = json_registry(tmp_path / "registry.json", world)
+    return ("--registry", str(registry), "--config", str(config), "--cache-dir", str(tmp_path))
+
+
+def test_arkfs_resolve_traces_a_naan_record_through_its_redirect_hop(
+    world: World, tmp_path: Path
+) -> None:
+    done = run_arkfs("resolve", BY_NAAN, "--json", *resolver_args(world, tmp_path))
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)
+    assert trace["record"]["kind"] == "naan" and trace["record"]["naan"] == NAAN
+    assert [(h["url"].split("/ark:")[0], h["status"]) for h in trace["hops"]] == [
+        (world.n2t.url, 302),
+        (world.a, 200),
+    ]
+    assert trace["responder"] == world.a and trace["service_path"] == "/"
+    assert trace["service"] == world.a and "who: Lab of Sines" in trace["info"]
+
+
+def test_arkfs_resolve_traces_a_shoulder_record(world: World, tmp_path: Path) -> None:
+    done = run_arkfs("resolve", BY_SHOULDER, *resolver_args(world, tmp_path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{BY_SHOULDER}: shoulder record {NAAN}/x7 in ")
+    assert f"  200 {world.b}/{BY_SHOULDER}" in lines
+    assert f"responder {world.b}" in lines
+    assert "  what: Sine tables" in lines
+
+
+def test_arkfs_resolve_failures_are_one_line(world: World, tmp_path: Path) -> None:
+    args = resolver_args(world, tmp_path)
+    bad = run_arkfs("resolve", "ark:12345", *args)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    unknown = run_arkfs("resolve", "ark:b9999/x", *args)
+    assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1, unknown.stderr
+    assert "no NAAN registry has a record for b9999" in unknown.stderr
+
+
+def test_arkfs_resolve_traces_a_plain_object(world: World, tmp_path: Path) -> None:
+    done = run_arkfs("resolve", PAGE, "--json", *resolver_args(world, tmp_path))
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)
+    assert trace["record"]["naan"] == WEB_NAAN and not trace["arkfs"]
+    assert trace["hops"] == [{"url": f"{world.web.url}/{PAGE}", "status": 200}]
+    assert "who: Web Lab" in trace["info"]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--registry", "missing.json"), "cannot read the NAAN registry"),
+        (("--registry", "empty.json"), "holds no NAAN record"),
+        (("--fallback", "n2t.net"), "is not an http(s) URL or off"),
+    ],
+)
+def test_mount_refuses_bad_registries_and_fallbacks(
+    tmp_path: Path, args: tuple[str, ...], words: str
+) -> None:
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "empty.json").write_text("[]")
+    done = run_arkfs(
+        "mount", str(tmp_path / "mnt"), "--cache-dir", str(tmp_path / "c"),
+        *(a if not a.endswith(".json") else str(tmp_path / a) for a in args),
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert words in done.stderr
+
+
+def test_token_is_for_the_server_urls_only_and_the_refusal_says_so(
+    world: World, tmp_path: Path
+) -> None:
+    (tmp_path / "mnt").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(f"servers = ['{world.a}']\n")
+    args = ("--config", str(config), "--token", "token-a", "--cache-dir", str(tmp_path / "c"))
+    done = run_arkfs("mount", str(tmp_path / "mnt"), *args)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "takes its token from [tokens]" in done.stderr
+    config.write_text(f"servers = ['{world.a}']\n[tokens]\n'{world.a}' = 'token-a'\n")
+    with arkfs_mount(
+        tmp_path / "mnt", "--config", str(config), "--cache-dir", str(tmp_path / "c")
+    ) as m:
+        assert (m.path / BY_NAAN / "readme.txt").read_text() == "hello, archive\n"

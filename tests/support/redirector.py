@@ -1,0 +1,77 @@
+"""An N2T-like HTTP server on 127.0.0.1 for resolver tests: it redirects path prefixes,
+answers /.well-known/ark and ?info if told to, and records every request it gets."""
+
+import http.server
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from tests.support.threaded import serve_in_thread
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request: method, path (with query) and its Authorization header."""
+
+    method: str
+    path: str
+    authorization: str | None
+
+
+@dataclass
+class Redirector:
+    """Routes: path prefix -> (status, target); a request under the prefix is redirected to
+    target + the rest of its path. Anything else gets 404, or `pages[path]` if set."""
+
+    url: str = ""
+    routes: dict[str, tuple[int, str]] = field(default_factory=dict)
+    pages: dict[str, str] = field(default_factory=dict)
+    seen: list[Seen] = field(default_factory=list)
+
+    def redirect(self, prefix: str, target: str, status: int = 302) -> None:
+        self.routes[prefix] = (status, target)
+
+    def auth_seen(self) -> set[str | None]:
+        """Every Authorization header this server received (None: a request without)."""
+        return {s.authorization for s in self.seen}
+
+
+def _handler(state: Redirector) -> type[http.server.BaseHTTPRequestHandler]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _answer(self, body: bool) -> None:
+            state.seen.append(Seen(self.command, self.path, self.headers.get("Authorization")))
+            for prefix, (status, target) in sorted(state.routes.items(), key=lambda r: -len(r[0])):
+                if self.path.startswith(prefix):
+                    self.send_response(status)
+                    self.send_header("Location", target + self.path[len(prefix) :])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+            page = state.pages.get(self.path)
+            data = (page if page is not None else "not here\n").encode()
+            self.send_response(200 if page is not None else 404)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._answer(True)
+
+        def do_HEAD(self) -> None:
+            self._answer(False)
+
+    return Handler
+
+
+@contextmanager
+def redirector() -> Iterator[Redirector]:
+    """A Redirector serving on 127.0.0.1 in a thread; stopped at the end."""
+    state = Redirector()
+    with serve_in_thread(_handler(state)) as url:
+        state.url = url
+        yield state

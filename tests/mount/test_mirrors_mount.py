@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.archive import MIB, write_big_file
 from tests.support.archive import publish as publish_tree
-from tests.support.flipper import flipper
+from tests.support.faults import fault_proxy
 from tests.support.mount import arkfs_mount
 from tests.support.server import Server
 
@@ -99,7 +99,9 @@ def test_a_copy_completes_from_the_other_mirror_when_one_dies(
 
 @pytest.mark.slow
 def test_a_mirror_that_flips_bytes_is_named_and_avoided(mirrors: Mirrors, tmp_path: Path) -> None:
-    with flipper(mirrors.b.url) as bad:
+    with fault_proxy(mirrors.b.url) as proxy:
+        proxy.inject("flip", "xorb")  # a byte of every xorb range it sends
+        bad = proxy.url
         with arkfs_mount(tmp_path / "mnt", *mount_args(tmp_path, bad, mirrors.a.url)) as m:
             assert (m.path / ARK / "small.txt").read_text() == "in both mirrors\n"
             subprocess.run(["cp", str(m.path / ARK / BIG), str(tmp_path / "copy.bin")], check=True)

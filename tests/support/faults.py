@@ -151,13 +151,16 @@ class _Handler(socketserver.BaseRequestHandler):
         if mode == "stall-head":
             self._hold(sock)
             return False
-        status, headers, body = self._forward(req)
+        status, headers, body, upstream = self._forward(req)
         half = len(body) // 2
         if mode == "short":
             body = body[:half]
         elif mode == "flip" and body:
             body = body[:half] + bytes([body[half] ^ 0x10]) + body[half + 1 :]
-        head = _head(status, headers, len(body))
+        length = len(body)
+        if req.method == "HEAD":  # no body: the length is the upstream's
+            length = int(next((v for k, v in upstream if k.lower() == "content-length"), 0))
+        head = _head(status, headers, length)
         if mode == "truncate":
             sock.sendall(head + body[:half])
             return False
@@ -175,17 +178,22 @@ class _Handler(socketserver.BaseRequestHandler):
         sock.sendall(head + body)
         return True
 
-    def _forward(self, req: Request) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _forward(
+        self, req: Request
+    ) -> tuple[int, list[tuple[str, str]], bytes, list[tuple[str, str]]]:
+        """Status, headers to pass on, body and every upstream header of req's reply."""
         conn = http.client.HTTPConnection(*self.server.upstream, timeout=120)
         try:
             headers = {k: v for k, v in req.headers if k.lower() not in HOP_BY_HOP}
             conn.request(req.method, req.target, body=req.body or None, headers=headers)
             resp = conn.getresponse()
             body = resp.read()
-            kept = [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP]
-            return resp.status, kept, body
+            every = resp.getheaders()
+            kept = [(k, v) for k, v in every if k.lower() not in HOP_BY_HOP]
+            return resp.status, kept, body, every
         except (OSError, http.client.HTTPException):
-            return 502, [("Content-Type", "text/plain")], b"proxy: upstream unreachable\r\n"
+            text = [("Content-Type", "text/plain")]
+            return 502, text, b"proxy: upstream unreachable\r\n", text
         finally:
             conn.close()
 

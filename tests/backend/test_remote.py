@@ -4,7 +4,6 @@ import http.server
 import json
 import random
 import socket
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from tests.backend.content import File, build_content, read_range, upload
 from tests.support.corpus import corpus
 from tests.support.hfxet import upload_files
 from tests.support.server import arkfs_server
+from tests.support.threaded import serve_in_thread
 
 TOKENS = "reader read\nwriter write\n"
 SECRET = "s3cret-user-token"
@@ -256,15 +256,8 @@ def token_service(service: TokenService) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serve_in_thread(Handler) as url:
+        yield url
 
 
 def test_cas_token_from_the_token_route_renewed_once(server: tuple[str, Path], fresh: File) -> None:
@@ -321,17 +314,9 @@ def test_silent_and_failing_servers_are_unreachable() -> None:
         def do_GET(self) -> None:
             self.send_error(503, "down for maintenance")
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    async def fails(b: RemoteBackend) -> None:
+        with pytest.raises(Unreachable, match="HTTP 503"):
+            await b.list_archives()
 
-        async def fails(b: RemoteBackend) -> None:
-            with pytest.raises(Unreachable, match="HTTP 503"):
-                await b.list_archives()
-
-        run(f"http://127.0.0.1:{httpd.server_address[1]}", "t", fails, retries=2)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serve_in_thread(Failing) as url:
+        run(url, "t", fails, retries=2)

@@ -7,10 +7,11 @@ comparing hf_xet's bytes with ours, not a stand-in for the arkfs server.
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from tests.support.threaded import serve_in_thread
 
 
 @dataclass
@@ -66,12 +67,5 @@ def _handler(rec: Recording) -> type[http.server.BaseHTTPRequestHandler]:
 def recording_cas() -> Iterator[tuple[str, Recording]]:
     """Run the endpoint in a thread; yield its base URL and the recording."""
     rec = Recording()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(rec))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", rec
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serve_in_thread(_handler(rec)) as url:
+        yield url, rec

@@ -17,4 +17,4 @@ def serve_in_thread(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterat
     finally:
         httpd.shutdown()
         httpd.server_close()
-        thread.join()
+        thread.join(timeout=10)

@@ -1,9 +1,9 @@
 """Mirrors: two `arkfs serve` holding the same archive behind one [naans] entry. A copy
-survives one mirror dying under it; a mirror that flips bytes is caught, named and
+(`cp`) survives one mirror dying under it; a mirror that flips bytes is caught, named and
 avoided, and no wrong byte is read."""
 
+import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,21 +21,6 @@ ARK = "ark:12345/x6mirrored"
 BIG = "big.bin"
 BIG_SIZE = 300 * MIB
 PAUSE_AT = 64 * MIB
-
-# Copies src to dst a MiB at a time; at PAUSE_AT it creates READY and waits for GO.
-_COPY = """
-import os, sys, time
-src, dst, pause_at, ready, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-done = 0
-with open(src, "rb") as f, open(dst, "wb") as out:
-    while block := f.read(1 << 20):
-        out.write(block)
-        done += len(block)
-        if done == pause_at:
-            open(ready, "w").close()
-            while not os.path.exists(go):
-                time.sleep(0.01)
-"""
 
 
 @dataclass(frozen=True)
@@ -76,17 +61,17 @@ def test_a_copy_completes_from_the_other_mirror_when_one_dies(
 ) -> None:
     with arkfs_mount(tmp_path / "mnt", *mount_args(tmp_path, mirrors.a.url, mirrors.b.url)) as m:
         src, dst = m.path / ARK / BIG, tmp_path / "copy.bin"
-        ready, go = tmp_path / "ready", tmp_path / "go"
-        copier = subprocess.Popen(
-            [sys.executable, "-c", _COPY, str(src), str(dst), str(PAUSE_AT), str(ready), str(go)]
-        )
+        copier = subprocess.Popen(["cp", str(src), str(dst)])
         try:
+            # Freeze cp once it has copied PAUSE_AT, so the mirror dies mid-copy.
             deadline = time.monotonic() + 120
-            while not ready.exists():
+            while not (dst.exists() and dst.stat().st_size >= PAUSE_AT):
                 assert copier.poll() is None and time.monotonic() < deadline, "no progress"
-                time.sleep(0.01)
+                time.sleep(0.002)
+            copier.send_signal(signal.SIGSTOP)
+            assert dst.stat().st_size < BIG_SIZE
             mirrors.a.stop()  # one mirror dies in the middle of the copy
-            go.touch()
+            copier.send_signal(signal.SIGCONT)
             assert copier.wait(timeout=300) == 0
         finally:
             copier.kill()

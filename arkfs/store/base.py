@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from arkfs.archive.record import VersionInfo
-from arkfs.store.errors import NotFound, StoreCorrupt
+from arkfs.store.errors import NotFound, Rejected, StoreCorrupt
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
@@ -117,6 +117,11 @@ class Store(Protocol):
 
     def xorb_footer(self, h: bytes) -> XorbFooter:
         """The footer of stored xorb h, checked against its name."""
+        ...
+
+    def xorb_url(self, h: bytes, ttl: int) -> str | None:
+        """A URL valid for ttl seconds where readers fetch xorb h's bytes (with Range) straight
+        from the store, or None if the store has none (the server then signs its own)."""
         ...
 
     def put_shard(
@@ -224,6 +229,22 @@ def hash_problem(what: str, h: object) -> str | None:
     if isinstance(h, bytes) and len(h) == HASH_SIZE:
         return None
     return f"{what} is not a {HASH_SIZE}-byte hash: {h!r}"
+
+
+def hash_name(h: bytes, what: str) -> str:
+    """The hash string that names h; Rejected if h is not a hash."""
+    problem = hash_problem(f"{what} hash", h)
+    if problem:
+        raise Rejected(problem)
+    return hash_to_string(h)
+
+
+def no_version(ark: str, version: int | None, latest: int | None, place: str) -> str:
+    """Why version of ark (None: any) is not in place, whose latest version is latest."""
+    if latest is None:
+        return f"{ark} is not bound in {place}"
+    which = "its only version, 1" if latest == 1 else f"one of its versions 1 to {latest}"
+    return f"{ark} has no version {version} in {place}; ask for {which}"
 
 
 def footer_problem(footer_of: FooterOf, xorb: bytes) -> tuple[XorbFooter | None, str | None]:

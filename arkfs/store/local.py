@@ -46,7 +46,8 @@ from arkfs.store.base import (
     binding_problem,
     dedup_problem,
     file_problem,
-    hash_problem,
+    hash_name,
+    no_version,
     version_problems,
 )
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
@@ -130,14 +131,6 @@ def _sqlite_errors(index: Path) -> Iterator[None]:
         raise StoreError(f"index {index}: {exc}; retry, or check the disk and permissions") from exc
     except sqlite3.DatabaseError as exc:
         raise StoreCorrupt(f"index {index} is damaged ({exc}); restore it from a backup") from exc
-
-
-def _name(h: bytes, what: str) -> str:
-    """The hash string that names h; Rejected if h is not a hash."""
-    problem = hash_problem(f"{what} hash", h)
-    if problem:
-        raise Rejected(problem)
-    return hash_to_string(h)
 
 
 class LocalStore:
@@ -255,7 +248,7 @@ class LocalStore:
         ]
 
     def _xorb_path(self, h: bytes) -> Path:
-        name = _name(h, "xorb")
+        name = hash_name(h, "xorb")
         return self.root / XORBS / name[:2] / name
 
     # Xorbs
@@ -352,6 +345,10 @@ class LocalStore:
         self._keep_footer(h, footer)
         return footer
 
+    def xorb_url(self, h: bytes, ttl: int) -> str | None:
+        """None: a directory has no URLs; the server serves its xorbs itself."""
+        return None
+
     # Shards, files, dedup
 
     def put_shard(
@@ -366,7 +363,7 @@ class LocalStore:
         Every record must agree with the footers of stored xorbs (Rejected otherwise, and
         nothing is stored). The shard file is durable before the index rows commit.
         """
-        name = _name(shard_hash, "shard")
+        name = hash_name(shard_hash, "shard")
         with self._db() as db:
             if _has_shard(db, shard_hash):
                 return False
@@ -420,7 +417,7 @@ class LocalStore:
             ).fetchone()
             if row is None:
                 raise NotFound(
-                    f"file {_name(file_hash, 'file')} is not in the store: "
+                    f"file {hash_name(file_hash, 'file')} is not in the store: "
                     "upload the shard that registers it"
                 )
             terms = db.execute(
@@ -481,10 +478,7 @@ class LocalStore:
         return [VersionInfo(ark, *r) for r in rows]
 
     def _no_version(self, ark: str, version: int | None, latest: int | None) -> str:
-        if latest is None:
-            return f"{ark} is not bound in the store at {self.root}"
-        which = "its only version, 1" if latest == 1 else f"one of its versions 1 to {latest}"
-        return f"{ark} has no version {version} in the store at {self.root}; ask for {which}"
+        return no_version(ark, version, latest, f"the store at {self.root}")
 
     def list_bindings(self, prefix: str = "") -> list[str]:
         """The bound ARKs that start with prefix, sorted."""

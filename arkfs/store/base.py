@@ -9,9 +9,10 @@ list_versions answers with arkfs.archive.record.VersionInfo, the one record of a
 every layer shares.
 """
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from arkfs.archive.record import VersionInfo
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt
@@ -23,6 +24,7 @@ from arkfs.xet.trust import verify_terms
 from arkfs.xet.xorb import XorbFooter
 
 SHA256_SIZE = 32
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +171,12 @@ class Store(Protocol):
         """What the store holds."""
         ...
 
-    def check(self, repair: bool = False) -> list[str]:
-        """One line per damage found; repair removes leftovers of interrupted writes only."""
+    def check(self, repair: bool = False, sample: int | None = None) -> list[str]:
+        """One line per damage found; repair removes leftovers of interrupted writes only.
+
+        sample: hash the bytes of that many xorbs and shards chosen at random, not all;
+        every index row is followed either way.
+        """
         ...
 
     def close(self) -> None:
@@ -229,6 +235,13 @@ def hash_problem(what: str, h: object) -> str | None:
     if isinstance(h, bytes) and len(h) == HASH_SIZE:
         return None
     return f"{what} is not a {HASH_SIZE}-byte hash: {h!r}"
+
+
+def sampled(items: Sequence[_T], sample: int | None) -> Sequence[_T]:
+    """All items, or sample of them chosen at random (what `store check --sample` hashes)."""
+    if sample is None or sample >= len(items):
+        return items
+    return random.sample(list(items), sample)
 
 
 def hash_name(h: bytes, what: str) -> str:

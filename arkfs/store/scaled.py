@@ -19,11 +19,9 @@ bind takes a per-ARK advisory lock, so concurrent binders get distinct consecuti
 
 import hashlib
 import itertools
-import random
 import struct
 import threading
 from collections.abc import Sequence
-from typing import TypeVar
 
 from arkfs.archive.record import VersionInfo
 from arkfs.store.base import (
@@ -38,6 +36,7 @@ from arkfs.store.base import (
     file_problem,
     hash_name,
     no_version,
+    sampled,
     version_problems,
 )
 from arkfs.store.bucket import Bucket
@@ -55,7 +54,6 @@ from arkfs.xet.xorb import XorbFooter, parse_xorb
 XORBS, SHARDS = "xorbs", "shards"
 FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
 _U32 = struct.Struct("<I")
-_T = TypeVar("_T")
 
 _INFO_COLUMNS = "version, created, message, follows, files, bytes"  # VersionInfo after ark
 _BINDING_COLUMNS = "manifest, erc, created, version, message, follows, files, bytes"
@@ -428,7 +426,7 @@ class ScaledStore:
             except XetError as exc:
                 sound[h] = False
                 problems.append(f"xorb {name}: its indexed footer is damaged ({exc})")
-        for h, _size, _tail in _sampled(xorbs, sample):
+        for h, _size, _tail in sampled(xorbs, sample):
             if sound[h]:
                 problems += self._check_xorb_bytes(h, sound)
 
@@ -439,7 +437,7 @@ class ScaledStore:
                 raise StoreCorrupt("see above")
             return self.xorb_footer(h)
 
-        problems += self._check_shards(_sampled(shards, sample), footer_of)
+        problems += self._check_shards(sampled(shards, sample), footer_of)
         for fh in file_hashes:
             problem = file_problem(self.get_file(fh), footer_of)
             if problem:
@@ -504,10 +502,3 @@ class ScaledStore:
                 if _hash_of(n) is None
             ]
         return problems
-
-
-def _sampled(items: Sequence[_T], sample: int | None) -> Sequence[_T]:
-    """All items, or sample of them chosen at random."""
-    if sample is None or sample >= len(items):
-        return items
-    return random.sample(list(items), sample)

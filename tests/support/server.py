@@ -17,7 +17,7 @@ from tests.support.cli import ARKFS
 
 
 def _spawn(
-    store: Path, port: int, extra: tuple[str, ...], timeout: float
+    store: Path | str, port: int, extra: tuple[str, ...], timeout: float
 ) -> tuple[str, subprocess.Popen[str]]:
     """Start `arkfs serve --store STORE --port PORT EXTRA...`; its base URL and process."""
     proc = subprocess.Popen(
@@ -51,7 +51,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @contextmanager
 def arkfs_server(
-    store: Path, *extra: str, timeout: float = 30
+    store: Path | str, *extra: str, timeout: float = 30
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """Start `arkfs serve --store STORE --port 0 EXTRA...`; yield its base URL and process."""
     url, proc = _spawn(store, 0, extra, timeout)
@@ -73,7 +73,7 @@ class Server:
     --key-file in extra, its tokens and signed URLs outlive a restart). Use it as a context
     manager: whatever process runs at the end is stopped, even when a test fails."""
 
-    def __init__(self, store: Path, *extra: str) -> None:
+    def __init__(self, store: Path | str, *extra: str) -> None:
         self.store, self.extra = store, extra
         self.url = f"http://127.0.0.1:{free_port()}"
         self.proc: subprocess.Popen[str] | None = None

@@ -120,9 +120,11 @@ class SeaweedFS:
         return True
 
     def stop(self) -> None:
-        """Stop the server (its data stays for a restart)."""
+        """Kill the server, as a crash would (SIGTERM takes it 25 s); its data stays."""
         if self.proc is not None:
-            _kill(self.proc)
+            if self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
             self.proc = None
 
     def new_bucket(self) -> str:
@@ -198,16 +200,6 @@ class PostgreSQL:
         """Stop the cluster and delete its directory."""
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @dataclass(frozen=True)

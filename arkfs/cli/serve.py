@@ -77,8 +77,12 @@ def run(args: argparse.Namespace) -> int:
         auth = Authorizer.from_file(args.tokens, args.open_read, issuer)
     except TokensFileError as exc:
         raise BadInput(str(exc)) from None
+    # The clients' own lines are chatter (botocore INFO) or repeat, over several lines, what
+    # the one line of a failed open or a 503 says (psycopg_pool's reconnection warnings).
+    logging.getLogger("botocore").setLevel(logging.WARNING)
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    store = open_store(args, args.store)  # before logging: a failure is one line, not a log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    store = open_store(args, args.store)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

@@ -69,9 +69,15 @@ class Bucket:
         except ValueError as exc:
             raise StoreError(str(exc)) from None
         bucket = cls(name, prefix, endpoint, connections)
-        with bucket._errors("open the bucket"):
-            bucket._client.head_bucket(Bucket=name)
+        try:
+            with bucket._errors("open the bucket"):
+                bucket._client.head_bucket(Bucket=name)
+        except NotFound:  # HEAD replies have no body, so no NoSuchBucket code either
+            raise StoreError(bucket._no_bucket("open the bucket")) from None
         return bucket
+
+    def _no_bucket(self, what: str) -> str:
+        return f"{what}: there is no bucket {self.name}{self._at()}; create it, or check the s3:// location"
 
     def where(self) -> str:
         """The bucket, prefix and endpoint, for messages."""
@@ -91,10 +97,7 @@ class Bucket:
             if code == "InvalidRange":
                 raise OutOfRange(f"{key}: the range is not within the object") from None
             if code == "NoSuchBucket":
-                raise StoreError(
-                    f"{what}: there is no bucket {self.name}{self._at()}; create it, "
-                    "or check the s3:// location"
-                ) from None
+                raise StoreError(self._no_bucket(what)) from None
             raise StoreError(
                 f"{what}: {self.where()} answered {code or 'an error'} "
                 f"({error.get('Message', '')}); check the bucket's permissions and credentials"

@@ -19,7 +19,7 @@ from arkfs.store.errors import StoreCorrupt, StoreError
 
 SCHEMA_VERSION = 1
 CONNECT_TIMEOUT = 5  # seconds to connect to the database
-POOL_TIMEOUT = 10.0  # seconds a caller waits for a pooled connection
+POOL_TIMEOUT = 5.0  # seconds a caller waits for a pooled connection (then: 503)
 STATEMENT_TIMEOUT_MS = 30_000  # the longest statement the server lets run
 Row = tuple[Any, ...]  # a result row; callers convert each value to its type
 Cursor = psycopg.Cursor[Row]

@@ -102,6 +102,9 @@ class SeaweedFS:
                 f"-master.port={self.master}",
                 f"-volume.port={self.volume}",
                 f"-filer.port={self.filer}",
+                "-s3.port.iceberg=0",  # fixed ports otherwise (8181, 9101), which clash
+                "-s3.port.lance=0",
+                "-master.telemetry=false",
                 "-master.volumeSizeLimitMB=256",
                 "-volume.max=64",
             ],

@@ -77,7 +77,10 @@ class Bucket:
         return bucket
 
     def _no_bucket(self, what: str) -> str:
-        return f"{what}: there is no bucket {self.name}{self._at()}; create it, or check the s3:// location"
+        return (
+            f"{what}: there is no bucket {self.name}{self._at()}; create it, "
+            "or check the s3:// location"
+        )
 
     def where(self) -> str:
         """The bucket, prefix and endpoint, for messages."""

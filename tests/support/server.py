@@ -14,14 +14,20 @@ import msgpack
 
 from arkfs.archive.manifest import Manifest
 from tests.support.cli import ARKFS
+from tests.support.services import place_for, scaled_instead
 
 
 def _spawn(
     store: Path | str, port: int, extra: tuple[str, ...], timeout: float
 ) -> tuple[str, subprocess.Popen[str]]:
-    """Start `arkfs serve --store STORE --port PORT EXTRA...`; its base URL and process."""
+    """Start `arkfs serve --store STORE --port PORT EXTRA...`; its base URL and process.
+
+    With ARKFS_TEST_STORE=s3, a store directory is replaced by a bucket and database."""
+    where: tuple[str, ...] = ("--store", str(store))
+    if scaled_instead() and not str(store).startswith("s3://"):
+        where = place_for(store).serve_args()
     proc = subprocess.Popen(
-        [ARKFS, "serve", "--store", str(store), "--port", str(port), *extra],
+        [ARKFS, "serve", *where, "--port", str(port), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

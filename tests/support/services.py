@@ -1,6 +1,7 @@
 """Real SeaweedFS (S3) and PostgreSQL servers on 127.0.0.1, on free ports under temp dirs,
 stopped and removed even when a test fails; fresh buckets and databases for each test."""
 
+import atexit
 import contextlib
 import os
 import pwd
@@ -78,6 +79,7 @@ class SeaweedFS:
         self.s3_port, self.master, self.volume, self.filer = _free_ports(4, grpc=True)
         self.endpoint = f"http://127.0.0.1:{self.s3_port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self._bucket: str | None = None
         self.client = boto3.client(
             "s3",
             endpoint_url=self.endpoint,
@@ -130,13 +132,18 @@ class SeaweedFS:
             self.proc.wait()
             self.proc = None
 
-    def new_bucket(self) -> str:
-        """A new empty bucket; its name."""
+    def bucket(self) -> str:
+        """The one bucket of this server's tests, created on first use: each test takes a
+        key prefix of its own (SeaweedFS gives every bucket volumes of its own, and runs
+        out of them after a few dozen buckets)."""
+        if self._bucket is not None:
+            return self._bucket
         name = f"t-{uuid.uuid4().hex[:16]}"
         self.client.create_bucket(Bucket=name)
         # SeaweedFS creates a bucket's volumes on its first write: make that write here.
         self.client.put_object(Bucket=name, Key="warm-up", Body=b"")
         self.client.delete_object(Bucket=name, Key="warm-up")
+        self._bucket = name
         return name
 
     def objects(self, bucket: str, prefix: str = "") -> dict[str, int]:
@@ -218,9 +225,10 @@ class ScaledPlace:
         return ("--store", self.location, "--s3-endpoint", self.endpoint, "--index", self.index)
 
 
-def new_place(weed: SeaweedFS, pg: PostgreSQL, prefix: str = "arkfs") -> ScaledPlace:
-    """A new empty bucket (objects under prefix) and database."""
-    return ScaledPlace(f"s3://{weed.new_bucket()}/{prefix}", weed.endpoint, pg.new_database())
+def new_place(weed: SeaweedFS, pg: PostgreSQL) -> ScaledPlace:
+    """A new empty key prefix in the tests' bucket, and a new database."""
+    prefix = f"p-{uuid.uuid4().hex[:12]}"
+    return ScaledPlace(f"s3://{weed.bucket()}/{prefix}", weed.endpoint, pg.new_database())
 
 
 @contextmanager
@@ -230,4 +238,42 @@ def running(server: "SeaweedFS | PostgreSQL") -> Iterator["SeaweedFS | PostgreSQ
         server.start()
         yield server
     finally:
+        server.remove()
+
+
+# ARKFS_TEST_STORE=s3: every `arkfs serve` the tests start (tests/support/server.py) runs
+# on a bucket and database instead of its store directory, so that suites written for the
+# directory store run unchanged against the scaled one (tests/scale/test_unchanged.py).
+TEST_STORE_VARIABLE = "ARKFS_TEST_STORE"
+_shared: list[SeaweedFS | PostgreSQL] = []
+_places: dict[str, ScaledPlace] = {}
+
+
+def scaled_instead() -> bool:
+    """Do the tests run their servers on the scaled store?"""
+    return os.environ.get(TEST_STORE_VARIABLE) == "s3"
+
+
+def place_for(store: Path | str) -> ScaledPlace:
+    """The bucket and database standing in for a store directory: the same for the same
+    directory (a restarted server finds what it stored); servers started on first use."""
+    if not _shared:
+        weed, pg = SeaweedFS(), PostgreSQL()
+        _shared.extend((weed, pg))
+        atexit.register(_remove_shared)
+        weed.start()
+        pg.start()
+    weed, pg = _shared
+    assert isinstance(weed, SeaweedFS) and isinstance(pg, PostgreSQL)
+    key = str(Path(store).resolve())
+    if key not in _places:
+        _places[key] = new_place(weed, pg)
+        if log := os.environ.get(f"{TEST_STORE_VARIABLE}_LOG"):  # which tests went there
+            with open(log, "a") as f:
+                f.write(f"{key} {_places[key].location}\n")
+    return _places[key]
+
+
+def _remove_shared() -> None:
+    for server in _shared:
         server.remove()

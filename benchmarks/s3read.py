@@ -32,7 +32,6 @@ def s3_server(archive: Archive, local: Path) -> Iterator[Server]:
     with ExitStack() as stack:
         weed = stack.enter_context(running(SeaweedFS()))
         pg = stack.enter_context(running(PostgreSQL()))
-        assert isinstance(weed, SeaweedFS) and isinstance(pg, PostgreSQL)
         place = new_place(weed, pg)
         tree = archive.scratch / "s3-tree"
         shutil.rmtree(tree, ignore_errors=True)

@@ -20,7 +20,6 @@ bind takes a per-ARK advisory lock, so concurrent binders get distinct consecuti
 import hashlib
 import itertools
 import struct
-import threading
 from collections.abc import Sequence
 
 from arkfs.archive.record import VersionInfo
@@ -29,30 +28,31 @@ from arkfs.store.base import (
     ChunkLocation,
     DedupEntry,
     FileRecord,
+    FooterCache,
     FooterOf,
     StoreStats,
     binding_problem,
-    dedup_problem,
-    file_problem,
+    checked_footers,
     hash_name,
+    no_file,
     no_version,
+    records_problem,
+    row_problems,
     sampled,
+    stored_footer,
     version_problems,
 )
 from arkfs.store.bucket import Bucket
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.postgres import Cursor, Index
-from arkfs.store.shards import shard_problem
-from arkfs.util.lru import LRU
+from arkfs.store.shards import stored_shard_problem
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.shard import parse_shard
 from arkfs.xet.trust import named_footer
 from arkfs.xet.xorb import XorbFooter, parse_xorb
 
 XORBS, SHARDS = "xorbs", "shards"
-FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
 _U32 = struct.Struct("<I")
 
 _INFO_COLUMNS = "version, created, message, follows, files, bytes"  # VersionInfo after ark
@@ -81,8 +81,7 @@ class ScaledStore:
         """Use ScaledStore.open."""
         self.bucket, self.index = bucket, index
         self.place = f"the store {bucket.where()} indexed in {index.where}"
-        self._footers: LRU[bytes, XorbFooter] = LRU(FOOTER_CACHE_CHUNKS, keep_one=True)
-        self._footers_lock = threading.Lock()
+        self._footers = FooterCache()
 
     @classmethod
     def open(
@@ -126,13 +125,7 @@ class ScaledStore:
         key = self._xorb_key(h)
         if self._xorb_row(h) is not None:
             return False
-        try:
-            footer = named_footer(stored, len(stored), h)
-        except XetError as exc:
-            raise Rejected(
-                f"xorb {hash_to_string(h)} not stored: {exc}; send the whole stored form "
-                "(chunk region and footer) under its own hash"
-            ) from None
+        footer = stored_footer(h, stored)
         if self.bucket.size(key) != len(stored):
             self.bucket.put(key, stored)
         with self.index.transaction("index a xorb") as cur:
@@ -141,7 +134,7 @@ class ScaledStore:
                 (h, len(stored), _footer_tail(stored)),
             )
             inserted = cur.rowcount == 1
-        self._keep_footer(h, footer)
+        self._footers.put(h, footer)
         return inserted
 
     def _size(self, h: bytes) -> int:
@@ -176,14 +169,9 @@ class ScaledStore:
             )
         return data
 
-    def _keep_footer(self, h: bytes, footer: XorbFooter) -> None:
-        with self._footers_lock:
-            self._footers.put(h, footer, footer.num_chunks)
-
     def xorb_footer(self, h: bytes) -> XorbFooter:
         """The footer of stored xorb h, from the index, checked against its name."""
-        with self._footers_lock:
-            footer = self._footers.get(h)
+        footer = self._footers.get(h)
         if footer is not None:
             return footer
         row = self._xorb_row(h)
@@ -197,7 +185,7 @@ class ScaledStore:
                 f"xorb {hash_to_string(h)}: its indexed footer is damaged: {exc}; "
                 "run `arkfs store check`"
             ) from None
-        self._keep_footer(h, footer)
+        self._footers.put(h, footer)
         return footer
 
     def xorb_url(self, h: bytes, ttl: int) -> str | None:
@@ -227,14 +215,9 @@ class ScaledStore:
         name = hash_name(shard_hash, "shard")
         if self._has_shard(shard_hash):
             return False
-        for i, record in enumerate(files):
-            problem = file_problem(record, self.xorb_footer)
-            if problem:
-                raise Rejected(f"shard {name} not stored: file {i}: {problem}")
-        for i, entry in enumerate(dedup):
-            problem = dedup_problem(entry, self.xorb_footer)
-            if problem:
-                raise Rejected(f"shard {name} not stored: dedup entry {i}: {problem}")
+        problem = records_problem(files, dedup, self.xorb_footer)
+        if problem:
+            raise Rejected(f"shard {name} not stored: {problem}")
         key = self.bucket.key(SHARDS, name)
         if self.bucket.size(key) != len(data):
             self.bucket.put(key, data)
@@ -280,10 +263,7 @@ class ScaledStore:
             cur.execute("SELECT size, sha256 FROM files WHERE hash = %s", (file_hash,))
             row = cur.fetchone()
             if row is None:
-                raise NotFound(
-                    f"file {hash_name(file_hash, 'file')} is not in the store: "
-                    "upload the shard that registers it"
-                )
+                raise no_file(file_hash)
             cur.execute(
                 "SELECT xorb, chunk_start, chunk_end, unpacked_length FROM terms "
                 "WHERE file = %s ORDER BY seq",
@@ -429,24 +409,10 @@ class ScaledStore:
         for h, _size, _tail in sampled(xorbs, sample):
             if sound[h]:
                 problems += self._check_xorb_bytes(h, sound)
-
-        def footer_of(h: bytes) -> XorbFooter:
-            if h not in sound:
-                raise NotFound("not stored")
-            if not sound[h]:
-                raise StoreCorrupt("see above")
-            return self.xorb_footer(h)
-
+        footer_of = checked_footers(sound, self.xorb_footer)
         problems += self._check_shards(sampled(shards, sample), footer_of)
-        for fh in file_hashes:
-            problem = file_problem(self.get_file(fh), footer_of)
-            if problem:
-                problems.append(f"file {hash_to_string(fh)}: {problem}")
-        for entry in dedup:
-            problem = dedup_problem(entry, footer_of)
-            if problem:
-                problems.append(f"dedup chunk {hash_to_string(entry.chunk_hash)}: {problem}")
-        return problems
+        records = (self.get_file(fh) for fh in file_hashes)
+        return problems + row_problems(records, dedup, footer_of)
 
     def _check_xorb_bytes(self, h: bytes, sound: dict[bytes, bool]) -> list[str]:
         name = hash_to_string(h)
@@ -486,15 +452,9 @@ class ScaledStore:
             if len(data) != size or hashlib.sha256(data).digest() != digest:
                 problems.append(f"shard {name} is damaged: the bucket holds other bytes")
                 continue
-            try:
-                problem = shard_problem(self, parse_shard(data), footer_of)
-            except XetError as exc:
-                problem = str(exc)
+            problem = stored_shard_problem(self, name, data, footer_of)
             if problem:
-                problems.append(
-                    f"shard {name} disagrees with its xorbs: {problem}; the files it "
-                    "registers may be wrong: restore the store from a backup"
-                )
+                problems.append(problem)
         for kind in (XORBS, SHARDS):
             problems += [
                 f"unexpected object {self.bucket.key(kind, n)} in the bucket; move it elsewhere"

@@ -15,7 +15,7 @@ from tests.support.cli import run_arkfs
 from tests.support.hfxet import upload_files
 from tests.support.mount import arkfs_mount, pread_in_child
 from tests.support.server import Server, free_port
-from tests.support.services import PostgreSQL, SeaweedFS, new_place, running
+from tests.support.services import PostgreSQL, ScaledPlace, SeaweedFS, new_place, running
 
 pytestmark = pytest.mark.slow
 BACK_WITHIN = 60.0  # seconds from a restart until requests succeed again
@@ -66,22 +66,25 @@ def test_serve_says_in_one_line_what_it_cannot_reach(
 def own_postgresql() -> Iterator[PostgreSQL]:
     """A PostgreSQL of this test alone, to stop and start."""
     with running(PostgreSQL()) as pg:
-        assert isinstance(pg, PostgreSQL)
         yield pg
+
+
+def serve_options(place: ScaledPlace, tmp_path: Path) -> tuple[str, ...]:
+    """The options of an open-read server on place that takes writes from `writer`."""
+    (tmp_path / "tokens").write_text("writer write\n")
+    return (*place.serve_args()[2:], "--open-read", "--tokens", str(tmp_path / "tokens"))
 
 
 def test_database_down_is_503_with_retry_after_then_recovers(
     seaweedfs: SeaweedFS, own_postgresql: PostgreSQL, tmp_path: Path
 ) -> None:
     place = new_place(seaweedfs, own_postgresql)
-    (tmp_path / "tokens").write_text("writer write\n")
     data = tmp_path / "data.bin"
     data.write_bytes(random.Random(1).randbytes(100_000))
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "f.txt").write_text("kept\n")
-    extra = (*place.serve_args()[2:], "--open-read", "--tokens", str(tmp_path / "tokens"))
-    with Server(place.location, *extra) as server:
+    with Server(place.location, *serve_options(place, tmp_path)) as server:
         (meta,) = upload_files(server.url, [data], token="writer")
         publish(tree, ARK, "--server", server.url, "--token", "writer")
         cas = f"{server.url}/v2/reconstructions/{meta.hash}"
@@ -105,7 +108,6 @@ def test_database_down_is_503_with_retry_after_then_recovers(
 def own_seaweedfs() -> Iterator[SeaweedFS]:
     """A SeaweedFS of this test alone, to stop and start."""
     with running(SeaweedFS()) as weed:
-        assert isinstance(weed, SeaweedFS)
         yield weed
 
 
@@ -113,13 +115,11 @@ def test_bucket_down_mid_read_is_eio_then_recovers(
     own_seaweedfs: SeaweedFS, postgresql: PostgreSQL, tmp_path: Path
 ) -> None:
     place = new_place(own_seaweedfs, postgresql)
-    (tmp_path / "tokens").write_text("writer write\n")
     tree = tmp_path / "tree"
     tree.mkdir()
     content = random.Random(2).randbytes(24 * MIB)
     (tree / "big.bin").write_bytes(content)
-    extra = (*place.serve_args()[2:], "--open-read", "--tokens", str(tmp_path / "tokens"))
-    with Server(place.location, *extra) as server:
+    with Server(place.location, *serve_options(place, tmp_path)) as server:
         publish(tree, ARK, "--server", server.url, "--token", "writer")
         args = ("--server", server.url, "--cache-dir", str(tmp_path / "cache"))
         with arkfs_mount(tmp_path / "mnt", *args) as m:

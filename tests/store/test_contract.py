@@ -20,8 +20,7 @@ from arkfs.store.scaled import ScaledStore
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string
 from arkfs.xet.xorb import SerializedXorb, parse_xorb
 from tests.store.damage import flip_xorb_byte, remove_xorb
-from tests.store.factory import file_of, first_chunks, random_xorb, shard_blob
-from tests.store.test_local import _bad_records
+from tests.store.factory import bad_records, file_of, first_chunks, random_xorb, shard_blob
 from tests.support.services import ScaledPlace
 
 ARK = "ark:12345/x6np1wh8k"
@@ -73,10 +72,13 @@ def test_xorb_round_trip_ranges_and_idempotence(store: Store, rng: random.Random
     assert store.read_xorb(x.hash, 0, len(x.data)) == x.data
     lo, hi = x.footer.packed_range(2, 4)
     assert store.read_xorb(x.hash, lo, hi) == x.data[lo:hi]
+    assert store.read_xorb(x.hash, 7, 7) == b""
     assert store.xorb_footer(x.hash) == x.footer
     size = len(x.data)
-    for start, end in [(-1, 4), (0, size + 1), (9, 8)]:
-        with pytest.raises(OutOfRange, match=rf"{start}\.\.{end} are not within xorb"):
+    for start, end in [(-1, 4), (0, size + 1), (9, 8), (size + 1, size + 1)]:
+        with pytest.raises(
+            OutOfRange, match=rf"{start}\.\.{end} are not within xorb \w+ \({size} bytes\)"
+        ):
             store.read_xorb(x.hash, start, end)
     assert store.stats().xorbs == 1
     assert store.stats().xorb_bytes == size
@@ -130,7 +132,7 @@ def test_put_shard_rejects_bad_records_and_changes_nothing(
     for x in xs:
         store.put_xorb(x.hash, x.data)
     before = state(store)
-    for files, dedup, message in _bad_records(xs, random_xorb(rng)):
+    for files, dedup, message in bad_records(xs, random_xorb(rng)):
         shard_hash, data = shard_blob(rng)
         with pytest.raises(Rejected, match=message):
             store.put_shard(shard_hash, data, files, dedup)

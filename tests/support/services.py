@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import boto3
 import botocore.config
@@ -231,8 +232,11 @@ def new_place(weed: SeaweedFS, pg: PostgreSQL) -> ScaledPlace:
     return ScaledPlace(f"s3://{weed.bucket()}/{prefix}", weed.endpoint, pg.new_database())
 
 
+_S = TypeVar("_S", SeaweedFS, PostgreSQL)
+
+
 @contextmanager
-def running(server: "SeaweedFS | PostgreSQL") -> Iterator["SeaweedFS | PostgreSQL"]:
+def running(server: _S) -> Iterator[_S]:
     """A started server, stopped and removed at the end, even on failure."""
     try:
         server.start()

@@ -23,7 +23,12 @@ import boto3
 import botocore.config
 import psycopg
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+# Debian's postgresql package: the newest installed major version (15 on Debian 12).
+PG_BIN = max(
+    Path("/usr/lib/postgresql").glob("*/bin"),
+    key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    default=Path("/usr/lib/postgresql/15/bin"),  # missing: `make install` installs it
+)
 WEED = Path(sys.executable).parent / "weed"
 PG_USER = "arkfs"
 START_TIMEOUT = 60.0  # seconds a server may take to answer

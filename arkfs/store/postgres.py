@@ -76,6 +76,40 @@ _SCHEMA = (
 )
 
 
+# Store.stats() counts, kept in the index as they change: each insert statement adds what it
+# inserted (its transition table), in its own transaction, so a count never walks a table.
+COUNTERS = ("xorbs", "xorb_bytes", "shards", "shard_bytes", "files", "dedup", "arks", "versions")
+_COUNTED = {  # table: (counter, what each inserted row adds) pairs
+    "xorbs": (("xorbs", "1"), ("xorb_bytes", "size")),
+    "shards": (("shards", "1"), ("shard_bytes", "size")),
+    "files": (("files", "1"),),
+    "dedup": (("dedup", "1"),),
+    "versions": (("versions", "1"), ("arks", "CASE WHEN version = 1 THEN 1 ELSE 0 END")),
+}
+
+
+def _counter_statements() -> list[str]:
+    """The counters table, and a statement-level trigger on each counted table."""
+    statements = [
+        "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+        "INSERT INTO counters SELECT unnest(%s::text[]), 0 ON CONFLICT DO NOTHING",
+    ]
+    for table, counts in _COUNTED.items():
+        updates = " ".join(
+            f"UPDATE counters SET value = value + (SELECT coalesce(sum({expr}), 0) "
+            f"FROM inserted) WHERE name = '{name}';"
+            for name, expr in counts
+        )
+        statements += [
+            f"""CREATE OR REPLACE FUNCTION count_{table}() RETURNS trigger LANGUAGE plpgsql
+            AS $$ BEGIN {updates} RETURN NULL; END $$""",
+            f"""CREATE OR REPLACE TRIGGER count_{table} AFTER INSERT ON {table}
+            REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT
+            EXECUTE FUNCTION count_{table}()""",
+        ]
+    return statements
+
+
 def describe(dsn: str) -> str:
     """A database URL without its password, for messages."""
     try:
@@ -163,6 +197,8 @@ class Index:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             for statement in _SCHEMA:
                 cur.execute(statement)
+            for statement in _counter_statements():
+                cur.execute(statement, (list(COUNTERS),) if "%s" in statement else None)
             cur.execute("SELECT version FROM schema_version")
             row = cur.fetchone()
             if row is None:

@@ -44,7 +44,7 @@ from arkfs.store.base import (
 )
 from arkfs.store.bucket import Bucket
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
-from arkfs.store.postgres import Cursor, Index
+from arkfs.store.postgres import COUNTERS, Cursor, Index
 from arkfs.store.shards import stored_shard_problem
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
@@ -357,8 +357,18 @@ class ScaledStore:
     # Whole store
 
     def stats(self) -> StoreStats:
-        """What the store holds, counted in the index (never by listing the bucket)."""
-        with self.index.transaction("count what is stored") as cur:
+        """What the store holds, from the counters the index keeps as rows are inserted."""
+        counts = self._counters()
+        return StoreStats(*(counts[name] for name in COUNTERS))
+
+    def _counters(self) -> dict[str, int]:
+        with self.index.transaction("read the counters") as cur:
+            cur.execute("SELECT name, value FROM counters")
+            return {str(name): int(value) for name, value in cur.fetchall()}
+
+    def _counter_problems(self) -> list[str]:
+        """Where a kept counter disagrees with the rows it counts."""
+        with self.index.transaction("count the rows") as cur:
             cur.execute(
                 "SELECT (SELECT count(*) FROM xorbs), (SELECT coalesce(sum(size), 0) FROM xorbs),"
                 " (SELECT count(*) FROM shards), (SELECT coalesce(sum(size), 0) FROM shards),"
@@ -367,7 +377,13 @@ class ScaledStore:
             )
             row = cur.fetchone()
         assert row is not None
-        return StoreStats(*(int(v) for v in row))
+        kept = self._counters()
+        return [
+            f"counter {name} of the index is {kept[name]}, its rows count {int(actual)}; "
+            "restore the index from a backup"
+            for name, actual in zip(COUNTERS, row, strict=True)
+            if kept[name] != int(actual)
+        ]
 
     def check(self, repair: bool = False, sample: int | None = None) -> list[str]:
         """One line per damage found. Every index row is followed; the bytes of every xorb and
@@ -377,7 +393,7 @@ class ScaledStore:
         upload leaves, and a retry reuses it; other damage needs a backup or a re-upload.
         """
         del repair
-        problems = self._check_versions()
+        problems = self._check_versions() + self._counter_problems()
         with self.index.transaction("read the index for a check") as cur:
             cur.execute("SELECT hash, size, footer FROM xorbs ORDER BY hash")
             xorbs = [(bytes(h), int(s), bytes(f)) for h, s, f in cur.fetchall()]

@@ -2,6 +2,7 @@
 
 import random
 
+import psycopg
 import pytest
 
 from arkfs.store.scaled import ScaledStore
@@ -33,3 +34,17 @@ def test_store_check_in_full_by_sampling_and_on_damage(
     assert done.returncode == 1
     assert "is damaged (chunk 0: hash mismatch" in done.stdout, done.stdout
     assert "3 xorbs, 1 shards, 1 files, 0 ARKs: 3 problems" in done.stdout
+
+
+def test_check_finds_a_counter_that_disagrees_with_its_rows(
+    scaled_store: ScaledStore, scaled_place: ScaledPlace
+) -> None:
+    x = random_xorb(random.Random(9))
+    scaled_store.put_xorb(x.hash, x.data)
+    assert scaled_store.stats().xorb_bytes == len(x.data)
+    assert scaled_store.check() == []
+    with psycopg.connect(scaled_place.index, autocommit=True) as conn:
+        conn.execute("UPDATE counters SET value = value + 5 WHERE name = 'files'")
+    assert scaled_store.stats().files == 5
+    (problem,) = scaled_store.check()
+    assert problem.startswith("counter files of the index is 5, its rows count 0")

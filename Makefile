@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config attr fio curl
+SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config attr fio curl postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 TEST_ARGS ?=
@@ -23,7 +23,7 @@ system-packages:
 $(STAMP): pyproject.toml arkfs/xet/_gearcut.c | system-packages
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev]'
+	$(PY) -m pip install -q -e '.[s3,test,dev]'
 	@touch $@
 
 lint: install

@@ -244,10 +244,10 @@ class Server:
 
 
 @contextmanager
-def arkfs_server(store: Path, tokens: Path) -> Iterator[Server]:
-    """`arkfs serve` on a free port of 127.0.0.1 for the duration."""
+def arkfs_server(store: Path | str, tokens: Path, *extra: str) -> Iterator[Server]:
+    """`arkfs serve --store STORE EXTRA...` on a free port of 127.0.0.1 for the duration."""
     proc = subprocess.Popen(
-        [ARKFS, "serve", "--store", str(store), "--port", "0", "--tokens", str(tokens)],
+        [ARKFS, "serve", "--store", str(store), "--port", "0", "--tokens", str(tokens), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

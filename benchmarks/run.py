@@ -32,6 +32,7 @@ from benchmarks.mountbench import (
 )
 from benchmarks.publish import bench_publish
 from benchmarks.report import print_table, write_chart, write_json, write_markdown
+from benchmarks.s3read import bench_s3_cold
 
 MountBench = Callable[[Archive], list[Figure]]
 MOUNT_BENCHES: dict[str, MountBench] = {
@@ -43,6 +44,7 @@ MOUNT_BENCHES: dict[str, MountBench] = {
     "fio random reads": lambda a: bench_fio(a, a.corpora.random),
     "first byte and read amplification": lambda a: bench_latency(a, a.corpora.random),
     "metadata": bench_metadata,
+    "cold sequential read, S3 store": lambda a: bench_s3_cold(a, a.corpora.random),
 }
 
 

@@ -13,3 +13,7 @@ os.environ["HF_XET_TELEMETRY_ENABLED"] = "false"
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_HF_HOME, ignore_errors=True)
+
+
+# The real S3 and PostgreSQL servers, for every test that asks for them.
+pytest_plugins = ["tests.support.scale_fixtures"]

@@ -13,9 +13,10 @@ from arkfs.backend.base import BackendError
 from arkfs.cli import ark, mount, publish, resolve, serve, store, versions, xet
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
 from arkfs.publish.publisher import PublishError
+from arkfs.store.errors import StoreError
 
 COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve)
-FAILURES = (BackendError, PublishError, OSError)  # not the user's input: exit 1, with why
+FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: exit 1, with why
 
 
 def build_parser() -> argparse.ArgumentParser:

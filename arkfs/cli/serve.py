@@ -8,11 +8,11 @@ from pathlib import Path
 import trio
 
 from arkfs.cli.common import BadInput
+from arkfs.cli.stores import add_store_options, open_store, workers
 from arkfs.server.app import run_server
 from arkfs.server.auth import Authorizer, TokensFileError
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import DEFAULT_TTL, TokenIssuer, derive_key
-from arkfs.store.local import LocalStore
 
 MIN_KEY_BYTES = 32
 
@@ -28,9 +28,18 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "GET /v1/stats for what the CAS has served since it started (JSON counters). "
         "Reads need a read token unless --open-read; writes always need a write token.",
         epilog="Example: arkfs serve --store ~/arkstore --port 8080 --open-read "
-        "--tokens tokens.txt   (tokens.txt: one `TOKEN read|write` per line)",
+        "--tokens tokens.txt   (tokens.txt: one `TOKEN read|write` per line). Scaled out: "
+        "arkfs serve --store s3://archive/arkfs --s3-endpoint https://s3.example.org "
+        "--index postgresql://arkfs@db/arkfs --key-file key, on as many hosts as needed; "
+        "readers then fetch xorb bytes from the bucket through pre-signed URLs.",
     )
-    p.add_argument("--store", type=Path, required=True, help="store directory (created if missing)")
+    p.add_argument(
+        "--store",
+        required=True,
+        metavar="DIR|s3://BUCKET[/PREFIX]",
+        help="store directory (created if missing), or a bucket with --index",
+    )
+    add_store_options(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
     p.add_argument("--open-read", action="store_true", help="let anyone read without a token")
@@ -68,15 +77,24 @@ def run(args: argparse.Namespace) -> int:
         auth = Authorizer.from_file(args.tokens, args.open_read, issuer)
     except TokensFileError as exc:
         raise BadInput(str(exc)) from None
+    # The clients' own lines are chatter (botocore INFO) or repeat, over several lines, what
+    # the one line of a failed open or a 503 says (psycopg_pool's reconnection warnings).
+    logging.getLogger("botocore").setLevel(logging.WARNING)
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    store = open_store(args, args.store)  # before logging: a failure is one line, not a log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    store = LocalStore.open(args.store)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(run_server, store, auth, args.host, args.port, signer)
+            binds = await nursery.start(
+                run_server, store, auth, args.host, args.port, signer, workers(args.store)
+            )
             print(f"arkfs: serving {args.store} on {binds[0]}", flush=True)
 
-    trio.run(main)
+    try:
+        trio.run(main)
+    finally:
+        store.close()
     return 0
 
 

@@ -151,12 +151,15 @@ def token_routes(auth: Authorizer) -> list[Route]:
     return [Route("/v1/token", token), Route("/v1/token/{scope}", token)]
 
 
-def build_app(store: Store, auth: Authorizer, signer: UrlSigner | None = None) -> Starlette:
-    """The whole service: CAS API, token route and NMA over store, with auth and signed URLs."""
+def build_app(
+    store: Store, auth: Authorizer, signer: UrlSigner | None = None, workers: int = 4
+) -> Starlette:
+    """The whole service: CAS API, token route and NMA over store, with auth and signed URLs;
+    each face runs up to workers blocking store calls at once, in its own worker threads."""
     signer = signer or UrlSigner()
     service = ArchiveService(store, derive_key(signer.key, "dedup"), "on this server")
-    cas = CasService(service, auth, trio.CapacityLimiter(4), signer)
-    nma = NmaService(service, auth, trio.CapacityLimiter(4))
+    cas = CasService(service, auth, trio.CapacityLimiter(workers), signer)
+    nma = NmaService(service, auth, trio.CapacityLimiter(workers))
     return Starlette(
         routes=[*cas.routes(), *token_routes(auth), *nma.routes()],
         middleware=[Middleware(ErrorReplies)],
@@ -191,10 +194,11 @@ async def run_server(
     host: str,
     port: int,
     signer: UrlSigner | None = None,
+    workers: int = 4,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; report the base URL through task_status once listening."""
-    app = build_app(store, auth, signer)
+    app = build_app(store, auth, signer, workers)
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None  # request lines can carry signed URLs; never log tokens

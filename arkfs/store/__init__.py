@@ -1,7 +1,9 @@
-"""The embedded store: xorbs, shards, file reconstructions, dedup chunks and ARK bindings.
+"""The stores: xorbs, shards, file reconstructions, dedup chunks and ARK bindings.
 
 - errors: StoreError and its kinds (NotFound, Rejected, OutOfRange, StoreCorrupt).
 - atomic: crash-safe file writes and the removal of their leftovers.
 - base: the Store interface, its records, and the consistency rules every backend applies.
 - local: LocalStore, a directory of xorb and shard files with a SQLite index.
+- scaled: ScaledStore, xorbs and shards in an S3 bucket (bucket), the index in PostgreSQL
+  (postgres).
 """

@@ -9,20 +9,25 @@ list_versions answers with arkfs.archive.record.VersionInfo, the one record of a
 every layer shares.
 """
 
-from collections.abc import Callable, Sequence
+import random
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from arkfs.archive.record import VersionInfo
-from arkfs.store.errors import NotFound, StoreCorrupt
+from arkfs.store.errors import NotFound, Rejected, StoreCorrupt
+from arkfs.util.lru import LRU
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.trust import verify_terms
+from arkfs.xet.trust import named_footer, verify_terms
 from arkfs.xet.xorb import XorbFooter
 
 SHA256_SIZE = 32
+FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,11 @@ class Store(Protocol):
         """The footer of stored xorb h, checked against its name."""
         ...
 
+    def xorb_url(self, h: bytes, ttl: int) -> str | None:
+        """A URL valid for ttl seconds where readers fetch xorb h's bytes (with Range) straight
+        from the store, or None if the store has none (the server then signs its own)."""
+        ...
+
     def put_shard(
         self,
         shard_hash: bytes,
@@ -164,8 +174,12 @@ class Store(Protocol):
         """What the store holds."""
         ...
 
-    def check(self, repair: bool = False) -> list[str]:
-        """One line per damage found; repair removes leftovers of interrupted writes only."""
+    def check(self, repair: bool = False, sample: int | None = None) -> list[str]:
+        """One line per damage found; repair removes leftovers of interrupted writes only.
+
+        sample: hash the bytes of that many xorbs and shards chosen at random, not all;
+        every index row is followed either way.
+        """
         ...
 
     def close(self) -> None:
@@ -226,6 +240,49 @@ def hash_problem(what: str, h: object) -> str | None:
     return f"{what} is not a {HASH_SIZE}-byte hash: {h!r}"
 
 
+def sampled(items: Sequence[_T], sample: int | None) -> Sequence[_T]:
+    """All items, or sample of them chosen at random (what `store check --sample` hashes)."""
+    if sample is None or sample >= len(items):
+        return items
+    return random.sample(list(items), sample)
+
+
+def hash_name(h: bytes, what: str) -> str:
+    """The hash string that names h; Rejected if h is not a hash."""
+    problem = hash_problem(f"{what} hash", h)
+    if problem:
+        raise Rejected(problem)
+    return hash_to_string(h)
+
+
+def stored_footer(h: bytes, stored: bytes) -> XorbFooter:
+    """The footer of xorb h in its stored form (chunk region and footer), checked against its
+    name; Rejected otherwise (put_xorb's rule)."""
+    try:
+        return named_footer(stored, len(stored), h)
+    except XetError as exc:
+        raise Rejected(
+            f"xorb {hash_to_string(h)} not stored: {exc}; send the whole stored form "
+            "(chunk region and footer) under its own hash"
+        ) from None
+
+
+def no_file(file_hash: bytes) -> NotFound:
+    """The error of a file no shard registered."""
+    return NotFound(
+        f"file {hash_name(file_hash, 'file')} is not in the store: "
+        "upload the shard that registers it"
+    )
+
+
+def no_version(ark: str, version: int | None, latest: int | None, place: str) -> str:
+    """Why version of ark (None: any) is not in place, whose latest version is latest."""
+    if latest is None:
+        return f"{ark} is not bound in {place}"
+    which = "its only version, 1" if latest == 1 else f"one of its versions 1 to {latest}"
+    return f"{ark} has no version {version} in {place}; ask for {which}"
+
+
 def footer_problem(footer_of: FooterOf, xorb: bytes) -> tuple[XorbFooter | None, str | None]:
     """The footer of a stored xorb, or None and why it cannot be had."""
     try:
@@ -280,3 +337,66 @@ def dedup_problem(entry: DedupEntry, footer_of: FooterOf) -> str | None:
             f"chunk {entry.chunk_index} of xorb {hash_to_string(entry.xorb_hash)} has another hash"
         )
     return None
+
+
+def records_problem(
+    files: Sequence[FileRecord], dedup: Sequence[DedupEntry], footer_of: FooterOf
+) -> str | None:
+    """What makes a shard's file records or dedup entries disagree with the stored xorbs."""
+    for i, record in enumerate(files):
+        problem = file_problem(record, footer_of)
+        if problem:
+            return f"file {i}: {problem}"
+    for i, entry in enumerate(dedup):
+        problem = dedup_problem(entry, footer_of)
+        if problem:
+            return f"dedup entry {i}: {problem}"
+    return None
+
+
+def checked_footers(sound: dict[bytes, bool], footer_of: FooterOf) -> FooterOf:
+    """footer_of for `check`: only xorbs the check found sound (sound[h]); others are
+    missing (NotFound) or damaged (StoreCorrupt), already reported once."""
+
+    def footer(h: bytes) -> XorbFooter:
+        if h not in sound:
+            raise NotFound("not stored")
+        if not sound[h]:
+            raise StoreCorrupt("see above")
+        return footer_of(h)
+
+    return footer
+
+
+def row_problems(
+    files: Iterable[FileRecord], dedup: Iterable[DedupEntry], footer_of: FooterOf
+) -> list[str]:
+    """One line per indexed file record or dedup entry that disagrees with the xorbs."""
+    problems = []
+    for record in files:
+        problem = file_problem(record, footer_of)
+        if problem:
+            problems.append(f"file {hash_to_string(record.file_hash)}: {problem}")
+    for entry in dedup:
+        problem = dedup_problem(entry, footer_of)
+        if problem:
+            problems.append(f"dedup chunk {hash_to_string(entry.chunk_hash)}: {problem}")
+    return problems
+
+
+class FooterCache:
+    """Recently used xorb footers, weighed by their chunks; shared by a server's threads."""
+
+    def __init__(self, chunks: int = FOOTER_CACHE_CHUNKS) -> None:
+        self._footers: LRU[bytes, XorbFooter] = LRU(chunks, keep_one=True)
+        self._lock = threading.Lock()
+
+    def get(self, h: bytes) -> XorbFooter | None:
+        """The cached footer of xorb h, or None."""
+        with self._lock:
+            return self._footers.get(h)
+
+    def put(self, h: bytes, footer: XorbFooter) -> None:
+        """Keep the footer of xorb h."""
+        with self._lock:
+            self._footers.put(h, footer, footer.num_chunks)

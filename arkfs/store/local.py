@@ -41,29 +41,32 @@ from arkfs.store.base import (
     ChunkLocation,
     DedupEntry,
     FileRecord,
+    FooterCache,
     FooterOf,
     StoreStats,
     binding_problem,
-    dedup_problem,
-    file_problem,
-    hash_problem,
+    checked_footers,
+    hash_name,
+    no_file,
+    no_version,
+    records_problem,
+    row_problems,
+    sampled,
+    stored_footer,
     version_problems,
 )
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
-from arkfs.store.shards import shard_problem
+from arkfs.store.shards import stored_shard_problem
 from arkfs.util.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
-from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.shard import parse_shard
 from arkfs.xet.trust import named_footer
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, stored_xorb
 
 SCHEMA_VERSION = 2
 INDEX_NAME = "index.sqlite"
 XORBS, SHARDS = "xorbs", "shards"
-FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
 
 _U32 = struct.Struct("<I")
 
@@ -132,14 +135,6 @@ def _sqlite_errors(index: Path) -> Iterator[None]:
         raise StoreCorrupt(f"index {index} is damaged ({exc}); restore it from a backup") from exc
 
 
-def _name(h: bytes, what: str) -> str:
-    """The hash string that names h; Rejected if h is not a hash."""
-    problem = hash_problem(f"{what} hash", h)
-    if problem:
-        raise Rejected(problem)
-    return hash_to_string(h)
-
-
 class LocalStore:
     """A store in a local directory; safe to share between threads and processes."""
 
@@ -149,9 +144,7 @@ class LocalStore:
         self._index = root / INDEX_NAME
         self._conn = conn
         self._lock = threading.Lock()
-        # Recently used footers, weighed by their chunks; shared by the threads of a server.
-        self._footers: LRU[bytes, XorbFooter] = LRU(FOOTER_CACHE_CHUNKS, keep_one=True)
-        self._footers_lock = threading.Lock()
+        self._footers = FooterCache()
 
     @classmethod
     def open(cls, root: Path | str, create: bool = True) -> "LocalStore":
@@ -255,7 +248,7 @@ class LocalStore:
         ]
 
     def _xorb_path(self, h: bytes) -> Path:
-        name = _name(h, "xorb")
+        name = hash_name(h, "xorb")
         return self.root / XORBS / name[:2] / name
 
     # Xorbs
@@ -269,15 +262,9 @@ class LocalStore:
         path = self._xorb_path(h)
         if path.is_file():
             return False
-        try:
-            footer = named_footer(stored, len(stored), h)
-        except XetError as exc:
-            raise Rejected(
-                f"xorb {path.name} not stored: {exc}; send the whole stored form "
-                "(chunk region and footer) under its own hash"
-            ) from None
+        footer = stored_footer(h, stored)
         self._write(path, stored)
-        self._keep_footer(h, footer)
+        self._footers.put(h, footer)
         return True
 
     def _write(self, path: Path, data: bytes) -> None:
@@ -322,14 +309,9 @@ class LocalStore:
         finally:
             os.close(fd)
 
-    def _keep_footer(self, h: bytes, footer: XorbFooter) -> None:
-        with self._footers_lock:
-            self._footers.put(h, footer, footer.num_chunks)
-
     def xorb_footer(self, h: bytes) -> XorbFooter:
         """The footer of stored xorb h, checked against its name; StoreCorrupt if damaged."""
-        with self._footers_lock:
-            footer = self._footers.get(h)
+        footer = self._footers.get(h)
         if footer is not None:
             return footer
         fd, size, name = self._open_xorb(h)
@@ -349,8 +331,12 @@ class LocalStore:
             footer = named_footer(tail, size, h)
         except XetError as exc:
             raise StoreCorrupt(f"xorb {name} is damaged: {exc}; run `arkfs store check`") from None
-        self._keep_footer(h, footer)
+        self._footers.put(h, footer)
         return footer
+
+    def xorb_url(self, h: bytes, ttl: int) -> str | None:
+        """None: a directory has no URLs; the server serves its xorbs itself."""
+        return None
 
     # Shards, files, dedup
 
@@ -366,18 +352,13 @@ class LocalStore:
         Every record must agree with the footers of stored xorbs (Rejected otherwise, and
         nothing is stored). The shard file is durable before the index rows commit.
         """
-        name = _name(shard_hash, "shard")
+        name = hash_name(shard_hash, "shard")
         with self._db() as db:
             if _has_shard(db, shard_hash):
                 return False
-        for i, record in enumerate(files):
-            problem = file_problem(record, self.xorb_footer)
-            if problem:
-                raise Rejected(f"shard {name} not stored: file {i}: {problem}")
-        for i, entry in enumerate(dedup):
-            problem = dedup_problem(entry, self.xorb_footer)
-            if problem:
-                raise Rejected(f"shard {name} not stored: dedup entry {i}: {problem}")
+        problem = records_problem(files, dedup, self.xorb_footer)
+        if problem:
+            raise Rejected(f"shard {name} not stored: {problem}")
         self._write(self.root / SHARDS / name, data)
         with self._db(write=True) as db:
             if _has_shard(db, shard_hash):
@@ -419,10 +400,7 @@ class LocalStore:
                 "SELECT size, sha256 FROM files WHERE hash = ?", (file_hash,)
             ).fetchone()
             if row is None:
-                raise NotFound(
-                    f"file {_name(file_hash, 'file')} is not in the store: "
-                    "upload the shard that registers it"
-                )
+                raise no_file(file_hash)
             terms = db.execute(
                 "SELECT xorb, chunk_start, chunk_end, unpacked_length FROM terms "
                 "WHERE file = ? ORDER BY seq",
@@ -481,10 +459,7 @@ class LocalStore:
         return [VersionInfo(ark, *r) for r in rows]
 
     def _no_version(self, ark: str, version: int | None, latest: int | None) -> str:
-        if latest is None:
-            return f"{ark} is not bound in the store at {self.root}"
-        which = "its only version, 1" if latest == 1 else f"one of its versions 1 to {latest}"
-        return f"{ark} has no version {version} in the store at {self.root}; ask for {which}"
+        return no_version(ark, version, latest, f"the store at {self.root}")
 
     def list_bindings(self, prefix: str = "") -> list[str]:
         """The bound ARKs that start with prefix, sorted."""
@@ -529,7 +504,7 @@ class LocalStore:
             ).fetchone()
         return StoreStats(xorbs, xorb_bytes, shards, shard_bytes, files, dedup, bindings, versions)
 
-    def check(self, repair: bool = False) -> list[str]:
+    def check(self, repair: bool = False, sample: int | None = None) -> list[str]:
         """One line per damage found: every xorb is parsed and hashed, every row followed.
 
         repair only removes leftover temp files of interrupted writes (never the temp file
@@ -546,26 +521,12 @@ class LocalStore:
                 DedupEntry(*r) for r in db.execute("SELECT chunk, xorb, chunk_index FROM dedup")
             ]
         sound: dict[bytes, bool] = {}
-        problems += self._check_xorbs(sound)
-
-        def footer_of(h: bytes) -> XorbFooter:
-            if h not in sound:
-                raise NotFound("not stored")
-            if not sound[h]:
-                raise StoreCorrupt("see above")
-            return self.xorb_footer(h)
-
+        problems += self._check_xorbs(sound, sample)
+        footer_of = checked_footers(sound, self.xorb_footer)
         problems += self._check_shards(footer_of)
 
-        for fh in file_hashes:
-            problem = file_problem(self.get_file(fh), footer_of)
-            if problem:
-                problems.append(f"file {hash_to_string(fh)}: {problem}")
-        for entry in dedup:
-            problem = dedup_problem(entry, footer_of)
-            if problem:
-                problems.append(f"dedup chunk {hash_to_string(entry.chunk_hash)}: {problem}")
-        return problems
+        records = (self.get_file(fh) for fh in file_hashes)
+        return problems + row_problems(records, dedup, footer_of)
 
     def _check_temps(self, repair: bool) -> list[str]:
         problems = []
@@ -602,19 +563,26 @@ class LocalStore:
             problems += version_problems(ark, [(v, f) for _, v, f in group])
         return problems
 
-    def _check_xorbs(self, sound: dict[bytes, bool]) -> list[str]:
-        """Parse and hash every stored xorb, noting in sound whether each one is."""
+    def _check_xorbs(self, sound: dict[bytes, bool], sample: int | None) -> list[str]:
+        """Parse and hash every stored xorb (or sample of them; the others by their footer),
+        noting in sound whether each one is."""
         problems = []
-        for path, h in self._xorb_files():
+        found = list(self._xorb_files())
+        hashed = set(sampled([h for _, h in found if h is not None], sample))
+        for path, h in found:
             if h is None:
                 problems.append(
                     f"unexpected entry {path} among the xorbs; move it out of the store"
                 )
                 continue
             try:
+                if h not in hashed:
+                    self.xorb_footer(h)
+                    sound[h] = True
+                    continue
                 stored_xorb(path.read_bytes(), h)
                 sound[h] = True
-            except XetError as exc:
+            except (XetError, StoreCorrupt) as exc:
                 sound[h] = False
                 problems.append(
                     f"xorb {path.name} is damaged ({exc}); restore {path} from a backup, "
@@ -639,15 +607,9 @@ class LocalStore:
                     f"shard {path.name} is damaged: {path} differs from what was stored"
                 )
                 continue
-            try:
-                problem = shard_problem(self, parse_shard(data), footer_of)
-            except XetError as exc:
-                problem = str(exc)
+            problem = stored_shard_problem(self, path.name, data, footer_of)
             if problem:
-                problems.append(
-                    f"shard {path.name} disagrees with its xorbs: {problem}; the files it "
-                    "registers may be wrong: restore the store from a backup"
-                )
+                problems.append(problem)
         for path in (self.root / SHARDS).iterdir():
             if not is_temp(path.name) and _hash_named(path) is None:
                 problems.append(

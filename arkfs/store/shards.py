@@ -6,7 +6,7 @@ from arkfs.store.base import FileRecord, FooterOf, Store, file_problem, footer_p
 from arkfs.store.files import file_sha256
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import ZERO_HASH
-from arkfs.xet.shard import FileBlock, Shard, verify_cas_block, verify_file_block
+from arkfs.xet.shard import FileBlock, Shard, parse_shard, verify_cas_block, verify_file_block
 
 EMPTY_SHA256 = hashlib.sha256(b"").digest()
 
@@ -51,3 +51,17 @@ def shard_problem(store: Store, shard: Shard, footer_of: FooterOf) -> str | None
                     f"its bytes hash to {actual.hex()}"
                 )
     return None
+
+
+def stored_shard_problem(store: Store, name: str, data: bytes, footer_of: FooterOf) -> str | None:
+    """`check`'s line for a stored shard (its bytes as stored) that fails shard_problem."""
+    try:
+        problem = shard_problem(store, parse_shard(data), footer_of)
+    except XetError as exc:
+        problem = str(exc)
+    if problem is None:
+        return None
+    return (
+        f"shard {name} disagrees with its xorbs: {problem}; the files it "
+        "registers may be wrong: restore the store from a backup"
+    )

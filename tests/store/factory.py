@@ -1,12 +1,13 @@
 """Real xorbs, file records and shards for the store tests, built from a seeded RNG."""
 
+import dataclasses
 import hashlib
 import random
 import string
 from collections.abc import Sequence
 
 from arkfs.store.base import DedupEntry, FileRecord
-from arkfs.xet.hashing import chunk_hash, file_hash
+from arkfs.xet.hashing import ZERO_HASH, chunk_hash, file_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import APP_ID_SIZE, Shard, serialize_upload
 from arkfs.xet.xorb import SerializedXorb, parse_xorb, serialize_xorb
@@ -44,3 +45,42 @@ def shard_blob(rng: random.Random) -> tuple[bytes, bytes]:
     app_id = "".join(rng.choices(string.ascii_letters, k=APP_ID_SIZE)).encode()
     data = serialize_upload(Shard(app_id=app_id))
     return chunk_hash(data), data
+
+
+def bad_records(
+    xs: list[SerializedXorb], missing: SerializedXorb
+) -> list[tuple[list[FileRecord], list[DedupEntry], str]]:
+    """Shard records that disagree with xorbs (missing is not stored), each with the words
+    of its rejection."""
+    good = file_of(xs)
+    t0 = good.terms[0]
+    n0 = xs[0].footer.num_chunks
+    return [
+        ([file_of([*xs, missing])], [], "is missing"),
+        ([dataclasses.replace(good, file_hash=ZERO_HASH)], [], "hash to"),
+        ([dataclasses.replace(good, size=good.size + 1)], [], "terms hold"),
+        ([dataclasses.replace(good, sha256=b"short")], [], "SHA-256"),
+        (
+            [dataclasses.replace(good, terms=(dataclasses.replace(t0, end=n0 + 1),))],
+            [],
+            "which has",
+        ),
+        (
+            [dataclasses.replace(good, terms=(dataclasses.replace(t0, start=1, end=1),))],
+            [],
+            "covers chunks",
+        ),
+        (
+            [
+                dataclasses.replace(
+                    good, terms=(dataclasses.replace(t0, unpacked_length=1), *good.terms[1:])
+                )
+            ],
+            [],
+            "claims 1 bytes",
+        ),
+        ([good], [DedupEntry(ZERO_HASH, xs[0].hash, 0)], "another hash"),
+        ([good], [DedupEntry(xs[0].footer.chunk_hashes[0], xs[0].hash, n0)], "outside"),
+        ([good], [DedupEntry(xs[0].footer.chunk_hashes[0], missing.hash, 0)], "is missing"),
+        ([good], [DedupEntry(b"x", xs[0].hash, 0)], "not a 32-byte hash"),
+    ]

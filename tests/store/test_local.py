@@ -1,6 +1,5 @@
 """LocalStore on real files: round trips, idempotence, rejection of bad input, check()."""
 
-import dataclasses
 import fcntl
 import random
 import sqlite3
@@ -10,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.store.base import Binding, ChunkLocation, DedupEntry, FileRecord, Store
-from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.store.base import Binding, ChunkLocation, FileRecord, Store
+from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError
 from arkfs.store.local import LocalStore
 from arkfs.util.atomic import write_atomic
 from arkfs.xet.hashing import ZERO_HASH, file_hash, hash_to_string
@@ -68,22 +67,6 @@ def test_local_store_is_a_store(store: LocalStore) -> None:
     assert isinstance(store, Store)
 
 
-def test_xorb_round_trip(store: LocalStore, rng: random.Random) -> None:
-    x = random_xorb(rng, chunks=6)
-    assert not store.has_xorb(x.hash)
-    assert store.put_xorb(x.hash, x.data) is True
-    assert store.put_xorb(x.hash, x.data) is False
-    assert store.has_xorb(x.hash)
-    assert store.xorb_size(x.hash) == len(x.data)
-    assert store.read_xorb(x.hash, 0, len(x.data)) == x.data
-    lo, hi = x.footer.packed_range(2, 4)
-    assert store.read_xorb(x.hash, lo, hi) == x.data[lo:hi]
-    assert store.read_xorb(x.hash, 7, 7) == b""
-    assert store.xorb_footer(x.hash) == x.footer
-    assert store.stats().xorbs == 1
-    assert store.stats().xorb_bytes == len(x.data)
-
-
 def test_footer_is_read_from_disk_by_a_new_instance(tmp_path: Path, rng: random.Random) -> None:
     x = random_xorb(rng, chunks=3)
     with LocalStore.open(tmp_path) as s:
@@ -91,25 +74,6 @@ def test_footer_is_read_from_disk_by_a_new_instance(tmp_path: Path, rng: random.
     with LocalStore.open(tmp_path, create=False) as s:
         assert s.xorb_footer(x.hash) == x.footer
         assert s.xorb_footer(x.hash) is s.xorb_footer(x.hash)
-
-
-def test_read_xorb_out_of_range(store: LocalStore, rng: random.Random) -> None:
-    x = random_xorb(rng)
-    store.put_xorb(x.hash, x.data)
-    size = len(x.data)
-    for start, end in [(-1, 4), (0, size + 1), (9, 8), (size + 1, size + 1)]:
-        with pytest.raises(
-            OutOfRange, match=rf"{start}\.\.{end} are not within xorb \w+ \({size} bytes\)"
-        ):
-            store.read_xorb(x.hash, start, end)
-
-
-def test_missing_xorb(store: LocalStore, rng: random.Random) -> None:
-    h = random_xorb(rng).hash
-    assert not store.has_xorb(h)
-    for call in (store.xorb_size, store.xorb_footer, lambda h: store.read_xorb(h, 0, 1)):
-        with pytest.raises(NotFound, match=hash_to_string(h)):
-            call(h)
 
 
 def test_put_xorb_rejects_bad_input_and_leaves_store_unchanged(
@@ -179,60 +143,6 @@ def test_missing_file(store: LocalStore) -> None:
     with pytest.raises(NotFound, match="upload the shard"):
         store.get_file(ZERO_HASH)
     assert store.dedup_lookup(ZERO_HASH) == []
-
-
-def _bad_records(
-    xs: list[SerializedXorb], missing: SerializedXorb
-) -> list[tuple[list[FileRecord], list[DedupEntry], str]]:
-    good = file_of(xs)
-    t0 = good.terms[0]
-    n0 = xs[0].footer.num_chunks
-    return [
-        ([file_of([*xs, missing])], [], "is missing"),
-        ([dataclasses.replace(good, file_hash=ZERO_HASH)], [], "hash to"),
-        ([dataclasses.replace(good, size=good.size + 1)], [], "terms hold"),
-        ([dataclasses.replace(good, sha256=b"short")], [], "SHA-256"),
-        (
-            [dataclasses.replace(good, terms=(dataclasses.replace(t0, end=n0 + 1),))],
-            [],
-            "which has",
-        ),
-        (
-            [dataclasses.replace(good, terms=(dataclasses.replace(t0, start=1, end=1),))],
-            [],
-            "covers chunks",
-        ),
-        (
-            [
-                dataclasses.replace(
-                    good, terms=(dataclasses.replace(t0, unpacked_length=1), *good.terms[1:])
-                )
-            ],
-            [],
-            "claims 1 bytes",
-        ),
-        ([good], [DedupEntry(ZERO_HASH, xs[0].hash, 0)], "another hash"),
-        ([good], [DedupEntry(xs[0].footer.chunk_hashes[0], xs[0].hash, n0)], "outside"),
-        ([good], [DedupEntry(xs[0].footer.chunk_hashes[0], missing.hash, 0)], "is missing"),
-        ([good], [DedupEntry(b"x", xs[0].hash, 0)], "not a 32-byte hash"),
-    ]
-
-
-def test_put_shard_rejects_bad_records_and_leaves_store_unchanged(
-    store: LocalStore, rng: random.Random
-) -> None:
-    xs = [random_xorb(rng), random_xorb(rng)]
-    for x in xs:
-        store.put_xorb(x.hash, x.data)
-    before = snapshot(store)
-    for files, dedup, message in _bad_records(xs, random_xorb(rng)):
-        shard_hash, data = shard_blob(rng)
-        with pytest.raises(Rejected, match=message):
-            store.put_shard(shard_hash, data, files, dedup)
-        assert snapshot(store) == before
-    with pytest.raises(Rejected, match="shard hash"):
-        store.put_shard(b"short", b"data", [], [])
-    assert snapshot(store) == before
 
 
 def test_open_refuses_what_is_not_a_store(tmp_path: Path) -> None:

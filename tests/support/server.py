@@ -14,14 +14,20 @@ import msgpack
 
 from arkfs.archive.manifest import Manifest
 from tests.support.cli import ARKFS
+from tests.support.services import place_for, scaled_instead
 
 
 def _spawn(
-    store: Path, port: int, extra: tuple[str, ...], timeout: float
+    store: Path | str, port: int, extra: tuple[str, ...], timeout: float
 ) -> tuple[str, subprocess.Popen[str]]:
-    """Start `arkfs serve --store STORE --port PORT EXTRA...`; its base URL and process."""
+    """Start `arkfs serve --store STORE --port PORT EXTRA...`; its base URL and process.
+
+    With ARKFS_TEST_STORE=s3, a store directory is replaced by a bucket and database."""
+    where: tuple[str, ...] = ("--store", str(store))
+    if scaled_instead() and not str(store).startswith("s3://"):
+        where = place_for(store).serve_args()
     proc = subprocess.Popen(
-        [ARKFS, "serve", "--store", str(store), "--port", str(port), *extra],
+        [ARKFS, "serve", *where, "--port", str(port), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -51,7 +57,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @contextmanager
 def arkfs_server(
-    store: Path, *extra: str, timeout: float = 30
+    store: Path | str, *extra: str, timeout: float = 30
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """Start `arkfs serve --store STORE --port 0 EXTRA...`; yield its base URL and process."""
     url, proc = _spawn(store, 0, extra, timeout)
@@ -73,7 +79,7 @@ class Server:
     --key-file in extra, its tokens and signed URLs outlive a restart). Use it as a context
     manager: whatever process runs at the end is stopped, even when a test fails."""
 
-    def __init__(self, store: Path, *extra: str) -> None:
+    def __init__(self, store: Path | str, *extra: str) -> None:
         self.store, self.extra = store, extra
         self.url = f"http://127.0.0.1:{free_port()}"
         self.proc: subprocess.Popen[str] | None = None

@@ -1,0 +1,56 @@
+"""Which store `serve` and `store check` open: a directory, or s3://BUCKET[/PREFIX] with a
+PostgreSQL index (--s3-endpoint, --index)."""
+
+import argparse
+from pathlib import Path
+
+from arkfs.cli.common import BadInput
+from arkfs.store.base import Store
+from arkfs.store.local import LocalStore
+
+S3_SCHEME = "s3://"
+S3_WORKERS = 16  # worker threads for a scaled store: its calls wait on the network
+LOCAL_WORKERS = 4  # worker threads for a directory: its calls wait on one disk
+
+
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    """--s3-endpoint and --index, for an s3:// store (the caller adds the store itself)."""
+    p.add_argument(
+        "--s3-endpoint",
+        metavar="URL",
+        help="endpoint of an S3-compatible object store for an s3:// store (default: AWS); "
+        "credentials come from the standard AWS variables and files",
+    )
+    p.add_argument(
+        "--index",
+        metavar="postgresql://...",
+        help="PostgreSQL database that indexes an s3:// store (required with one)",
+    )
+
+
+def is_s3(location: str) -> bool:
+    """Does location name a bucket rather than a directory?"""
+    return location.startswith(S3_SCHEME)
+
+
+def workers(location: str) -> int:
+    """How many worker threads serve calls into the store at location."""
+    return S3_WORKERS if is_s3(location) else LOCAL_WORKERS
+
+
+def open_store(args: argparse.Namespace, location: str, create: bool = True) -> Store:
+    """The store at location (a directory, or s3://BUCKET[/PREFIX] with args.index);
+    BadInput for options that do not fit, StoreError if it cannot be opened."""
+    if not is_s3(location):
+        if args.index or args.s3_endpoint:
+            raise BadInput("--index and --s3-endpoint go with an s3://BUCKET[/PREFIX] store only")
+        return LocalStore.open(Path(location), create=create)
+    if not args.index:
+        raise BadInput(f"{location} needs --index postgresql://... for its index database")
+    try:  # the s3 extra is optional: a directory store needs neither client
+        from arkfs.store.scaled import ScaledStore
+    except ImportError as exc:
+        raise BadInput(
+            f"an s3:// store needs the s3 extra ({exc.name} is missing): pip install 'arkfs[s3]'"
+        ) from None
+    return ScaledStore.open(location, args.s3_endpoint, args.index, connections=S3_WORKERS)

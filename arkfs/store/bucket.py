@@ -1,0 +1,179 @@
+"""Bucket: the objects of a store in an S3-compatible bucket, through boto3, with typed errors.
+
+boto3 is thread-safe and blocking, so callers run it in worker threads. Every call is
+bounded: connect and read timeouts and at most two attempts, so no call waits forever.
+Credentials come from the standard AWS chain (environment, ~/.aws files); they are never
+part of a message. Keys are PREFIX + kind + '/' + hash string.
+"""
+
+import datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from arkfs.store.errors import NotFound, OutOfRange, StoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+CONNECT_TIMEOUT = 5.0  # seconds to open a connection to the endpoint
+READ_TIMEOUT = 30.0  # seconds without a byte before a call fails
+ATTEMPTS = 2  # botocore retries a failed call once, with backoff
+DEFAULT_REGION = "us-east-1"  # what S3-compatible stores accept when none is configured
+_MISSING = {"NoSuchKey", "404", "NotFound"}
+
+
+def parse_location(location: str) -> tuple[str, str]:
+    """The bucket and key prefix ('' or ending in '/') of s3://BUCKET[/PREFIX]."""
+    if not location.startswith("s3://"):
+        raise ValueError(f"{location!r} is not an s3://BUCKET[/PREFIX] location")
+    bucket, _, prefix = location[len("s3://") :].partition("/")
+    prefix = prefix.strip("/")
+    if not bucket:
+        raise ValueError(f"{location!r} names no bucket: use s3://BUCKET[/PREFIX]")
+    return bucket, f"{prefix}/" if prefix else ""
+
+
+class Bucket:
+    """One bucket (and key prefix) at one S3 endpoint; safe to share between threads."""
+
+    def __init__(self, bucket: str, prefix: str, endpoint: str | None, connections: int) -> None:
+        """Use Bucket.open."""
+        self.name, self.prefix, self.endpoint = bucket, prefix, endpoint
+        session = boto3.session.Session()
+        config = botocore.config.Config(
+            connect_timeout=CONNECT_TIMEOUT,
+            read_timeout=READ_TIMEOUT,
+            retries={"total_max_attempts": ATTEMPTS, "mode": "standard"},
+            max_pool_connections=connections,
+            signature_version="s3v4",
+            s3={"addressing_style": "path"},
+        )
+        self._client: S3Client = session.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name=session.region_name or DEFAULT_REGION,
+            config=config,
+        )
+
+    @classmethod
+    def open(cls, location: str, endpoint: str | None, connections: int = 16) -> "Bucket":
+        """The bucket of s3://BUCKET[/PREFIX] at endpoint (None: AWS); StoreError unless it
+        answers."""
+        try:
+            name, prefix = parse_location(location)
+        except ValueError as exc:
+            raise StoreError(str(exc)) from None
+        bucket = cls(name, prefix, endpoint, connections)
+        try:
+            with bucket._errors("open the bucket"):
+                bucket._client.head_bucket(Bucket=name)
+        except NotFound:  # HEAD replies have no body, so no NoSuchBucket code either
+            raise StoreError(bucket._no_bucket("open the bucket")) from None
+        return bucket
+
+    def _no_bucket(self, what: str) -> str:
+        return (
+            f"{what}: there is no bucket {self.name}{self._at()}; create it, "
+            "or check the s3:// location"
+        )
+
+    def where(self) -> str:
+        """The bucket, prefix and endpoint, for messages."""
+        at = f" at {self.endpoint}" if self.endpoint else ""
+        return f"s3://{self.name}/{self.prefix}{at}"
+
+    @contextmanager
+    def _errors(self, what: str, key: str = "") -> Iterator[None]:
+        """boto3's errors as store errors that say what to do."""
+        try:
+            yield
+        except botocore.exceptions.ClientError as exc:
+            error = exc.response.get("Error", {})
+            code = str(error.get("Code", ""))
+            if code in _MISSING:
+                raise NotFound(f"{key or self.name}: not in {self.where()}") from None
+            if code == "InvalidRange":
+                raise OutOfRange(f"{key}: the range is not within the object") from None
+            if code == "NoSuchBucket":
+                raise StoreError(self._no_bucket(what)) from None
+            raise StoreError(
+                f"{what}: {self.where()} answered {code or 'an error'} "
+                f"({error.get('Message', '')}); check the bucket's permissions and credentials"
+            ) from None
+        except botocore.exceptions.NoCredentialsError:
+            raise StoreError(
+                f"{what}: no S3 credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                "or a profile in ~/.aws/credentials"
+            ) from None
+        except botocore.exceptions.BotoCoreError as exc:
+            raise StoreError(
+                f"{what}: the S3 endpoint{self._at()} is unreachable ({type(exc).__name__}); "
+                "check --s3-endpoint and that the object store is up"
+            ) from None
+
+    def _at(self) -> str:
+        return f" at {self.endpoint}" if self.endpoint else ""
+
+    def key(self, kind: str, name: str) -> str:
+        """The key of object name (a hash string) of kind (xorbs, shards)."""
+        return f"{self.prefix}{kind}/{name}"
+
+    def size(self, key: str) -> int | None:
+        """The size of the object at key, or None if there is none."""
+        try:
+            with self._errors("look up an object", key):
+                head = self._client.head_object(Bucket=self.name, Key=key)
+        except NotFound:
+            return None
+        return int(head["ContentLength"])
+
+    def put(self, key: str, data: bytes) -> None:
+        """Store data at key; durable once this returns (S3 acknowledges only durable PUTs)."""
+        with self._errors("store an object", key):
+            self._client.put_object(
+                Bucket=self.name, Key=key, Body=data, ContentType="application/octet-stream"
+            )
+
+    def get(self, key: str, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes [start, end) of the object at key (all of it when start is None)."""
+        with self._errors("read an object", key):
+            if start is None:
+                reply = self._client.get_object(Bucket=self.name, Key=key)
+            else:
+                rng = f"bytes={start}-{(end or start) - 1}"
+                reply = self._client.get_object(Bucket=self.name, Key=key, Range=rng)
+            return reply["Body"].read()
+
+    def delete(self, key: str) -> None:
+        """Remove the object at key (tests and repairs only: stored objects never change)."""
+        with self._errors("remove an object", key):
+            self._client.delete_object(Bucket=self.name, Key=key)
+
+    def names(self, kind: str) -> Iterator[tuple[str, int]]:
+        """(name, size) of every object of kind, in key order."""
+        under = f"{self.prefix}{kind}/"
+        with self._errors(f"list the {kind}"):
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.name, Prefix=under
+            )
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    yield obj["Key"][len(under) :], int(obj["Size"])
+
+    def presign(self, key: str, ttl: int) -> str:
+        """A pre-signed GET URL of key valid for ttl seconds; its replies carry caching headers
+        bounded by that lifetime (HTTP Caching Headers). Signing is local: no request."""
+        expires = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=ttl)
+        params = {
+            "Bucket": self.name,
+            "Key": key,
+            "ResponseCacheControl": f"public, immutable, max-age={ttl}",
+            "ResponseExpires": expires,
+        }
+        with self._errors("sign a URL", key):
+            return self._client.generate_presigned_url("get_object", Params=params, ExpiresIn=ttl)

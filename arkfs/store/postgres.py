@@ -1,0 +1,214 @@
+"""The PostgreSQL index of a scaled store: a psycopg 3 connection pool, bounded transactions,
+the schema, and database errors as store errors.
+
+psycopg is blocking, so callers run it in worker threads; the pool hands each thread its own
+connection. Every wait is bounded: connecting (CONNECT_TIMEOUT), waiting for a pooled
+connection (POOL_TIMEOUT) and each statement (STATEMENT_TIMEOUT). A pooled connection is
+checked before use, so the pool recovers by itself once the database is back.
+"""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg.conninfo
+import psycopg_pool
+
+from arkfs.store.errors import StoreCorrupt, StoreError
+
+SCHEMA_VERSION = 1
+CONNECT_TIMEOUT = 5  # seconds to connect to the database
+POOL_TIMEOUT = 5.0  # seconds a caller waits for a pooled connection (then: 503)
+STATEMENT_TIMEOUT_MS = 30_000  # the longest statement the server lets run
+Row = tuple[Any, ...]  # a result row; callers convert each value to its type
+Cursor = psycopg.Cursor[Row]
+_SCHEMA_LOCK = 0x61726B6673  # advisory lock key ('arkfs') serializing schema creation
+
+# Rows refer only to what is already stored: terms and dedup rows name indexed xorbs, and a
+# xorb row commits only after its object is in the bucket. Versions are only inserted.
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS xorbs (
+        hash BYTEA PRIMARY KEY,
+        size BIGINT NOT NULL,
+        footer BYTEA NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS shards (
+        hash BYTEA PRIMARY KEY,
+        size BIGINT NOT NULL,
+        sha256 BYTEA NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS files (
+        hash BYTEA PRIMARY KEY,
+        size BIGINT NOT NULL,
+        sha256 BYTEA,
+        shard BYTEA NOT NULL REFERENCES shards (hash)
+    )""",
+    """CREATE TABLE IF NOT EXISTS terms (
+        file BYTEA NOT NULL REFERENCES files (hash),
+        seq INTEGER NOT NULL,
+        xorb BYTEA NOT NULL REFERENCES xorbs (hash),
+        chunk_start INTEGER NOT NULL,
+        chunk_end INTEGER NOT NULL,
+        unpacked_length BIGINT NOT NULL,
+        PRIMARY KEY (file, seq)
+    )""",
+    """CREATE TABLE IF NOT EXISTS dedup (
+        chunk BYTEA NOT NULL,
+        xorb BYTEA NOT NULL REFERENCES xorbs (hash),
+        chunk_index INTEGER NOT NULL,
+        shard BYTEA NOT NULL REFERENCES shards (hash),
+        PRIMARY KEY (chunk, xorb)
+    )""",
+    """CREATE TABLE IF NOT EXISTS versions (
+        ark TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        follows INTEGER,
+        files BIGINT NOT NULL,
+        bytes BIGINT NOT NULL,
+        message TEXT NOT NULL,
+        erc TEXT NOT NULL,
+        manifest BYTEA NOT NULL,
+        PRIMARY KEY (ark, version)
+    )""",
+)
+
+
+# Store.stats() counts, kept in the index as they change: each insert statement adds what it
+# inserted (its transition table), in its own transaction, so a count never walks a table.
+COUNTERS = ("xorbs", "xorb_bytes", "shards", "shard_bytes", "files", "dedup", "arks", "versions")
+_COUNTED = {  # table: (counter, what each inserted row adds) pairs
+    "xorbs": (("xorbs", "1"), ("xorb_bytes", "size")),
+    "shards": (("shards", "1"), ("shard_bytes", "size")),
+    "files": (("files", "1"),),
+    "dedup": (("dedup", "1"),),
+    "versions": (("versions", "1"), ("arks", "CASE WHEN version = 1 THEN 1 ELSE 0 END")),
+}
+
+
+def _counter_statements() -> list[str]:
+    """The counters table, and a statement-level trigger on each counted table."""
+    statements = [
+        "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+        "INSERT INTO counters SELECT unnest(%s::text[]), 0 ON CONFLICT DO NOTHING",
+    ]
+    for table, counts in _COUNTED.items():
+        updates = " ".join(
+            f"UPDATE counters SET value = value + (SELECT coalesce(sum({expr}), 0) "
+            f"FROM inserted) WHERE name = '{name}';"
+            for name, expr in counts
+        )
+        statements += [
+            f"""CREATE OR REPLACE FUNCTION count_{table}() RETURNS trigger LANGUAGE plpgsql
+            AS $$ BEGIN {updates} RETURN NULL; END $$""",
+            f"""CREATE OR REPLACE TRIGGER count_{table} AFTER INSERT ON {table}
+            REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT
+            EXECUTE FUNCTION count_{table}()""",
+        ]
+    return statements
+
+
+def describe(dsn: str) -> str:
+    """A database URL without its password, for messages."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "the --index database"
+    host, port, db = params.get("host", "localhost"), params.get("port", 5432), params.get("dbname")
+    return f"postgresql://{host}:{port}/{db or ''}"
+
+
+class Index:
+    """A pool of connections to one database; safe to share between threads."""
+
+    def __init__(self, dsn: str, connections: int) -> None:
+        """Use Index.open."""
+        self.where = describe(dsn)
+        self._pool: psycopg_pool.ConnectionPool[psycopg.Connection[Row]]
+        self._pool = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=connections,
+            open=False,
+            timeout=POOL_TIMEOUT,
+            check=psycopg_pool.ConnectionPool.check_connection,
+            kwargs={
+                "connect_timeout": CONNECT_TIMEOUT,
+                "options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+            },
+            name="arkfs-index",
+        )
+
+    @classmethod
+    def open(cls, dsn: str, connections: int = 16) -> "Index":
+        """Connect to the database at dsn and create the schema if it has none; StoreError
+        if it is unreachable or holds another schema version."""
+        if not dsn.startswith(("postgresql://", "postgres://")):
+            raise StoreError(f"--index must be a postgresql:// URL, got {describe(dsn)}")
+        index = cls(dsn, connections)
+        try:
+            with index._errors("open the index"):
+                index._pool.open(wait=True, timeout=POOL_TIMEOUT)
+            index._init_schema()
+        except BaseException:
+            index.close()
+            raise
+        return index
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._pool.close(timeout=POOL_TIMEOUT)
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """psycopg's errors as store errors that say what to do."""
+        try:
+            yield
+        except psycopg_pool.PoolTimeout:
+            raise StoreError(
+                f"{what}: no connection to the index database {self.where} within "
+                f"{POOL_TIMEOUT:g} s; check --index and that PostgreSQL is up"
+            ) from None
+        except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
+            raise StoreError(
+                f"{what}: the index database {self.where} failed "
+                f"({_first_line(exc)}); check that PostgreSQL is up"
+            ) from None
+        except psycopg.errors.DataCorrupted as exc:
+            raise StoreCorrupt(
+                f"{what}: the index database {self.where} is damaged ({_first_line(exc)}); "
+                "restore it from a backup"
+            ) from None
+        except psycopg.DatabaseError as exc:
+            raise StoreError(
+                f"{what}: the index database {self.where} refused ({_first_line(exc)})"
+            ) from None
+
+    @contextmanager
+    def transaction(self, what: str) -> Iterator[Cursor]:
+        """One transaction: committed if the block ends normally, rolled back otherwise."""
+        with self._errors(what), self._pool.connection() as conn, conn.cursor() as cur:
+            yield cur
+
+    def _init_schema(self) -> None:
+        with self.transaction("create the index schema") as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            for statement in _SCHEMA:
+                cur.execute(statement)
+            for statement in _counter_statements():
+                cur.execute(statement, (list(COUNTERS),) if "%s" in statement else None)
+            cur.execute("SELECT version FROM schema_version")
+            row = cur.fetchone()
+            if row is None:
+                cur.execute("INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise StoreError(
+                    f"the index database {self.where} has schema version {row[0]}; this "
+                    f"arkfs reads version {SCHEMA_VERSION}: use the arkfs release that wrote it"
+                )
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

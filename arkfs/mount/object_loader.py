@@ -34,6 +34,7 @@ from arkfs.util.lru import LRU
 MIB = 1024 * 1024
 MEMORY = 64 * MIB  # bytes of object blocks kept in memory
 CHECKS = 256  # objects whose running digest is kept
+DROP_GRACE = 5.0  # seconds a failed digest waits for cache writes before dropping blocks
 
 
 class _Check:
@@ -197,11 +198,13 @@ class ObjectLoader:
                 raise ReadError(wrong_digest(obj))
 
     async def _drop(self, obj: RemoteObject) -> None:
-        """Forget every block of obj, in memory and on disk."""
+        """Forget every block of obj, in memory and on disk (after the writes under way,
+        DROP_GRACE at most, so none lands after the drop)."""
         ids = [obj.block_id(i) for i in range(obj.blocks)]
         for block_id in ids:
             self.memory.pop(block_id)
         if obj.on_disk:
+            await self._writer.drain(DROP_GRACE)
             await trio.to_thread.run_sync(
                 self._cache.drop_blocks, ids, limiter=self._limiters.writes
             )

@@ -14,8 +14,9 @@ it names the object's blocks in the disk cache.
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import blake3
@@ -37,6 +38,7 @@ CACHE_VERSION = 3  # 2: a BLAKE3 digest of the msgpack body comes first; 3: vers
 ARCHIVES_DIR = "archives"  # the latest version seen of each ARK
 VERSIONS_DIR = "archive-versions"  # each version read, by ARK/@vN
 OBJECTS_DIR = "objects"  # the last record seen of each ARK that is a plain HTTP object
+T = TypeVar("T")
 
 
 class DamagedCacheFile(Exception):
@@ -90,26 +92,7 @@ class ArchiveCache:
     def read_object(self, key: str) -> RemoteObject | None:
         """The last record stored of the object key resolves to, or None. A damaged file is
         logged once and removed: it counts as absent."""
-        path = self._object_path(key)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            log.error("cannot read the cached object record %s: %s", path, exc.strerror or exc)
-            return None
-        try:
-            obj: Any = msgpack.unpackb(_unframe(data), raw=False)
-            if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
-                raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
-            found = RemoteObject.from_json(obj["object"])
-            if found.ark != key:
-                raise ValueError(f"it holds {found.ark}")
-            return found
-        except (DamagedCacheFile, msgpack.UnpackException, ValueError, TypeError, KeyError) as exc:
-            log.warning("removing the damaged cached object record %s: %s", path, exc)
-            path.unlink(missing_ok=True)
-            return None
+        return _load(self._object_path(key), "object record", lambda d: _unpack_object(d, key))
 
     def _object_path(self, key: str) -> Path:
         return self.objects / f"{quote(key, safe='')}.msgpack"
@@ -120,20 +103,7 @@ class ArchiveCache:
 
         A damaged file is logged once and removed: it counts as absent.
         """
-        path = self._path(key, version)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            log.error("cannot read the cached archive %s: %s", path, exc.strerror or exc)
-            return None
-        try:
-            return _unpack(data, key, version)
-        except DamagedCacheFile as exc:
-            log.warning("removing the damaged cached archive %s: %s", path, exc)
-            path.unlink(missing_ok=True)
-            return None
+        return _load(self._path(key, version), "archive", lambda d: _unpack(d, key, version))
 
     def keys(self) -> list[str]:
         """The normalized ARKs of every archive with a latest version cached."""
@@ -151,11 +121,8 @@ class ArchiveCache:
 def _unpack(data: bytes, key: str, version: int | None) -> tuple[Archive, str]:
     """The archive version and its source from a cache file's bytes; DamagedCacheFile if
     they are damaged or not of that version of key (None: any)."""
-    body = _unframe(data)
+    obj = _record(data)
     try:
-        obj: Any = msgpack.unpackb(body, raw=False)
-        if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
-            raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
         manifest = Manifest.from_msgpack(obj["manifest"])
         if manifest.ark != key:
             raise ValueError(f"it holds {manifest.ark}")
@@ -173,6 +140,49 @@ def _unpack(data: bytes, key: str, version: int | None) -> tuple[Archive, str]:
         ArkError,
     ) as exc:
         raise DamagedCacheFile(str(exc)) from None
+
+
+def _unpack_object(data: bytes, key: str) -> RemoteObject:
+    """The object record of key from a cache file's bytes; DamagedCacheFile if damaged."""
+    try:
+        found = RemoteObject.from_json(_record(data)["object"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DamagedCacheFile(str(exc)) from None
+    if found.ark != key:
+        raise DamagedCacheFile(f"it holds {found.ark}")
+    return found
+
+
+def _load(path: Path, what: str, unpack: Callable[[bytes], T]) -> T | None:
+    """unpack(the bytes of path); None if absent, unreadable, or damaged (logged, and the
+    damaged file removed)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.error("cannot read the cached %s %s: %s", what, path, exc.strerror or exc)
+        return None
+    try:
+        return unpack(data)
+    except DamagedCacheFile as exc:
+        log.warning("removing the damaged cached %s %s: %s", what, path, exc)
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _record(data: bytes) -> Any:
+    """The msgpack map a cache file holds, of this format and version; DamagedCacheFile if
+    it fails its digest or is not one."""
+    try:
+        obj = msgpack.unpackb(_unframe(data), raw=False)
+        if not isinstance(obj, dict):
+            raise ValueError("not a map")
+        if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
+            raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
+    except (msgpack.UnpackException, ValueError) as exc:
+        raise DamagedCacheFile(str(exc)) from None
+    return obj
 
 
 def _write_framed(path: Path, body: bytes) -> None:

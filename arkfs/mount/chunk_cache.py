@@ -333,6 +333,12 @@ class ChunkCache:
                 os.close(fd)
         return out
 
+    def _read_file(self, key: bytes) -> bytes | None:
+        """The bytes of an indexed file; None if it is not indexed or cannot be read."""
+        if key not in self._index.files:
+            return None
+        return self._read_spans({key: None})[key]
+
     def _reject(self, key: bytes, why: str) -> None:
         path = _path(self.root, key)
         with self._lock:
@@ -393,9 +399,7 @@ class ChunkCache:
     def get_footer(self, xorb_hash: bytes) -> XorbFooter | None:
         """A stored footer of xorb_hash, checked against the xorb hash; None if absent or bad."""
         key = _FOOTER_TAG + xorb_hash
-        if key not in self._index.files:
-            return None
-        data = self._read_spans({key: None})[key]
+        data = self._read_file(key)
         if data is None:
             return None
         try:
@@ -418,9 +422,7 @@ class ChunkCache:
     def get_map(self, file_hash: bytes) -> FileMap | None:
         """The stored map of file_hash, checked again (unpack_map); None if absent or bad."""
         key = _MAP_TAG + file_hash
-        if key not in self._index.files:
-            return None
-        data = self._read_spans({key: None})[key]
+        data = self._read_file(key)
         if data is None:
             return None
         try:
@@ -444,9 +446,7 @@ class ChunkCache:
     def get_block(self, block_id: bytes) -> bytes | None:
         """A stored block, checked against its stored digest; None if absent or damaged."""
         key = _BLOCK_TAG + block_id
-        if key not in self._index.files:
-            return None
-        data = self._read_spans({key: None})[key]
+        data = self._read_file(key)
         if data is None:
             return None
         body = memoryview(data)[HASH_SIZE:]

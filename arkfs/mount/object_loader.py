@@ -23,11 +23,9 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 import trio
 
 from arkfs.backend.base import BackendError
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.jobs import Host, Limiters, Pending, ReadError
+from arkfs.mount.jobs import Pending, ReadError
+from arkfs.mount.parts import Parts
 from arkfs.mount.prefetch import Prefetcher
-from arkfs.mount.stats import MountStats
 from arkfs.resolve.objects import ObjectReader, RemoteObject, wrong_digest
 from arkfs.util.lru import LRU
 
@@ -55,18 +53,10 @@ class ObjectLoader:
 
     def __init__(
         self,
-        cache: ChunkCache,
-        stats: MountStats,
-        host: Host,
-        limiters: Limiters,
-        writer: CacheWriter,
+        parts: Parts,
         prefetcher: Prefetcher,
     ) -> None:
-        self._cache = cache
-        self._stats = stats
-        self._host = host
-        self._limiters = limiters
-        self._writer = writer
+        self._parts = parts
         self._prefetcher = prefetcher
         self.memory: LRU[bytes, bytes] = LRU(MEMORY)
         self._inflight: dict[bytes, Pending[bytes]] = {}
@@ -106,7 +96,9 @@ class ObjectLoader:
         pending = self._inflight.get(block_id)
         if pending is None:
             pending = Pending()
-            self._host.nursery().start_soon(self._settle, pending, source, obj, index, prefetch)
+            self._parts.host.nursery().start_soon(
+                self._settle, pending, source, obj, index, prefetch
+            )
             self._inflight[block_id] = pending
         return pending
 
@@ -134,25 +126,27 @@ class ObjectLoader:
         """Block index of obj from the disk cache, else its responder; kept in memory."""
         block_id = obj.block_id(index)
         data = None
-        if obj.on_disk and self._cache.has_block(block_id):
-            disk = self._limiters.background if prefetch else self._limiters.disk
-            data = await trio.to_thread.run_sync(self._cache.get_block, block_id, limiter=disk)
+        if obj.on_disk and self._parts.cache.has_block(block_id):
+            disk = self._parts.limiters.background if prefetch else self._parts.limiters.disk
+            data = await trio.to_thread.run_sync(
+                self._parts.cache.get_block, block_id, limiter=disk
+            )
             if data is not None:
-                self._stats.object_disk_hits += 1
+                self._parts.stats.object_disk_hits += 1
         if data is None:
             limiter: AbstractAsyncContextManager[object] = (
-                nullcontext() if prefetch else self._limiters.fetch
+                nullcontext() if prefetch else self._parts.limiters.fetch
             )
             try:
                 async with limiter:
                     data = await source.fetch_block(obj, index)
             except BackendError as exc:
                 raise ReadError(str(exc)) from None
-            self._stats.object_fetches += 1
+            self._parts.stats.object_fetches += 1
             if obj.on_disk:
-                self._writer.write_block(block_id, data)
+                self._parts.writer.write_block(block_id, data)
         if prefetch:
-            self._stats.prefetched_bytes += len(data)
+            self._parts.stats.prefetched_bytes += len(data)
         self.memory.put(block_id, data, len(data))
         return data
 
@@ -168,7 +162,7 @@ class ObjectLoader:
             block_id = obj.block_id(i)
             if block_id not in self.memory and block_id not in self._inflight:
                 self._claim(source, obj, i, prefetch=True)
-                self._stats.object_prefetches += 1
+                self._parts.stats.object_prefetches += 1
         self._prefetcher.claimed(stream, obj.block_span(last)[1])
 
     async def _verify(self, obj: RemoteObject, blocks: dict[int, bytes]) -> None:
@@ -187,7 +181,9 @@ class ObjectLoader:
                 data = blocks.get(check.next) or self.memory.peek(obj.block_id(check.next))
                 if data is None:
                     return  # not read yet: fed when a read brings it
-                await trio.to_thread.run_sync(check.hasher.update, data, limiter=self._limiters.cpu)
+                await trio.to_thread.run_sync(
+                    check.hasher.update, data, limiter=self._parts.limiters.cpu
+                )
                 check.next += 1
                 if check.next == obj.blocks:
                     check.verified = check.hasher.digest() == obj.sha256
@@ -204,7 +200,7 @@ class ObjectLoader:
         for block_id in ids:
             self.memory.pop(block_id)
         if obj.on_disk:
-            await self._writer.drain(DROP_GRACE)
+            await self._parts.writer.drain(DROP_GRACE)
             await trio.to_thread.run_sync(
-                self._cache.drop_blocks, ids, limiter=self._limiters.writes
+                self._parts.cache.drop_blocks, ids, limiter=self._parts.limiters.writes
             )

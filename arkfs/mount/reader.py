@@ -35,6 +35,7 @@ from arkfs.mount.file_map import FileMap
 from arkfs.mount.jobs import Host, Limiters, ReadError
 from arkfs.mount.map_loader import MapLoader
 from arkfs.mount.object_loader import ObjectLoader
+from arkfs.mount.parts import Parts
 from arkfs.mount.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
 from arkfs.resolve.objects import ObjectReader, RemoteObject
@@ -60,14 +61,11 @@ class ContentReader:
         self._limiters = Limiters(max_parallel_fetches)
         self._writer = CacheWriter(cache, self._host, self._limiters.writes)
         urls = FetchUrls()
-        self._maps = MapLoader(cache, stats, self._host, self._limiters, self._writer, urls)
-        self._chunks = ChunkLoader(
-            cache, stats, self._host, self._limiters, self._writer, urls, memory_bytes
-        )
+        parts = Parts(cache, stats, self._host, self._limiters, self._writer)
+        self._maps = MapLoader(parts, urls)
+        self._chunks = ChunkLoader(parts, urls, memory_bytes)
         self._prefetcher = Prefetcher()
-        self._objects = ObjectLoader(
-            cache, stats, self._host, self._limiters, self._writer, self._prefetcher
-        )
+        self._objects = ObjectLoader(parts, self._prefetcher)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the background work until aclose(): `await nursery.start(reader.run)`.

@@ -8,7 +8,8 @@ SHA-256 digest checked over its blocks in order.
   (RemoteObject.on_disk); written behind the read by the CacheWriter, within its backlog.
   An object without a strong ETag (or, if it is one block, a digest) stays in memory.
 - Prefetch: the reader's Prefetcher, the one rule for every file, says which bytes to
-  claim ahead of a stream; the blocks covering them are loaded in the background.
+  claim ahead of a stream; the blocks covering them are loaded in the background,
+  PREFETCH_BLOCKS at most at once over every object.
 - Digest: a big object with a digest has a running SHA-256, fed each block in order, from
   block 0, as reads find it (from the network or the disk). The read that completes it
   waits for the verdict; a mismatch fails that read and every later read of that version
@@ -32,6 +33,7 @@ from arkfs.util.lru import LRU
 MIB = 1024 * 1024
 MEMORY = 64 * MIB  # bytes of object blocks kept in memory
 CHECKS = 256  # objects whose running digest is kept
+PREFETCH_BLOCKS = 8  # blocks loaded ahead of readers at once, over every object
 DROP_GRACE = 5.0  # seconds a failed digest waits for cache writes before dropping blocks
 
 
@@ -60,6 +62,7 @@ class ObjectLoader:
         self._prefetcher = prefetcher
         self.memory: LRU[bytes, bytes] = LRU(MEMORY)
         self._inflight: dict[bytes, Pending[bytes]] = {}
+        self._prefetching = 0  # prefetch loads under way
         self._checks: LRU[RemoteObject, _Check] = LRU(CHECKS)
 
     async def read(
@@ -100,6 +103,7 @@ class ObjectLoader:
                 self._settle, pending, source, obj, index, prefetch
             )
             self._inflight[block_id] = pending
+            self._prefetching += prefetch  # until _settle ends
         return pending
 
     async def _settle(
@@ -117,6 +121,7 @@ class ObjectLoader:
                 lambda: self._load(source, obj, index, prefetch),
             )
         finally:
+            self._prefetching -= prefetch
             if self._inflight.get(block_id) is pending:
                 del self._inflight[block_id]
 
@@ -158,12 +163,16 @@ class ObjectLoader:
         if window is None:
             return
         first, last = obj.block_of(window[0]), obj.block_of(window[1] - 1)
+        stop = window[0]
         for i in range(first, last + 1):
             block_id = obj.block_id(i)
             if block_id not in self.memory and block_id not in self._inflight:
+                if self._prefetching >= PREFETCH_BLOCKS:
+                    break  # claimed up to here; the next read asks again
                 self._claim(source, obj, i, prefetch=True)
                 self._parts.stats.object_prefetches += 1
-        self._prefetcher.claimed(stream, obj.block_span(last)[1])
+            stop = obj.block_span(i)[1]
+        self._prefetcher.claimed(stream, stop)
 
     async def _verify(self, obj: RemoteObject, blocks: dict[int, bytes]) -> None:
         """Feed obj's running digest the blocks that come next in order (those of this

@@ -6,12 +6,17 @@ per version read in archive-versions/, named by `ARK/@vN` (it never changes): th
 digest of a msgpack body, then the body, as file maps are stored (file_map.pack_map). The
 manifest names the hashes every read trusts, so a damaged copy counts as absent: it is
 never served, and the next answer from a backend replaces it.
+
+An ARK that resolves to a plain HTTP object has, in objects/, the last record seen of it
+(URL, size, ETag, digest, ?info; arkfs.resolve.objects), framed the same way: offline,
+it names the object's blocks in the disk cache.
 """
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 import blake3
@@ -22,6 +27,7 @@ from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.versions import version_name
+from arkfs.resolve.objects import RemoteObject
 from arkfs.util.atomic import is_temp, write_atomic
 from arkfs.xet.constants import HASH_SIZE
 
@@ -31,6 +37,8 @@ CACHE_FORMAT = "arkfs-archive-cache"
 CACHE_VERSION = 3  # 2: a BLAKE3 digest of the msgpack body comes first; 3: version records
 ARCHIVES_DIR = "archives"  # the latest version seen of each ARK
 VERSIONS_DIR = "archive-versions"  # each version read, by ARK/@vN
+OBJECTS_DIR = "objects"  # the last record seen of each ARK that is a plain HTTP object
+T = TypeVar("T")
 
 
 class DamagedCacheFile(Exception):
@@ -49,6 +57,7 @@ class ArchiveCache:
     def __init__(self, root: Path) -> None:
         self.root = root / ARCHIVES_DIR
         self.versions = root / VERSIONS_DIR
+        self.objects = root / OBJECTS_DIR
 
     def _path(self, key: str, version: int | None) -> Path:
         if version is None:
@@ -70,8 +79,23 @@ class ArchiveCache:
             use_bin_type=True,
         )
         path = self._path(archive.manifest.ark, None if latest else archive.version.version)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, blake3.blake3(body).digest() + body)
+        _write_framed(path, body)
+
+    def write_object(self, obj: RemoteObject) -> None:
+        """Store the record of what an ARK resolves to, a plain HTTP object."""
+        body = msgpack.packb(
+            {"format": CACHE_FORMAT, "version": CACHE_VERSION, "object": obj.to_json()},
+            use_bin_type=True,
+        )
+        _write_framed(self._object_path(obj.ark), body)
+
+    def read_object(self, key: str) -> RemoteObject | None:
+        """The last record stored of the object key resolves to, or None. A damaged file is
+        logged once and removed: it counts as absent."""
+        return _load(self._object_path(key), "object record", lambda d: _unpack_object(d, key))
+
+    def _object_path(self, key: str) -> Path:
+        return self.objects / f"{quote(key, safe='')}.msgpack"
 
     def read(self, key: str, version: int | None = None) -> tuple[Archive, str] | None:
         """Version version of the archive key (None: the latest seen) and the name of the
@@ -79,20 +103,7 @@ class ArchiveCache:
 
         A damaged file is logged once and removed: it counts as absent.
         """
-        path = self._path(key, version)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            log.error("cannot read the cached archive %s: %s", path, exc.strerror or exc)
-            return None
-        try:
-            return _unpack(data, key, version)
-        except DamagedCacheFile as exc:
-            log.warning("removing the damaged cached archive %s: %s", path, exc)
-            path.unlink(missing_ok=True)
-            return None
+        return _load(self._path(key, version), "archive", lambda d: _unpack(d, key, version))
 
     def keys(self) -> list[str]:
         """The normalized ARKs of every archive with a latest version cached."""
@@ -110,15 +121,8 @@ class ArchiveCache:
 def _unpack(data: bytes, key: str, version: int | None) -> tuple[Archive, str]:
     """The archive version and its source from a cache file's bytes; DamagedCacheFile if
     they are damaged or not of that version of key (None: any)."""
-    digest, body = data[:HASH_SIZE], data[HASH_SIZE:]
-    if blake3.blake3(body).digest() != digest:
-        raise DamagedCacheFile(
-            "its digest does not match its contents (damaged, or from an older arkfs)"
-        )
+    obj = _record(data)
     try:
-        obj: Any = msgpack.unpackb(body, raw=False)
-        if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
-            raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
         manifest = Manifest.from_msgpack(obj["manifest"])
         if manifest.ark != key:
             raise ValueError(f"it holds {manifest.ark}")
@@ -136,3 +140,62 @@ def _unpack(data: bytes, key: str, version: int | None) -> tuple[Archive, str]:
         ArkError,
     ) as exc:
         raise DamagedCacheFile(str(exc)) from None
+
+
+def _unpack_object(data: bytes, key: str) -> RemoteObject:
+    """The object record of key from a cache file's bytes; DamagedCacheFile if damaged."""
+    try:
+        found = RemoteObject.from_json(_record(data)["object"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise DamagedCacheFile(str(exc)) from None
+    if found.ark != key:
+        raise DamagedCacheFile(f"it holds {found.ark}")
+    return found
+
+
+def _load(path: Path, what: str, unpack: Callable[[bytes], T]) -> T | None:
+    """unpack(the bytes of path); None if absent, unreadable, or damaged (logged, and the
+    damaged file removed)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.error("cannot read the cached %s %s: %s", what, path, exc.strerror or exc)
+        return None
+    try:
+        return unpack(data)
+    except DamagedCacheFile as exc:
+        log.warning("removing the damaged cached %s %s: %s", what, path, exc)
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _record(data: bytes) -> Any:
+    """The msgpack map a cache file holds, of this format and version; DamagedCacheFile if
+    it fails its digest or is not one."""
+    try:
+        obj = msgpack.unpackb(_unframe(data), raw=False)
+        if not isinstance(obj, dict):
+            raise ValueError("not a map")
+        if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
+            raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
+    except (msgpack.UnpackException, ValueError) as exc:
+        raise DamagedCacheFile(str(exc)) from None
+    return obj
+
+
+def _write_framed(path: Path, body: bytes) -> None:
+    """Write the BLAKE3 digest of body, then body."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, blake3.blake3(body).digest() + body)
+
+
+def _unframe(data: bytes) -> bytes:
+    """The body of a file _write_framed wrote; DamagedCacheFile if it fails its digest."""
+    digest, body = data[:HASH_SIZE], data[HASH_SIZE:]
+    if blake3.blake3(body).digest() != digest:
+        raise DamagedCacheFile(
+            "its digest does not match its contents (damaged, or from an older arkfs)"
+        )
+    return body

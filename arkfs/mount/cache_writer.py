@@ -1,10 +1,10 @@
 """Writes to the disk cache, in worker threads, behind the reads that fetched what they write.
 
-The backlog is the bytes handed over and not yet written. Fetched chunks are written only
-while the backlog stays within WRITE_BACKLOG; beyond it they are served but not cached.
-File maps and footers, which are small, are always written. The cache is optional: an
-OSError is logged once per writer and the reads go on. At close, drain() lets the writes
-under way finish, CLOSE_GRACE at most.
+The backlog is the bytes handed over and not yet written. Fetched chunks, and blocks of
+plain HTTP objects, are written only while the backlog stays within WRITE_BACKLOG; beyond
+it they are served but not cached. File maps and footers, which are small, are always
+written. The cache is optional: an OSError is logged once per writer and the reads go on.
+At close, drain() lets the writes under way finish, CLOSE_GRACE at most.
 """
 
 import logging
@@ -53,6 +53,12 @@ class CacheWriter:
         if self._backlog + size <= self.max_backlog:
             self._backlog += size
             await self._write(size, self._cache.put_chunks, list(chunks.items()))
+
+    def write_block(self, block_id: bytes, data: bytes) -> None:
+        """Start writing a block of a plain HTTP object, unless that would pass the
+        backlog bound; ReadError if the host is not running."""
+        if self._backlog + len(data) <= self.max_backlog:
+            self._start(len(data), self._cache.put_block, block_id, data)
 
     def write_map(self, fmap: FileMap) -> None:
         """Start writing a verified map; ReadError if the host is not running."""

@@ -31,7 +31,7 @@ from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.archive_cache import ArchiveCache
 from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.mount.indexed import IndexedArchive
-from arkfs.resolve.objects import RemoteObject
+from arkfs.resolve.objects import ObjectReader, RemoteObject
 from arkfs.util.lru import LRU
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ class Catalog:
         self.disk = ArchiveCache(cache_root)
         self._memory: LRU[str, IndexedArchive] = LRU(MEMORY_ARCHIVES)  # by ARK/@vN
         self._latest_on_disk: dict[str, int] = {}  # ARK -> the version cached as its latest
+        self._objects_on_disk: LRU[str, RemoteObject] = LRU(MAX_UNBOUND)  # ARK -> record stored
         self._unbound: dict[str, float] = {}  # ARK -> until when it is known unbound
         self._down: dict[str, float] = {}  # unreachable backend name -> when to probe it
         self._locks: dict[str, trio.Lock] = {}
@@ -252,15 +253,40 @@ class Catalog:
 
     async def remote_object(self, key: str) -> RemoteObject | None:
         """What a normalized ark:NAAN/Name no backend binds resolves to, when discovery
-        finds an object that is not an arkfs archive; else None."""
+        finds an object that is not an arkfs archive; else None. Each record found is kept
+        on disk, and serves when its responder (or a hop to it) is unreachable, so a
+        remount reads the object's cached blocks offline."""
         if self._discovery is None:
             return None
-        return await self._discovery.object_for(key)
+        try:
+            obj = await self._discovery.object_for(key)
+        except Unreachable:
+            cached = await self.cached_object(key)
+            if cached is None:
+                raise
+            return cached
+        if obj is not None and self._objects_on_disk.get(key) != obj:
+            try:
+                await trio.to_thread.run_sync(self.disk.write_object, obj)
+                self._objects_on_disk.put(key, obj)
+            except OSError as exc:
+                log.error("cannot cache %s on disk: %s", key, exc)
+        return obj
 
-    async def read_object(self, obj: RemoteObject, off: int, size: int) -> bytes:
-        """Bytes of a remote object (see arkfs.resolve.objects)."""
+    async def cached_object(self, key: str) -> RemoteObject | None:
+        """The record of the object key resolved to, as last seen and kept on disk."""
+        if self._discovery is None:
+            return None
+        cached = await trio.to_thread.run_sync(self.disk.read_object, key)
+        if cached is not None:
+            log.info("%s is unreachable; the record of its object cached on disk serves", key)
+        return cached
+
+    @property
+    def objects(self) -> ObjectReader:
+        """What fetches the blocks of remote objects (see arkfs.resolve.objects)."""
         assert self._discovery is not None
-        return await self._discovery.objects.read(obj, off, size)
+        return self._discovery.objects
 
     async def versions(self, key: str) -> list[VersionInfo]:
         """Every version of the archive bound to a normalized ark:NAAN/Name, asked now."""

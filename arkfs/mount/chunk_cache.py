@@ -4,6 +4,7 @@ Layout under root, every file named by the XET hash string of what names it:
     packs/<first 2 hex digits>/<pack id>        decompressed chunks stored together
     footers/<first 2 hex digits>/<xorb hash>    a xorb's CasObjectInfo footer (packed)
     maps/<first 2 hex digits>/<file hash>       a file's verified map (file_map.pack_map)
+    blocks/<first 2 hex digits>/<block id>      a block of a plain HTTP object (below)
 
 Chunks are cached in packs: the chunks one fetch brought (a run of up to 8 MiB) go into
 one file, a header listing each chunk's hash and size, then their bytes. One file per
@@ -16,9 +17,16 @@ read, so one cache serves every archive and mount, and survives remounts. A pack
 chunk that fails its check is deleted whole, logged once and its chunks reported missing:
 the caller fetches them again, never serves them.
 
+Blocks of plain HTTP objects (arkfs.resolve.objects) are named by a block id that is
+the BLAKE3 of the object's URL, ETag, digest and block index: another version of the
+object has other ids. Their bytes have no hash of their own to check, so each file is
+the BLAKE3 of (block id, bytes), then the bytes; a file that fails it is deleted, logged
+once and reported missing, as a damaged pack is.
+
 The LRU (packs, footers and maps, each weighed by its file's size) lives in memory;
 scan() fills it once from the directory, oldest mtime first, reading each pack's header.
-Blocking methods (scan, get_chunks, put_chunks, get_footer, put_footer, get_map, put_map)
+Blocking methods (scan, get_chunks, put_chunks, get_footer, put_footer, get_map, put_map,
+get_block, put_block, drop_blocks)
 are for worker threads and are thread-safe; has() and the sizes are cheap and safe from
 any thread. Files are written whole under a temp name and renamed, so a crash leaves a
 whole file or a temp file that the next scan removes. Processes sharing a root each keep
@@ -47,10 +55,10 @@ from arkfs.xet.xorb import XorbFooter
 
 log = logging.getLogger(__name__)
 
-PACKS, FOOTERS, MAPS = "packs", "footers", "maps"
-# LRU keys: a tag, then the pack id, xorb hash (footer) or file hash (map).
-_PACK_TAG, _FOOTER_TAG, _MAP_TAG = b"P", b"F", b"M"
-_KINDS = ((PACKS, _PACK_TAG), (FOOTERS, _FOOTER_TAG), (MAPS, _MAP_TAG))
+PACKS, FOOTERS, MAPS, BLOCKS = "packs", "footers", "maps", "blocks"
+# LRU keys: a tag, then the pack id, xorb hash (footer), file hash (map) or block id.
+_PACK_TAG, _FOOTER_TAG, _MAP_TAG, _BLOCK_TAG = b"P", b"F", b"M", b"B"
+_KINDS = ((PACKS, _PACK_TAG), (FOOTERS, _FOOTER_TAG), (MAPS, _MAP_TAG), (BLOCKS, _BLOCK_TAG))
 _DIRS = {tag: kind for kind, tag in _KINDS}
 PACK_MAGIC = b"ARKPACK1"
 _COUNT = struct.Struct("<I")
@@ -325,6 +333,12 @@ class ChunkCache:
                 os.close(fd)
         return out
 
+    def _read_file(self, key: bytes) -> bytes | None:
+        """The bytes of an indexed file; None if it is not indexed or cannot be read."""
+        if key not in self._index.files:
+            return None
+        return self._read_spans({key: None})[key]
+
     def _reject(self, key: bytes, why: str) -> None:
         path = _path(self.root, key)
         with self._lock:
@@ -385,9 +399,7 @@ class ChunkCache:
     def get_footer(self, xorb_hash: bytes) -> XorbFooter | None:
         """A stored footer of xorb_hash, checked against the xorb hash; None if absent or bad."""
         key = _FOOTER_TAG + xorb_hash
-        if key not in self._index.files:
-            return None
-        data = self._read_spans({key: None})[key]
+        data = self._read_file(key)
         if data is None:
             return None
         try:
@@ -410,9 +422,7 @@ class ChunkCache:
     def get_map(self, file_hash: bytes) -> FileMap | None:
         """The stored map of file_hash, checked again (unpack_map); None if absent or bad."""
         key = _MAP_TAG + file_hash
-        if key not in self._index.files:
-            return None
-        data = self._read_spans({key: None})[key]
+        data = self._read_file(key)
         if data is None:
             return None
         try:
@@ -428,3 +438,34 @@ class ChunkCache:
         key = _MAP_TAG + fmap.file_hash
         if key not in self._index.files:
             self._write(key, pack_map(fmap))
+
+    def has_block(self, block_id: bytes) -> bool:
+        """Is a block in the index? (It may still fail its check when read.)"""
+        return _BLOCK_TAG + block_id in self._index.files
+
+    def get_block(self, block_id: bytes) -> bytes | None:
+        """A stored block, checked against its stored digest; None if absent or damaged."""
+        key = _BLOCK_TAG + block_id
+        data = self._read_file(key)
+        if data is None:
+            return None
+        body = memoryview(data)[HASH_SIZE:]
+        if blake3.blake3(block_id).update(body).digest() != data[:HASH_SIZE]:
+            self._reject(key, "does not match its digest (damaged)")
+            return None
+        self._index.touch(key)
+        return bytes(body)
+
+    def put_block(self, block_id: bytes, data: bytes) -> None:
+        """Store a block under its id, behind the BLAKE3 of (id, data)."""
+        key = _BLOCK_TAG + block_id
+        if key not in self._index.files:
+            digest = blake3.blake3(block_id).update(data).digest()
+            self._write(key, digest + data)
+
+    def drop_blocks(self, block_ids: Iterable[bytes]) -> None:
+        """Delete stored blocks (of an object whose bytes failed their digest)."""
+        keys = [_BLOCK_TAG + b for b in block_ids]
+        for key in keys:
+            self._index.forget(key)
+        _delete(self.root, keys)

@@ -27,11 +27,9 @@ import trio
 from arkfs.backend.base import Backend
 from arkfs.backend.mirrors import MirroredBackend
 from arkfs.mount.backend_calls import BadBytes, Expired, FetchUrls, call_backend
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.file_map import FileMap, decode_run
-from arkfs.mount.jobs import Host, Limiters, Pending, ReadError
-from arkfs.mount.stats import MountStats
+from arkfs.mount.jobs import Pending, ReadError
+from arkfs.mount.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
@@ -63,19 +61,11 @@ class ChunkLoader:
 
     def __init__(
         self,
-        cache: ChunkCache,
-        stats: MountStats,
-        host: Host,
-        limiters: Limiters,
-        writer: CacheWriter,
+        parts: Parts,
         urls: FetchUrls,
         memory_bytes: int = MEMORY_BYTES,
     ) -> None:
-        self._cache = cache
-        self._stats = stats
-        self._host = host
-        self._limiters = limiters
-        self._writer = writer
+        self._parts = parts
         self._urls = urls
         self.memory: LRU[bytes, bytes] = LRU(memory_bytes)  # chunk hash -> decoded chunk
         self._inflight: dict[bytes, Pending[Chunks]] = {}
@@ -100,7 +90,7 @@ class ChunkLoader:
     def prefetch(self, backend: Backend, fmap: FileMap, start: int, stop: int) -> int:
         """Claim the chunks of bytes [start, stop) not in memory or in flight, in the
         background, as far as PREFETCH_GROUPS allows; return where the claim ended."""
-        if not self._host.running:
+        if not self._parts.host.running:
             return start
         first, last = fmap.span(start, stop)
         todo = [
@@ -119,7 +109,8 @@ class ChunkLoader:
         Prefetch starts groups only while fewer than PREFETCH_GROUPS run; it stops before
         the first chunk it could not claim. Returns the loads and how many indices were done.
         """
-        nursery = self._host.nursery()  # before any claim: a claim must never be left unstarted
+        # Before any claim: a claim must never be left unstarted.
+        nursery = self._parts.host.nursery()
         pendings: dict[int, Pending[Chunks]] = {}
         groups: list[tuple[Pending[Chunks], list[int]]] = []
         group_bytes = 0
@@ -168,7 +159,7 @@ class ChunkLoader:
             chunks = found | fetched
             self._remember(chunks)
             if prefetch:
-                self._stats.prefetched_bytes += sum(len(c) for c in chunks.values())
+                self._parts.stats.prefetched_bytes += sum(len(c) for c in chunks.values())
             return chunks
 
         what = f"reading file {hash_to_string(fmap.file_hash)}"
@@ -180,16 +171,16 @@ class ChunkLoader:
                     del self._inflight[h]
             self._prefetching -= prefetch
         if fetched:
-            await self._writer.write_chunks(fetched)
+            await self._parts.writer.write_chunks(fetched)
 
     async def _from_disk(self, hashes: list[bytes], prefetch: bool) -> Chunks:
         """The chunks of hashes in the disk cache, checked (one worker-thread call)."""
-        if not any(self._cache.has(h) for h in hashes):
+        if not any(self._parts.cache.has(h) for h in hashes):
             return {}
-        limiter = self._limiters.background if prefetch else self._limiters.disk
-        found = await trio.to_thread.run_sync(self._cache.get_chunks, hashes, limiter=limiter)
-        self._stats.disk_hits += len(found)
-        self._stats.cache_hits += len(found)
+        limiter = self._parts.limiters.background if prefetch else self._parts.limiters.disk
+        found = await trio.to_thread.run_sync(self._parts.cache.get_chunks, hashes, limiter=limiter)
+        self._parts.stats.disk_hits += len(found)
+        self._parts.stats.cache_hits += len(found)
         return found
 
     async def _fetch_run(
@@ -202,8 +193,8 @@ class ChunkLoader:
         """
         xh = fmap.xorbs[fmap.xorb_of[run[0]]]
         what = f"file {hash_to_string(fmap.file_hash)}"
-        cpu = self._limiters.background if prefetch else self._limiters.cpu
-        self._stats.cache_misses += len(run)
+        cpu = self._parts.limiters.background if prefetch else self._parts.limiters.cpu
+        self._parts.stats.cache_misses += len(run)
         for attempt in (1, 2):
             try:
                 data = await self._fetch_bytes(backend, fmap, run, prefetch, fresh=attempt > 1)
@@ -230,7 +221,7 @@ class ChunkLoader:
         lo, hi = fmap.packed_start[run[0]], fmap.packed_end[run[-1]]
         what = f"file {hash_to_string(fmap.file_hash)}"
         limiter: AbstractAsyncContextManager[object] = (
-            nullcontext() if prefetch else self._limiters.fetch
+            nullcontext() if prefetch else self._parts.limiters.fetch
         )
         url = None if fresh else self._urls.get(backend, xh)
         refreshed = url is None
@@ -247,8 +238,8 @@ class ChunkLoader:
                     raise
                 url = await self._fresh_url(backend, fmap, run)
                 refreshed = True
-        self._stats.fetches += 1
-        self._stats.bytes_fetched += len(data)
+        self._parts.stats.fetches += 1
+        self._parts.stats.bytes_fetched += len(data)
         if len(data) != hi - lo:
             raise BadBytes(f"{what}: {backend.name} sent {len(data)} bytes, not {hi - lo}")
         return data
@@ -264,7 +255,7 @@ class ChunkLoader:
             fmap.start(run[0]),
             fmap.ends[run[-1]],
         )
-        self._stats.url_refreshes += 1
+        self._parts.stats.url_refreshes += 1
         self._urls.keep(backend, rec)
         url = self._urls.get(backend, xh)
         if url is None:

@@ -36,6 +36,7 @@ from arkfs.mount.xattrs import (
     object_xattrs,
     versions_xattr,
 )
+from arkfs.resolve.objects import RemoteObject
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ class ArkOperations(ReadOnlyOperations):
         if handle.data is not None:
             return handle.data[off : off + size]
         if handle.node.obj is not None:
-            return await self.ns.catalog.read_object(handle.node.obj, off, size)
+            return await self._read_object(handle.node.obj, fh, off, size)
         archive = handle.node.archive
         assert archive is not None
         entry = archive.entry(handle.node.index)
@@ -189,6 +190,16 @@ class ArkOperations(ReadOnlyOperations):
         if size < SMALL_READ:
             self._pages.offer(handle.node.ino, entry.xet_hash, entry.size, off, off + length)
         return data
+
+    async def _read_object(
+        self, obj: RemoteObject, fh: pyfuse3.FileHandleT, off: int, size: int
+    ) -> bytes:
+        """Bytes of a plain HTTP object an ARK resolved to."""
+        try:
+            return await self.reader.read_object(self.ns.catalog.objects, obj, off, size, fh)
+        except ReadError as exc:
+            log.error("read of %s at %d+%d: %s", obj.ark, off, size, exc)
+            raise pyfuse3.FUSEError(errno.EIO) from None
 
     @guarded
     async def release(self, fh: pyfuse3.FileHandleT) -> None:

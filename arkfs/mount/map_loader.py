@@ -15,11 +15,9 @@ import trio
 
 from arkfs.backend.base import Backend
 from arkfs.mount.backend_calls import FetchUrls, call_backend
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.file_map import FileMap, build_map
-from arkfs.mount.jobs import Host, Limiters, Pending, ReadError
-from arkfs.mount.stats import MountStats
+from arkfs.mount.jobs import Pending, ReadError
+from arkfs.mount.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
@@ -36,18 +34,10 @@ class MapLoader:
 
     def __init__(
         self,
-        cache: ChunkCache,
-        stats: MountStats,
-        host: Host,
-        limiters: Limiters,
-        writer: CacheWriter,
+        parts: Parts,
         urls: FetchUrls,
     ) -> None:
-        self._cache = cache
-        self._stats = stats
-        self._host = host
-        self._limiters = limiters
-        self._writer = writer
+        self._parts = parts
         self._urls = urls
         self._maps: LRU[tuple[bytes, int], FileMap] = LRU(MAP_CHUNKS, keep_one=True)
         self._loads: dict[tuple[bytes, int], Pending[FileMap]] = {}
@@ -70,7 +60,7 @@ class MapLoader:
         key = (file_hash, size)
         p = self._loads.get(key)
         if p is None:
-            nursery = self._host.nursery()
+            nursery = self._parts.host.nursery()
             p = self._loads[key] = Pending()
             nursery.start_soon(self._load, backend, key, p)
         return await p.wait()
@@ -89,19 +79,19 @@ class MapLoader:
         """The map from the disk cache, else built from the backend and written there;
         kept in memory either way."""
         fmap = await trio.to_thread.run_sync(
-            self._cache.get_map, file_hash, limiter=self._limiters.disk
+            self._parts.cache.get_map, file_hash, limiter=self._parts.limiters.disk
         )
         if fmap is None:
             fmap = await self._build(backend, file_hash, size)
-            self._stats.maps_loaded += 1
-            self._writer.write_map(fmap)
+            self._parts.stats.maps_loaded += 1
+            self._parts.writer.write_map(fmap)
         elif fmap.size != size:
             raise ReadError(
                 f"file {hash_to_string(file_hash)} has {fmap.size} bytes, not {size} "
                 "as the manifest says"
             )
         else:
-            self._stats.maps_from_disk += 1
+            self._parts.stats.maps_from_disk += 1
         self._maps.put((file_hash, size), fmap, len(fmap) + MAP_OVERHEAD)
         return fmap
 
@@ -118,7 +108,7 @@ class MapLoader:
         fetched: dict[bytes, XorbFooter] = {}
         if need:
             footers |= await trio.to_thread.run_sync(
-                self._disk_footers, need, limiter=self._limiters.disk
+                self._disk_footers, need, limiter=self._parts.limiters.disk
             )
             fetched = await self._fetch_footers(
                 backend, what, rec, [xh for xh in need if xh not in footers]
@@ -126,7 +116,7 @@ class MapLoader:
             footers |= fetched
         try:
             fmap = await trio.to_thread.run_sync(
-                build_map, file_hash, size, rec.terms, footers, limiter=self._limiters.cpu
+                build_map, file_hash, size, rec.terms, footers, limiter=self._parts.limiters.cpu
             )
         except XetError as exc:
             raise ReadError(f"{what} from {backend.name} fails verification: {exc}") from None
@@ -135,14 +125,14 @@ class MapLoader:
         for xh in xorbs:
             self._footers.put(xh, footers[xh])
         if fetched:
-            self._writer.write_footers(list(fetched.values()))
+            self._parts.writer.write_footers(list(fetched.values()))
         return fmap
 
     def _disk_footers(self, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
         """Footers found in the disk cache, checked (blocking)."""
         found = {}
         for xh in xorbs:
-            footer = self._cache.get_footer(xh)
+            footer = self._parts.cache.get_footer(xh)
             if footer is not None:
                 found[xh] = footer
         return found
@@ -156,7 +146,7 @@ class MapLoader:
 
         async def one(xh: bytes) -> None:
             try:
-                async with self._limiters.fetch:
+                async with self._parts.limiters.fetch:
                     footer = await call_backend(what, backend.footer, xh, rec.fetch[xh][0])
             except ReadError as exc:
                 errors.append(exc)
@@ -164,7 +154,7 @@ class MapLoader:
             if footer.xorb_hash != xh:
                 errors.append(ReadError(f"{what}: {backend.name} sent the footer of another xorb"))
                 return
-            self._stats.footer_fetches += 1
+            self._parts.stats.footer_fetches += 1
             got[xh] = footer
 
         async with trio.open_nursery() as nursery:

@@ -42,7 +42,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import version_name, version_of_name, versioned
-from arkfs.backend.base import NotBound
+from arkfs.backend.base import NotBound, Unreachable
 from arkfs.mount.catalog import Catalog
 from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.latest import LatestVersions
@@ -343,14 +343,19 @@ class Namespace:
             obj = None if inflection else await self.catalog.remote_object(key)
             if obj is None:
                 raise
-            return self._node(
-                self._base(f"{key} object"),
-                lambda i: Node(i, NodeKind.OBJECT, naan.naan, key, obj=obj),
-            )
-        if not inflection:
-            return node
-        self._hand(key, naan.ino, [name])  # the root's ?info is the latest's
-        return self.info_node(node)
+        except Unreachable:
+            obj = None if inflection else await self.catalog.cached_object(key)
+            if obj is None:
+                raise
+        else:
+            if not inflection:
+                return node
+            self._hand(key, naan.ino, [name])  # the root's ?info is the latest's
+            return self.info_node(node)
+        return self._node(
+            self._base(f"{key} object"),
+            lambda i: Node(i, NodeKind.OBJECT, naan.naan, key, obj=obj),
+        )
 
     async def _lookup_in_latest(self, root: Node, name: str) -> Node:
         """A name in an archive root: `@vN` (and its `?info`) is version N, whatever the

@@ -11,6 +11,9 @@ One read, and the module that does each part:
    the fetched ones to the disk cache.
 4. The read pattern of its stream: prefetch.py says what to claim ahead, and the chunk
    loader claims it in the background.
+A plain HTTP object (an ARK that is no arkfs archive) is read by object_loader.py, in
+blocks, through the same memory budget rules, disk cache, writer, prefetch policy and
+background host.
 Background work runs in a nursery this reader hosts and on separate thread limiters
 (jobs.py); backend calls have a backstop time limit (backend_calls.py).
 
@@ -19,7 +22,7 @@ groups (chunk_loader.py), maps and footers in memory (map_loader.py), fetch URLs
 (backend_calls.py), streams (prefetch.py), the cache write backlog (cache_writer.py).
 """
 
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 
 import trio
 
@@ -31,8 +34,11 @@ from arkfs.mount.chunk_loader import MEMORY_BYTES, ChunkLoader
 from arkfs.mount.file_map import FileMap
 from arkfs.mount.jobs import Host, Limiters, ReadError
 from arkfs.mount.map_loader import MapLoader
+from arkfs.mount.object_loader import ObjectLoader
+from arkfs.mount.parts import Parts
 from arkfs.mount.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
+from arkfs.resolve.objects import ObjectReader, RemoteObject
 
 __all__ = ["ContentReader", "ReadError"]
 
@@ -55,11 +61,11 @@ class ContentReader:
         self._limiters = Limiters(max_parallel_fetches)
         self._writer = CacheWriter(cache, self._host, self._limiters.writes)
         urls = FetchUrls()
-        self._maps = MapLoader(cache, stats, self._host, self._limiters, self._writer, urls)
-        self._chunks = ChunkLoader(
-            cache, stats, self._host, self._limiters, self._writer, urls, memory_bytes
-        )
+        parts = Parts(cache, stats, self._host, self._limiters, self._writer)
+        self._maps = MapLoader(parts, urls)
+        self._chunks = ChunkLoader(parts, urls, memory_bytes)
         self._prefetcher = Prefetcher()
+        self._objects = ObjectLoader(parts, self._prefetcher)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the background work until aclose(): `await nursery.start(reader.run)`.
@@ -89,14 +95,37 @@ class ContentReader:
         open file handle, so readers at different places in one file do not look random;
         by default every read of the file is one stream. Let go of it with end_stream().
         """
-        self.stats.reads += 1
         end = min(offset + length, size)
-        if offset >= end:
+        return await self._counted(
+            offset < end,
+            lambda: self._read(
+                backend, file_hash, size, offset, end, file_hash if stream is None else stream
+            ),
+        )
+
+    async def read_object(
+        self,
+        source: ObjectReader,
+        obj: RemoteObject,
+        offset: int,
+        length: int,
+        stream: Hashable | None = None,
+    ) -> bytes:
+        """Exactly min(length, obj.size - offset) bytes of a plain HTTP object (b"" at or
+        after EOF), fetched from source when not cached (object_loader.py)."""
+        end = min(offset + length, obj.size)
+        return await self._counted(
+            offset < end,
+            lambda: self._objects.read(source, obj, offset, end, obj if stream is None else stream),
+        )
+
+    async def _counted(self, any_bytes: bool, read: Callable[[], Awaitable[bytes]]) -> bytes:
+        """Run a read (when it asks for any bytes), counted in the stats."""
+        self.stats.reads += 1
+        if not any_bytes:
             return b""
         try:
-            data = await self._read(
-                backend, file_hash, size, offset, end, file_hash if stream is None else stream
-            )
+            data = await read()
         except ReadError:
             self.stats.errors += 1
             raise
@@ -193,6 +222,7 @@ class ContentReader:
             "cache_chunks": len(self._cache),
             "cache_bad_files": self._cache.bad_files,
             "memory_bytes": self._chunks.memory.total,
+            "object_memory_bytes": self._objects.memory.total,
             "memory_limit": self._chunks.memory.capacity,
             "maps": len(self._maps),
             "inflight_chunks": self._chunks.inflight,

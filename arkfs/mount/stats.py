@@ -21,6 +21,9 @@ class MountStats:
     footer_fetches: int = 0  # xorb footers fetched from the backend
     maps_loaded: int = 0  # file maps built from the backend and verified
     maps_from_disk: int = 0  # file maps loaded from the disk cache and verified again
+    object_fetches: int = 0  # blocks of plain HTTP objects fetched from their responders
+    object_disk_hits: int = 0  # blocks of plain HTTP objects loaded from the disk cache
+    object_prefetches: int = 0  # blocks of plain HTTP objects claimed ahead of the reader
     url_refreshes: int = 0  # reconstructions of a run's bytes, its fetch URL missing or expired
     # Set by the ContentReader: sizes and limits of its caches, read when reporting.
     gauges: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)

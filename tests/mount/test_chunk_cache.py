@@ -168,3 +168,34 @@ def test_maps_round_trip_and_bad_ones_are_dropped(tmp_path: Path) -> None:
         assert not p.exists() and reopened.bad_files == n
         reopened.put_map(fmap)
     assert reopened.get_map(fmap.file_hash) is not None
+
+
+def test_object_blocks_round_trip_survive_a_rescan_and_bad_ones_are_dropped(
+    tmp_path: Path,
+) -> None:
+    cache = ChunkCache(tmp_path, 1 << 20)
+    cache.scan()
+    ids = [bytes([i]) * 32 for i in range(3)]
+    blocks = [random.Random(i).randbytes(5000) for i in range(3)]
+    for block_id, data in zip(ids, blocks, strict=True):
+        cache.put_block(block_id, data)
+    assert cache.get_block(ids[0]) == blocks[0]
+    assert cache.get_block(b"\xff" * 32) is None
+
+    again = ChunkCache(tmp_path, 1 << 20)  # a remount: the scan finds the blocks
+    again.scan()
+    assert all(again.has_block(b) for b in ids)
+    path = path_of(tmp_path, ids[1], "blocks")
+    damaged = bytearray(path.read_bytes())
+    damaged[-1] ^= 1
+    path.write_bytes(bytes(damaged))
+    assert again.get_block(ids[1]) is None
+    assert again.bad_files == 1 and not path.exists() and not again.has_block(ids[1])
+
+    moved = path_of(tmp_path, ids[0], "blocks").read_bytes()
+    path_of(tmp_path, ids[2], "blocks").write_bytes(moved)  # another block's (valid) file
+    assert again.get_block(ids[2]) is None  # its digest covers the id, not just the bytes
+
+    again.drop_blocks([ids[0]])
+    assert not again.has_block(ids[0])
+    assert not path_of(tmp_path, ids[0], "blocks").exists()

@@ -12,6 +12,7 @@ from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.chunk_loader import PREFETCH_GROUPS, ChunkLoader
 from arkfs.mount.jobs import Host, Limiters
 from arkfs.mount.map_loader import MapLoader
+from arkfs.mount.parts import Parts
 from arkfs.mount.stats import MountStats
 from tests.mount.fake_backend import FETCH, FakeBackend
 
@@ -24,8 +25,8 @@ def test_prefetch_claims_only_the_groups_it_can_start(tmp_path: Path) -> None:
         cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
         limiters, urls = Limiters(16), FetchUrls()
         writer = CacheWriter(cache, host, limiters.writes)
-        maps = MapLoader(cache, stats, host, limiters, writer, urls)
-        chunks = ChunkLoader(cache, stats, host, limiters, writer, urls)
+        parts = Parts(cache, stats, host, limiters, writer)
+        maps, chunks = MapLoader(parts, urls), ChunkLoader(parts, urls)
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)
             fmap = await maps.load(fake, f.hash, f.size)

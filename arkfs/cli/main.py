@@ -12,6 +12,7 @@ from arkfs import __version__
 from arkfs.backend.base import BackendError
 from arkfs.cli import ark, mount, publish, resolve, serve, store, versions, xet
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 
 COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve)
@@ -34,8 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `arkfs` with argv; return the exit code."""
-    args = build_parser().parse_args(argv)
+    """Run `arkfs` with argv (or as mount(8)'s helper, `arkfs SOURCE MOUNTPOINT -o ...`);
+    return the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        if is_mount_form(argv, _command_names(parser), sys.argv[0]):
+            argv = mount_argv(argv)
+    except BadInput as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     try:
         return _run_command(args)
     except BadInput as exc:
@@ -47,6 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _command_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The subcommand names (and aliases) of parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
 
 
 def _run_command(args: argparse.Namespace) -> int:

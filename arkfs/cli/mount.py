@@ -1,23 +1,30 @@
 """`arkfs mount`, `arkfs umount` and `arkfs stats`: the archives as a read-only filesystem."""
 
 import argparse
+import contextlib
 import errno
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli.logs import add_log_level_options, log_level
 from arkfs.cli.resolving import add_resolver_options, discovery_from, resolver_config
 from arkfs.cli.tokens import add_token_options, token_from
+from arkfs.mount.attrs import Ownership
 from arkfs.mount.daemon import (
     FSTYPE,
     MountError,
     MountOptions,
     check_fuse,
     check_mountpoint,
+    check_sharing,
     mounted,
     run_daemon,
     run_foreground,
@@ -103,6 +110,32 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument(
         "--log", type=Path, metavar="FILE", help=f"log file (default: CACHE_DIR/{LOG_NAME})"
     )
+    add_log_level_options(p)
+    shared = p.add_mutually_exclusive_group()
+    shared.add_argument(
+        "--allow-other",
+        dest="sharing",
+        action="store_const",
+        const="allow_other",
+        help="let every user use the mount (a user other than root needs user_allow_other "
+        "in /etc/fuse.conf)",
+    )
+    shared.add_argument(
+        "--allow-root",
+        dest="sharing",
+        action="store_const",
+        const="allow_root",
+        help="let root use the mount too",
+    )
+    p.add_argument("--uid", type=int, metavar="UID", help="owner of every file (default: yours)")
+    p.add_argument("--gid", type=int, metavar="GID", help="group of every file (default: yours)")
+    p.add_argument(
+        "--umask",
+        type=_octal,
+        metavar="OCTAL",
+        help="permission bits to clear from every file's mode, e.g. 027",
+    )
+    p.add_argument("--noexec", action="store_true", help="mount with noexec")
     p.set_defaults(func=run_mount)
 
     u = sub.add_parser(
@@ -137,6 +170,7 @@ def run_mount(args: argparse.Namespace) -> int:
 def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
     check_fuse()
+    check_sharing(args.sharing)
     mountpoint = check_mountpoint(args.mountpoint)
     try:
         cache_size = parse_size(args.cache_size)
@@ -154,10 +188,7 @@ def _mount(args: argparse.Namespace) -> int:
         ttl = DEFAULT_TTL if config.metadata_ttl is None else config.metadata_ttl
     token = token_from(args)  # the daemon is forked, not executed: it gets it in memory
     cache_dir = Path(os.path.abspath((args.cache_dir or paths.cache_dir()).expanduser()))
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"cannot create the cache directory {cache_dir}: {exc.strerror}") from None
+    cache_size = _checked_cache(cache_dir, cache_size)
     log_file = args.log
     if log_file is None and not args.foreground:
         log_file = cache_dir / LOG_NAME
@@ -173,6 +204,13 @@ def _mount(args: argparse.Namespace) -> int:
         token=token,
         metadata_ttl=ttl,
         discovery=discovery,
+        fsname=_fsname(
+            args.server or config.servers, args.store or config.store, bool(config.naans)
+        ),
+        sharing=args.sharing,
+        owner=_ownership(args),
+        noexec=args.noexec,
+        log_level=log_level(args),
     )
     if opts.foreground:
         run_foreground(opts)
@@ -180,6 +218,66 @@ def _mount(args: argparse.Namespace) -> int:
     pid = run_daemon(opts)
     print(f"arkfs: mounted {mountpoint} (pid {pid}, log {opts.log_file})")
     return 0
+
+
+def _octal(text: str) -> int:
+    """An octal number, as umask takes it."""
+    return int(text, 8)
+
+
+def _checked_cache(cache_dir: Path, cache_size: int) -> int:
+    """Create the cache directory and check it is writable; the cache size, capped to what
+    its filesystem can hold (with a warning)."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache_dir):
+            pass
+    except OSError as exc:
+        raise BadInput(f"cannot write to the cache directory {cache_dir}: {exc.strerror}") from None
+    room = shutil.disk_usage(cache_dir).free + _bytes_under(cache_dir)
+    if cache_size > room:
+        print(
+            f"arkfs: warning: --cache-size {human(cache_size)} is more than {cache_dir} can "
+            f"hold; using {human(room)}",
+            file=sys.stderr,
+        )
+        return room
+    return cache_size
+
+
+def _bytes_under(root: Path) -> int:
+    """Bytes of the files under root (what a cache already holds counts as room)."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def _fsname(servers: Sequence[str], store: Path | None, naans: bool) -> str:
+    """The mount's source as mount and df show it: its first server, else its store."""
+    if servers:
+        return f"arkfs:{servers[0]}"
+    return "arkfs:store" if store is not None or not naans else "arkfs"
+
+
+def _ownership(args: argparse.Namespace) -> Ownership | None:
+    """--uid, --gid and --umask (each defaulting to the mounting user's, no mask), or None."""
+    if args.uid is None and args.gid is None and args.umask is None:
+        return None
+    umask = args.umask or 0
+    if not 0 <= umask <= 0o777:
+        raise BadInput(f"--umask {umask:o} is not an octal mask of at most 777")
+    for name, value in (("--uid", args.uid), ("--gid", args.gid)):
+        if value is not None and value < 0:
+            raise BadInput(f"{name} {value} is not a user or group number")
+    mine = Ownership.mounting_user()
+    return Ownership(
+        mine.uid if args.uid is None else args.uid,
+        mine.gid if args.gid is None else args.gid,
+        umask,
+    )
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:

@@ -3,7 +3,16 @@
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 class BadInput(Exception):
     """Input or usage the user must correct; the CLI prints it as one line and exits 2."""
+
+
+def first_error(error: BaseException) -> BaseException:
+    """The first error in a (nested) exception group, or error itself: the one the user is
+    told about."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error

@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from arkfs import __version__
 from arkfs.backend.base import BackendError
 from arkfs.cli import ark, mount, publish, resolve, serve, store, versions, xet
-from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli.common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    BadInput,
+    first_error,
+)
 from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 
@@ -56,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_INTERRUPTED
 
 
 def _command_names(parser: argparse.ArgumentParser) -> list[str]:
@@ -73,7 +79,7 @@ def _run_command(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except BaseExceptionGroup as group:
-        raise _first_error(group) from None
+        raise first_error(group) from None
 
 
 def _reason(exc: Exception) -> str:
@@ -81,14 +87,6 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     return str(exc)
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first error in a (nested) exception group: the one the user is told about."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
-    return exc
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ from arkfs.mount.reader import ContentReader
 from arkfs.mount.stats import MountStats
 from arkfs.resolve.discover import Resolver
 from arkfs.resolve.tokens import OriginTokens
+from arkfs.util.sdnotify import notify
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,7 @@ async def _watch_signals(scope: trio.CancelScope, loop_ended: trio.Event) -> Non
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("%s: unmounting", signal.Signals(signum).name)
+            notify("STOPPING=1")
             pyfuse3.terminate()
             with trio.move_on_after(TERMINATE_GRACE):
                 await loop_ended.wait()
@@ -257,6 +259,7 @@ async def _fuse_main(reader: ContentReader, scope: trio.CancelScope, ended: trio
     """Serve until the FUSE loop ends; let the reader finish its cache writes; stop the rest."""
     await pyfuse3.main()
     ended.set()
+    notify("STOPPING=1")
     log.info("the FUSE loop ended: unmounted")
     await reader.aclose()  # before the cancel below, which would drop those writes
     scope.cancel()
@@ -327,6 +330,7 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
                 if failure is None:
                     log.info("mounted %s", opts.mountpoint)
                     ready()
+                    notify("READY=1", f"STATUS=serving {opts.fsname} at {opts.mountpoint}")
                 else:
                     nursery.cancel_scope.cancel()
         finally:

@@ -93,5 +93,5 @@ def test_serve_on_a_busy_port_prints_one_line(tmp_path: Path) -> None:
         taken.listen()
         port = str(taken.getsockname()[1])
         out = run_arkfs("serve", "--store", str(tmp_path / "s"), "--port", port, "--open-read")
-    line = assert_one_line_failure(out, 1)
+    line = assert_one_line_failure(out, 2)  # bad input: pick another port
     assert "Address already in use" in line

@@ -10,6 +10,11 @@ class BadInput(Exception):
     """Input or usage the user must correct; the CLI prints it as one line and exits 2."""
 
 
+class Interrupted(Exception):
+    """The user interrupted a command; the CLI prints what was done in one line and exits
+    130."""
+
+
 def first_error(error: BaseException) -> BaseException:
     """The first error in a (nested) exception group, or error itself: the one the user is
     told about."""

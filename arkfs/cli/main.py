@@ -16,6 +16,7 @@ from arkfs.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     BadInput,
+    Interrupted,
     first_error,
 )
 from arkfs.cli.mount_form import is_mount_form, mount_argv
@@ -60,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FAILURES as exc:
         print(f"arkfs: {_reason(exc)}", file=sys.stderr)
         return EXIT_FAILURE
+    except Interrupted as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

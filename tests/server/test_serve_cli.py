@@ -1,9 +1,9 @@
-"""`arkfs serve` as a daemon: start-up errors in one line and exit 2, SIGINT and SIGTERM
+"""`arkfs serve` as a daemon: start-up errors in one line and exit 2 (a busy port: in
+tests/test_cli_errors.py), SIGINT and SIGTERM
 end it with exit 0 and one line, and readiness over a real NOTIFY_SOCKET."""
 
 import os
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
@@ -18,16 +18,6 @@ from tests.support.server import Server
 def one_line_exit_2(done: subprocess.CompletedProcess[str], words: str) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
-
-
-def test_a_busy_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        done = run_arkfs("serve", "--store", str(tmp_path / "s"), "--port", str(port),
-                         "--open-read")  # fmt: skip
-    one_line_exit_2(done, f"cannot listen on 127.0.0.1:{port}: Address already in use")
 
 
 def test_a_bad_port_and_an_uncreatable_store_are_one_line_and_exit_2(tmp_path: Path) -> None:

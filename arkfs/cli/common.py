@@ -4,6 +4,11 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+EXIT_CODES = """\
+  0   success
+  1   failure: a server, store, network or system error (one line on stderr says which)
+  2   bad input or usage: the command, an option, a file or a URL to correct (one line)
+  130 interrupted (Ctrl-C); an interrupted publish resumes when run again"""
 
 
 class BadInput(Exception):

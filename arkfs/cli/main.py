@@ -1,8 +1,5 @@
-"""Entry point: parse the command line and run one subcommand with the exit code contract.
-
-Exit codes: 0 success, 2 bad input or usage (one line on stderr saying what is wrong),
-1 any other failure (a backend, publish or system failure says why in one line too).
-"""
+"""Entry point: parse the command line and run one subcommand with the exit code contract
+(EXIT_CODES, shown by `arkfs --help`): every failure is one line on stderr."""
 
 import argparse
 import sys
@@ -12,6 +9,7 @@ from arkfs import __version__
 from arkfs.backend.base import BackendError
 from arkfs.cli import ark, mount, publish, resolve, serve, store, versions, xet
 from arkfs.cli.common import (
+    EXIT_CODES,
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -32,7 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="arkfs",
         description="Browse and read persistent archives: ARK-named directories whose files "
         "live in XET content-addressed storage.",
-        epilog="Run `arkfs COMMAND --help` for the options of each command.",
+        epilog="Run `arkfs COMMAND --help` for the options of each command. "
+        "mount(8) may run arkfs as `arkfs SOURCE MOUNTPOINT -o OPTIONS` (SOURCE: a server URL, "
+        "store:/path, or arkfs).\n\nExit codes (every command):\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"arkfs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

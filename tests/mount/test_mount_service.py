@@ -3,7 +3,6 @@ debug and back at run time, and -v."""
 
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from tests.support.archive import make_tree, publish
 from tests.support.cli import ARKFS
 from tests.support.mount import arkfs_mount, cleanup
-from tests.support.notify import notify_socket
+from tests.support.notify import notifying
 
 ARK = "ark:12345/x6np1wh8k"
 OPENED = "open inode"  # the mount's debug line for each open(2)
@@ -67,22 +66,11 @@ def test_v_logs_debug_from_the_start(store: Path, tmp_path: Path) -> None:
 def test_the_mount_tells_systemd_it_is_ready_and_stopping(store: Path, tmp_path: Path) -> None:
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    with notify_socket() as notify:
-        proc = subprocess.Popen(
-            [ARKFS, "mount", str(mnt), "--store", str(store), "--cache-dir",
-             str(tmp_path / "cache"), "--foreground"],
-            env={**os.environ, "NOTIFY_SOCKET": str(notify.path)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            lines = notify.wait_for("READY=1")
+    argv = [ARKFS, "mount", str(mnt), "--store", str(store), "--cache-dir",
+            str(tmp_path / "cache"), "--foreground"]  # fmt: skip
+    try:
+        with notifying(argv) as lines:
             assert f"STATUS=serving arkfs:store at {mnt}" in lines, lines
             assert os.listdir(mnt / "ark:12345") == ["x6np1wh8k"]
-            proc.send_signal(signal.SIGTERM)
-            notify.wait_for("STOPPING=1")
-            assert proc.wait(timeout=30) == 0
-        finally:
-            proc.kill()
-            proc.wait()
-            cleanup(mnt, None)
+    finally:
+        cleanup(mnt, None)

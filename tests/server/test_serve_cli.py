@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support.cli import ARKFS, run_arkfs
-from tests.support.notify import notify_socket
+from tests.support.notify import notifying
 from tests.support.server import Server
 
 
@@ -45,20 +45,7 @@ def test_a_signal_stops_serve_with_exit_0_and_one_line(tmp_path: Path, signum: i
 
 
 def test_serve_tells_systemd_it_is_ready_and_stopping(tmp_path: Path) -> None:
-    with notify_socket() as notify:
-        proc = subprocess.Popen(
-            [ARKFS, "serve", "--store", str(tmp_path / "s"), "--port", "0", "--open-read"],
-            env={**os.environ, "NOTIFY_SOCKET": str(notify.path)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            lines = notify.wait_for("READY=1")
-            status = [line for line in lines if line.startswith("STATUS=serving")]
-            assert status and "http://127.0.0.1:" in status[0], lines
-            proc.send_signal(signal.SIGTERM)
-            notify.wait_for("STOPPING=1")
-            assert proc.wait(timeout=30) == 0
-        finally:
-            proc.kill()
-            proc.wait()
+    argv = [ARKFS, "serve", "--store", str(tmp_path / "s"), "--port", "0", "--open-read"]
+    with notifying(argv) as lines:
+        status = [line for line in lines if line.startswith("STATUS=serving")]
+        assert status and "http://127.0.0.1:" in status[0], lines

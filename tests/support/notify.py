@@ -1,10 +1,13 @@
 """A NOTIFY_SOCKET as systemd gives one: a unix datagram socket that collects sd_notify
 messages."""
 
+import os
 import shutil
+import signal
 import socket
+import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -36,3 +39,24 @@ def notify_socket() -> Iterator[NotifySocket]:
     finally:
         sock.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def notifying(argv: Sequence[str]) -> Iterator[list[str]]:
+    """Run a daemon with a NOTIFY_SOCKET; yield the lines it sent up to READY=1; then stop
+    it with SIGTERM, and check that it said STOPPING=1 and exited 0."""
+    with notify_socket() as notify:
+        proc = subprocess.Popen(
+            argv,
+            env={**os.environ, "NOTIFY_SOCKET": str(notify.path)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            yield notify.wait_for("READY=1")
+            proc.send_signal(signal.SIGTERM)
+            notify.wait_for("STOPPING=1")
+            assert proc.wait(timeout=30) == 0
+        finally:
+            proc.kill()
+            proc.wait()

@@ -1,9 +1,8 @@
-"""The log level options the daemons share: -v and --log-level."""
+"""The log level options of the mount: -v and --log-level."""
 
 import argparse
-import logging
 
-LEVELS = ("debug", "info", "warning", "error")
+from arkfs.mount.config import LOG_LEVELS
 
 
 def add_log_level_options(p: argparse.ArgumentParser) -> None:
@@ -15,11 +14,6 @@ def add_log_level_options(p: argparse.ArgumentParser) -> None:
         default=0,
         help="log debug lines too (as --log-level debug)",
     )
-    p.add_argument("--log-level", choices=LEVELS, help="least severe level logged (default info)")
-
-
-def log_level(args: argparse.Namespace) -> int:
-    """The logging level args ask for: --log-level, else debug with -v, else info."""
-    if args.log_level is not None:
-        return int(getattr(logging, args.log_level.upper()))
-    return logging.DEBUG if args.verbose else logging.INFO
+    p.add_argument(
+        "--log-level", choices=LOG_LEVELS, help="least severe level logged (default info)"
+    )

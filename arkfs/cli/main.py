@@ -7,7 +7,18 @@ from collections.abc import Sequence
 
 from arkfs import __version__
 from arkfs.backend.base import BackendError
-from arkfs.cli import ark, mount, publish, resolve, serve, store, versions, xet
+from arkfs.cli import (
+    ark,
+    completion,
+    config,
+    mount,
+    publish,
+    resolve,
+    serve,
+    store,
+    versions,
+    xet,
+)
 from arkfs.cli.common import (
     EXIT_CODES,
     EXIT_FAILURE,
@@ -20,7 +31,7 @@ from arkfs.cli.common import (
 from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 
-COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve)
+COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve, config, completion)
 FAILURES = (BackendError, PublishError, OSError)  # not the user's input: exit 1, with why
 
 

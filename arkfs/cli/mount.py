@@ -4,6 +4,7 @@ import argparse
 import contextlib
 import errno
 import json
+import logging
 import math
 import os
 import shutil
@@ -12,14 +13,17 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
-from arkfs.cli.logs import add_log_level_options, log_level
+from arkfs.cli.logs import add_log_level_options
 from arkfs.cli.resolving import add_resolver_options, discovery_from, resolver_config
+from arkfs.cli.settings import DEFAULT_CACHE_SIZE, LOG_NAME, effective
 from arkfs.cli.tokens import add_token_options, token_from
 from arkfs.mount.attrs import Ownership
 from arkfs.mount.daemon import (
     FSTYPE,
+    SHARING,
     MountError,
     MountOptions,
     check_fuse,
@@ -32,11 +36,7 @@ from arkfs.mount.daemon import (
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.xattrs import STATS
 from arkfs.resolve.discover import DEFAULT_FALLBACK
-from arkfs.util import paths
 from arkfs.util.sizes import human, parse_size
-
-DEFAULT_CACHE_SIZE = "10G"
-LOG_NAME = "mount.log"
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -67,6 +67,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "~/.local/share/arkfs/store). The config file ($ARKFS_CONFIG or "
         "~/.config/arkfs/config.toml) takes `servers = [URL...]`, `store = DIR`, "
         "`metadata_ttl = SECONDS`, `registry = [PATH or URL...]`, `fallback = URL or false`, "
+        "every other mount setting by its -o name (cache_dir, cache_size, log, log_level, "
+        "allow_other, allow_root, uid, gid, umask, noexec, token_file; the command line "
+        "overrides them, and `arkfs config show` shows the result), "
         "a [naans] table of `NAAN = URL or [URL...]` (several URLs are mirrors: read as one, "
         "failing over, bad bytes fetched elsewhere) and a [tokens] table of `ORIGIN = "
         "TOKEN or {file = PATH}`. Tokens belong to their origin: --token goes to the "
@@ -75,6 +78,31 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "Example: arkfs mount /mnt/ark --server http://127.0.0.1:8080",
     )
     p.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="an empty directory")
+    add_mount_options(p)
+    p.set_defaults(func=run_mount)
+
+    u = sub.add_parser(
+        "umount",
+        help="unmount an arkfs mount",
+        description="Unmount MOUNTPOINT. If a process still uses it, it is detached lazily: "
+        "it disappears now and goes away once the last open file closes.",
+    )
+    u.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
+    u.set_defaults(func=run_umount)
+
+    s = sub.add_parser(
+        "stats",
+        help="show what a mount has read, fetched and cached",
+        description="Print the counters of the arkfs mount at MOUNTPOINT: reads, chunk cache "
+        "hit rate, bytes fetched, cache size.",
+    )
+    s.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
+    s.add_argument("--json", action="store_true", help="print the raw counters as JSON")
+    s.set_defaults(func=run_stats)
+
+
+def add_mount_options(p: argparse.ArgumentParser) -> None:
+    """Every mount setting as an option (`arkfs mount` and `arkfs config show` take them)."""
     p.add_argument(
         "--server",
         action="append",
@@ -92,7 +120,6 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     )
     p.add_argument(
         "--cache-size",
-        default=DEFAULT_CACHE_SIZE,
         metavar="SIZE",
         help=f"most bytes of chunks to keep on disk, e.g. 500M, 10G (default {DEFAULT_CACHE_SIZE})",
     )
@@ -136,26 +163,6 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="permission bits to clear from every file's mode, e.g. 027",
     )
     p.add_argument("--noexec", action="store_true", help="mount with noexec")
-    p.set_defaults(func=run_mount)
-
-    u = sub.add_parser(
-        "umount",
-        help="unmount an arkfs mount",
-        description="Unmount MOUNTPOINT. If a process still uses it, it is detached lazily: "
-        "it disappears now and goes away once the last open file closes.",
-    )
-    u.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
-    u.set_defaults(func=run_umount)
-
-    s = sub.add_parser(
-        "stats",
-        help="show what a mount has read, fetched and cached",
-        description="Print the counters of the arkfs mount at MOUNTPOINT: reads, chunk cache "
-        "hit rate, bytes fetched, cache size.",
-    )
-    s.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
-    s.add_argument("--json", action="store_true", help="print the raw counters as JSON")
-    s.set_defaults(func=run_stats)
 
 
 def run_mount(args: argparse.Namespace) -> int:
@@ -170,26 +177,28 @@ def run_mount(args: argparse.Namespace) -> int:
 def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
     check_fuse()
-    check_sharing(args.sharing)
     mountpoint = check_mountpoint(args.mountpoint)
+    config = resolver_config(args)
+    value: dict[str, Any] = {key: v for key, (v, _) in effective(args, config).items()}
+    sharing = next((s for s in SHARING if value[s]), None)
+    check_sharing(sharing)
     try:
-        cache_size = parse_size(args.cache_size)
+        cache_size = parse_size(str(value["cache_size"]))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    config = resolver_config(args)
     for url in args.server:
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
     discovery = discovery_from(args, config)
-    ttl = args.metadata_ttl
-    if ttl is not None and not 0 <= ttl < math.inf:
+    ttl = float(value["metadata_ttl"])
+    if not 0 <= ttl < math.inf:
         raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
-    if ttl is None:
-        ttl = DEFAULT_TTL if config.metadata_ttl is None else config.metadata_ttl
+    if args.token is None and args.token_file is None:
+        args.token_file = value["token_file"]
     token = token_from(args)  # the daemon is forked, not executed: it gets it in memory
-    cache_dir = Path(os.path.abspath((args.cache_dir or paths.cache_dir()).expanduser()))
+    cache_dir = Path(os.path.abspath(Path(str(value["cache_dir"])).expanduser()))
     cache_size = _checked_cache(cache_dir, cache_size)
-    log_file = args.log
+    log_file = value["log"]
     if log_file is None and not args.foreground:
         log_file = cache_dir / LOG_NAME
     opts = MountOptions(
@@ -199,7 +208,7 @@ def _mount(args: argparse.Namespace) -> int:
         config=config,
         cache_dir=cache_dir,
         cache_size=cache_size,
-        log_file=Path(os.path.abspath(log_file)) if log_file else None,
+        log_file=Path(os.path.abspath(str(log_file))) if log_file else None,
         foreground=args.foreground,
         token=token,
         metadata_ttl=ttl,
@@ -207,10 +216,10 @@ def _mount(args: argparse.Namespace) -> int:
         fsname=_fsname(
             args.server or config.servers, args.store or config.store, bool(config.naans)
         ),
-        sharing=args.sharing,
-        owner=_ownership(args),
-        noexec=args.noexec,
-        log_level=log_level(args),
+        sharing=sharing,
+        owner=_ownership(value["uid"], value["gid"], value["umask"]),
+        noexec=bool(value["noexec"]),
+        log_level=int(getattr(logging, str(value["log_level"]).upper())),
     )
     if opts.foreground:
         run_foreground(opts)
@@ -262,21 +271,21 @@ def _fsname(servers: Sequence[str], store: Path | None, naans: bool) -> str:
     return "arkfs:store" if store is not None or not naans else "arkfs"
 
 
-def _ownership(args: argparse.Namespace) -> Ownership | None:
-    """--uid, --gid and --umask (each defaulting to the mounting user's, no mask), or None."""
-    if args.uid is None and args.gid is None and args.umask is None:
+def _ownership(uid: int | None, gid: int | None, umask: int) -> Ownership | None:
+    """uid, gid and umask (each None or 0: the mounting user's, no mask), or None."""
+    if uid is None and gid is None and not umask:
         return None
-    umask = args.umask or 0
-    if not 0 <= umask <= 0o777:
-        raise BadInput(f"--umask {umask:o} is not an octal mask of at most 777")
-    for name, value in (("--uid", args.uid), ("--gid", args.gid)):
+    mask = umask
+    if not 0 <= mask <= 0o777:
+        raise BadInput(f"--umask {mask:o} is not an octal mask of at most 777")
+    for name, value in (("--uid", uid), ("--gid", gid)):
         if value is not None and value < 0:
             raise BadInput(f"{name} {value} is not a user or group number")
     mine = Ownership.mounting_user()
     return Ownership(
-        mine.uid if args.uid is None else args.uid,
-        mine.gid if args.gid is None else args.gid,
-        umask,
+        mine.uid if uid is None else uid,
+        mine.gid if gid is None else gid,
+        mask,
     )
 
 

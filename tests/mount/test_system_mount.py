@@ -189,3 +189,19 @@ def test_a_cache_size_over_the_free_space_is_capped_with_a_warning(
         assert m.stderr.count("\n") == 1 and "warning: --cache-size" in m.stderr, m.stderr
         fs = os.statvfs(m.path)
         assert 0 < fs.f_blocks * fs.f_frsize <= shutil.disk_usage(cache).total
+
+
+def test_the_config_file_gives_mount_settings_the_command_line_overrides(
+    shared: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'uid = {NOBODY}\ngid = {NOBODY}\numask = "077"\ncache_size = "64M"\n'
+                      'log = "the.log"\n')  # fmt: skip
+    with arkfs_mount(tmp_path / "m", "--store", str(shared / "store"), "--config", str(config),
+                     "--cache-dir", str(tmp_path / "cache"), "--umask", "022") as m:  # fmt: skip
+        st = a_file(m.path).stat()
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY)  # from the config file
+        assert st.st_mode & 0o044 == 0o044  # --umask 022 won over the config's 077
+        fs = os.statvfs(m.path)
+        assert fs.f_blocks * fs.f_frsize == 64 << 20
+        assert m.log == tmp_path / "the.log"  # relative to the config file

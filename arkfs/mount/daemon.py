@@ -343,11 +343,13 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
 
 
 async def toggle_debug_on_sigusr2(level: int) -> None:
-    """Each SIGUSR2 switches the log between DEBUG and level, as mountpoint-s3 does."""
+    """Each SIGUSR2 switches the log between DEBUG and level (INFO when level is DEBUG),
+    as mountpoint-s3 does."""
     root = logging.getLogger()
+    quiet = logging.INFO if level == logging.DEBUG else level
     with trio.open_signal_receiver(signal.SIGUSR2) as signals:
         async for _ in signals:
-            new = level if root.level == logging.DEBUG else logging.DEBUG
+            new = quiet if root.level == logging.DEBUG else logging.DEBUG
             root.setLevel(new)
             log.warning("SIGUSR2: logging at %s now", logging.getLevelName(new))
 

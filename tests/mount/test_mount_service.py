@@ -55,12 +55,17 @@ def test_sigusr2_switches_a_running_mount_to_debug_and_back(store: Path, tmp_pat
         assert log.read_text().count(OPENED) == opened
 
 
-def test_v_logs_debug_from_the_start(store: Path, tmp_path: Path) -> None:
+def test_v_logs_debug_from_the_start_and_sigusr2_quiets_it(store: Path, tmp_path: Path) -> None:
     log = tmp_path / "mount.log"
     with arkfs_mount(tmp_path / "mnt", "--store", str(store), "--cache-dir",
                      str(tmp_path / "cache"), "--log", str(log), "-v") as m:  # fmt: skip
-        next(files(m.path)).read_bytes()
-        wait_for_log(log, OPENED)
+        first, second = list(files(m.path))[:2]
+        first.read_bytes()
+        opened = wait_for_log(log, OPENED).count(OPENED)
+        os.kill(m.pid, signal.SIGUSR2)  # from debug, SIGUSR2 goes to info
+        wait_for_log(log, "SIGUSR2: logging at INFO now")
+        second.read_bytes()
+        assert log.read_text().count(OPENED) == opened
 
 
 def test_the_mount_tells_systemd_it_is_ready_and_stopping(store: Path, tmp_path: Path) -> None:

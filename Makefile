@@ -2,14 +2,32 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config attr fio curl postgresql
+SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config attr fio curl postgresql mount util-linux zsh
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 TEST_ARGS ?=
 
-.PHONY: install system-packages test lint demo bench clean
+.PHONY: install system-packages install-system uninstall-system test lint demo bench clean
+
+# Where mount(8) finds arkfs: mount.fuse3 runs `arkfs` for -t fuse.arkfs through /bin/sh
+# with the default PATH (so /usr/local/bin), and mount(8) looks for /sbin/mount.TYPE helpers
+# (not /usr/local/sbin) for -t arkfs.
+BINDIR ?= /usr/local/bin
+SBINDIR ?= /sbin
+ARKFS_BIN = $(abspath $(VENV))/bin/arkfs
 
 install: $(STAMP)
+
+# Link this checkout's arkfs as $(BINDIR)/arkfs and $(SBINDIR)/mount.arkfs (root; idempotent).
+install-system: install
+	$(SUDO) ln -sfn $(ARKFS_BIN) $(BINDIR)/arkfs
+	$(SUDO) ln -sfn $(ARKFS_BIN) $(SBINDIR)/mount.arkfs
+
+# Remove those links, and only links (idempotent).
+uninstall-system:
+	@for f in $(BINDIR)/arkfs $(SBINDIR)/mount.arkfs; do \
+	  if [ -L $$f ]; then $(SUDO) rm -f $$f && echo "removed $$f"; fi; \
+	done
 
 system-packages:
 	@missing=""; \

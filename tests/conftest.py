@@ -1,18 +1,36 @@
-"""Session-wide test settings: hf_xet writes its state into a temporary HF_HOME."""
+"""Session-wide test settings: hf_xet writes its state into a temporary HF_HOME; at the end,
+no log any test produced may hold a token or a signed URL."""
 
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from tests.support.secrets import SERVER_LOGS, leaks, logs_under, tokens_in
 
 _HF_HOME = tempfile.mkdtemp(prefix="arkfs-test-hf-")
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_XET_TELEMETRY_ENABLED"] = "false"
+_SERVER_LOGS = tempfile.mkdtemp(prefix="arkfs-test-serve-logs-")
+os.environ[SERVER_LOGS] = _SERVER_LOGS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_log_holds_a_secret(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """After every test: grep the mount logs, --log files, captured stderr and servers'
+    stderr of the whole session for tokens and URL signatures."""
+    yield
+    base = tmp_path_factory.getbasetemp()
+    found = leaks(logs_under(base, Path(_SERVER_LOGS)), tokens_in(base))
+    assert not found, "secrets in logs:\n" + "\n".join(found[:20])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_HF_HOME, ignore_errors=True)
+    shutil.rmtree(_SERVER_LOGS, ignore_errors=True)
 
 
 # The real S3 and PostgreSQL servers, for every test that asks for them.

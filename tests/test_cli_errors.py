@@ -93,5 +93,27 @@ def test_serve_on_a_busy_port_prints_one_line(tmp_path: Path) -> None:
         taken.listen()
         port = str(taken.getsockname()[1])
         out = run_arkfs("serve", "--store", str(tmp_path / "s"), "--port", port, "--open-read")
-    line = assert_one_line_failure(out, 1)
+    line = assert_one_line_failure(out, 2)  # bad input: pick another port
     assert "Address already in use" in line
+
+
+def test_a_server_url_without_its_scheme_is_bad_input_everywhere(tmp_path: Path) -> None:
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "files.json").write_text('[{"path": "a", "hash": "' + "0" * 64 + '", "size": 1}]')
+    ark, server = "ark:12345/x6np1wh8k", ("--server", "host:8080")
+    for argv in (
+        ("publish", str(tmp_path / "tree"), "--ark", ark, *server),
+        ("versions", ark, *server),
+        ("bind", ark, "--manifest", str(tmp_path / "files.json"), *server),
+        ("mount", str(tmp_path / "mnt"), *server),
+    ):
+        line = assert_one_line_failure(run_arkfs(*argv), 2)
+        assert "'host:8080' is not an http:// or https:// URL" in line, argv
+
+
+def test_the_help_carries_the_exit_code_table() -> None:
+    out = run_arkfs("--help")
+    assert out.returncode == 0
+    for row in ("0 ", "1 ", "2 ", "130 "):
+        assert f"\n  {row}" in out.stdout, out.stdout

@@ -19,6 +19,10 @@ def default_store_dir() -> Path:
     return Path(explicit).expanduser() if explicit else data_dir() / "store"
 
 
+class BadTarget(BackendError):
+    """A server URL or store choice the user must correct (not a failure of the backend)."""
+
+
 def open_backend(
     server: str | None, store: Path | None, token: str | None, *, create: bool
 ) -> Backend:
@@ -28,7 +32,7 @@ def open_backend(
     a new embedded store.
     """
     if server is not None and store is not None:
-        raise BackendError(
+        raise BadTarget(
             "give either a server URL (--server) or a store directory (--store), not both"
         )
     if server is not None:
@@ -37,7 +41,7 @@ def open_backend(
         except httpx.InvalidURL:
             url = httpx.URL()
         if url.scheme not in ("http", "https") or not url.host:
-            raise BackendError(
+            raise BadTarget(
                 f"server {server!r} is not an http:// or https:// URL; "
                 "give one like http://127.0.0.1:8080"
             )

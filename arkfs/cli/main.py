@@ -1,8 +1,5 @@
-"""Entry point: parse the command line and run one subcommand with the exit code contract.
-
-Exit codes: 0 success, 2 bad input or usage (one line on stderr saying what is wrong),
-1 any other failure (a backend, publish or system failure says why in one line too).
-"""
+"""Entry point: parse the command line and run one subcommand with the exit code contract
+(EXIT_CODES, shown by `arkfs --help`): every failure is one line on stderr."""
 
 import argparse
 import sys
@@ -10,12 +7,32 @@ from collections.abc import Sequence
 
 from arkfs import __version__
 from arkfs.backend.base import BackendError
-from arkfs.cli import ark, mount, publish, resolve, serve, store, versions, xet
-from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli import (
+    ark,
+    completion,
+    config,
+    mount,
+    publish,
+    resolve,
+    serve,
+    store,
+    versions,
+    xet,
+)
+from arkfs.cli.common import (
+    EXIT_CODES,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    BadInput,
+    Interrupted,
+    first_error,
+)
+from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 from arkfs.store.errors import StoreError
 
-COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve)
+COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve, config, completion)
 FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: exit 1, with why
 
 
@@ -25,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="arkfs",
         description="Browse and read persistent archives: ARK-named directories whose files "
         "live in XET content-addressed storage.",
-        epilog="Run `arkfs COMMAND --help` for the options of each command.",
+        epilog="Run `arkfs COMMAND --help` for the options of each command. "
+        "mount(8) may run arkfs as `arkfs SOURCE MOUNTPOINT -o OPTIONS` (SOURCE: a server URL, "
+        "store:/path, or arkfs).\n\nExit codes (every command):\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"arkfs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -35,8 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run `arkfs` with argv; return the exit code."""
-    args = build_parser().parse_args(argv)
+    """Run `arkfs` with argv (or as mount(8)'s helper, `arkfs SOURCE MOUNTPOINT -o ...`);
+    return the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        if is_mount_form(argv, _command_names(parser), sys.argv[0]):
+            argv = mount_argv(argv)
+    except BadInput as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     try:
         return _run_command(args)
     except BadInput as exc:
@@ -45,9 +74,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FAILURES as exc:
         print(f"arkfs: {_reason(exc)}", file=sys.stderr)
         return EXIT_FAILURE
+    except Interrupted as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_INTERRUPTED
+
+
+def _command_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The subcommand names (and aliases) of parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -56,7 +96,7 @@ def _run_command(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except BaseExceptionGroup as group:
-        raise _first_error(group) from None
+        raise first_error(group) from None
 
 
 def _reason(exc: Exception) -> str:
@@ -64,14 +104,6 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
     return str(exc)
-
-
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first error in a (nested) exception group: the one the user is told about."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
-    return exc
 
 
 if __name__ == "__main__":

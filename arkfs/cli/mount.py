@@ -1,23 +1,34 @@
 """`arkfs mount`, `arkfs umount` and `arkfs stats`: the archives as a read-only filesystem."""
 
 import argparse
+import contextlib
 import errno
 import json
+import logging
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
+from arkfs.cli.logs import add_log_level_options
 from arkfs.cli.resolving import add_resolver_options, discovery_from, resolver_config
+from arkfs.cli.settings import DEFAULT_CACHE_SIZE, LOG_NAME, effective
 from arkfs.cli.tokens import add_token_options, token_from
+from arkfs.mount.attrs import Ownership
 from arkfs.mount.daemon import (
     FSTYPE,
+    SHARING,
     MountError,
     MountOptions,
     check_fuse,
     check_mountpoint,
+    check_sharing,
     mounted,
     run_daemon,
     run_foreground,
@@ -25,11 +36,7 @@ from arkfs.mount.daemon import (
 from arkfs.mount.latest import DEFAULT_TTL
 from arkfs.mount.xattrs import STATS
 from arkfs.resolve.discover import DEFAULT_FALLBACK
-from arkfs.util import paths
 from arkfs.util.sizes import human, parse_size
-
-DEFAULT_CACHE_SIZE = "10G"
-LOG_NAME = "mount.log"
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -60,6 +67,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "~/.local/share/arkfs/store). The config file ($ARKFS_CONFIG or "
         "~/.config/arkfs/config.toml) takes `servers = [URL...]`, `store = DIR`, "
         "`metadata_ttl = SECONDS`, `registry = [PATH or URL...]`, `fallback = URL or false`, "
+        "every other mount setting by its -o name (cache_dir, cache_size, log, log_level, "
+        "allow_other, allow_root, uid, gid, umask, noexec, token_file; the command line "
+        "overrides them, and `arkfs config show` shows the result), "
         "a [naans] table of `NAAN = URL or [URL...]` (several URLs are mirrors: read as one, "
         "failing over, bad bytes fetched elsewhere) and a [tokens] table of `ORIGIN = "
         "TOKEN or {file = PATH}`. Tokens belong to their origin: --token goes to the "
@@ -68,41 +78,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "Example: arkfs mount /mnt/ark --server http://127.0.0.1:8080",
     )
     p.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="an empty directory")
-    p.add_argument(
-        "--server",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="base URL of an `arkfs serve` (repeatable; asked in order)",
-    )
-    p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
-    add_resolver_options(p)
-    p.add_argument(
-        "--cache-dir",
-        type=Path,
-        metavar="DIR",
-        help="chunk and manifest cache (default: $XDG_CACHE_HOME/arkfs or ~/.cache/arkfs)",
-    )
-    p.add_argument(
-        "--cache-size",
-        default=DEFAULT_CACHE_SIZE,
-        metavar="SIZE",
-        help=f"most bytes of chunks to keep on disk, e.g. 500M, 10G (default {DEFAULT_CACHE_SIZE})",
-    )
-    p.add_argument(
-        "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
-    )
-    add_token_options(p, "read token for the --server URLs")
-    p.add_argument(
-        "--metadata-ttl",
-        type=float,
-        metavar="SECONDS",
-        help="how often the latest version of an archive is checked again (default: the "
-        f"config file's metadata_ttl, else {DEFAULT_TTL:.0f}); ARCHIVE/@vN never changes",
-    )
-    p.add_argument(
-        "--log", type=Path, metavar="FILE", help=f"log file (default: CACHE_DIR/{LOG_NAME})"
-    )
+    add_mount_options(p)
     p.set_defaults(func=run_mount)
 
     u = sub.add_parser(
@@ -125,6 +101,70 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     s.set_defaults(func=run_stats)
 
 
+def add_mount_options(p: argparse.ArgumentParser) -> None:
+    """Every mount setting as an option (`arkfs mount` and `arkfs config show` take them)."""
+    p.add_argument(
+        "--server",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="base URL of an `arkfs serve` (repeatable; asked in order)",
+    )
+    p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
+    add_resolver_options(p)
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="chunk and manifest cache (default: $XDG_CACHE_HOME/arkfs or ~/.cache/arkfs)",
+    )
+    p.add_argument(
+        "--cache-size",
+        metavar="SIZE",
+        help=f"most bytes of chunks to keep on disk, e.g. 500M, 10G (default {DEFAULT_CACHE_SIZE})",
+    )
+    p.add_argument(
+        "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
+    )
+    add_token_options(p, "read token for the --server URLs")
+    p.add_argument(
+        "--metadata-ttl",
+        type=float,
+        metavar="SECONDS",
+        help="how often the latest version of an archive is checked again (default: the "
+        f"config file's metadata_ttl, else {DEFAULT_TTL:.0f}); ARCHIVE/@vN never changes",
+    )
+    p.add_argument(
+        "--log", type=Path, metavar="FILE", help=f"log file (default: CACHE_DIR/{LOG_NAME})"
+    )
+    add_log_level_options(p)
+    shared = p.add_mutually_exclusive_group()
+    shared.add_argument(
+        "--allow-other",
+        dest="sharing",
+        action="store_const",
+        const="allow_other",
+        help="let every user use the mount (a user other than root needs user_allow_other "
+        "in /etc/fuse.conf)",
+    )
+    shared.add_argument(
+        "--allow-root",
+        dest="sharing",
+        action="store_const",
+        const="allow_root",
+        help="let root use the mount too",
+    )
+    p.add_argument("--uid", type=int, metavar="UID", help="owner of every file (default: yours)")
+    p.add_argument("--gid", type=int, metavar="GID", help="group of every file (default: yours)")
+    p.add_argument(
+        "--umask",
+        type=_octal,
+        metavar="OCTAL",
+        help="permission bits to clear from every file's mode, e.g. 027",
+    )
+    p.add_argument("--noexec", action="store_true", help="mount with noexec")
+
+
 def run_mount(args: argparse.Namespace) -> int:
     """Check everything that can be checked here, then mount (as a daemon by default)."""
     try:
@@ -138,27 +178,27 @@ def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
     check_fuse()
     mountpoint = check_mountpoint(args.mountpoint)
+    config = resolver_config(args)
+    value: dict[str, Any] = {key: v for key, (v, _) in effective(args, config).items()}
+    sharing = next((s for s in SHARING if value[s]), None)
+    check_sharing(sharing)
     try:
-        cache_size = parse_size(args.cache_size)
+        cache_size = parse_size(str(value["cache_size"]))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    config = resolver_config(args)
     for url in args.server:
         if not url.startswith(("http://", "https://")):
             raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
     discovery = discovery_from(args, config)
-    ttl = args.metadata_ttl
-    if ttl is not None and not 0 <= ttl < math.inf:
+    ttl = float(value["metadata_ttl"])
+    if not 0 <= ttl < math.inf:
         raise BadInput(f"--metadata-ttl {ttl:g} is not a number of seconds >= 0")
-    if ttl is None:
-        ttl = DEFAULT_TTL if config.metadata_ttl is None else config.metadata_ttl
+    if args.token is None and args.token_file is None:
+        args.token_file = value["token_file"]
     token = token_from(args)  # the daemon is forked, not executed: it gets it in memory
-    cache_dir = Path(os.path.abspath((args.cache_dir or paths.cache_dir()).expanduser()))
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BadInput(f"cannot create the cache directory {cache_dir}: {exc.strerror}") from None
-    log_file = args.log
+    cache_dir = Path(os.path.abspath(Path(str(value["cache_dir"])).expanduser()))
+    cache_size = _checked_cache(cache_dir, cache_size)
+    log_file = value["log"]
     if log_file is None and not args.foreground:
         log_file = cache_dir / LOG_NAME
     opts = MountOptions(
@@ -168,11 +208,18 @@ def _mount(args: argparse.Namespace) -> int:
         config=config,
         cache_dir=cache_dir,
         cache_size=cache_size,
-        log_file=Path(os.path.abspath(log_file)) if log_file else None,
+        log_file=Path(os.path.abspath(str(log_file))) if log_file else None,
         foreground=args.foreground,
         token=token,
         metadata_ttl=ttl,
         discovery=discovery,
+        fsname=_fsname(
+            args.server or config.servers, args.store or config.store, bool(config.naans)
+        ),
+        sharing=sharing,
+        owner=_ownership(value["uid"], value["gid"], value["umask"]),
+        noexec=bool(value["noexec"]),
+        log_level=int(getattr(logging, str(value["log_level"]).upper())),
     )
     if opts.foreground:
         run_foreground(opts)
@@ -180,6 +227,66 @@ def _mount(args: argparse.Namespace) -> int:
     pid = run_daemon(opts)
     print(f"arkfs: mounted {mountpoint} (pid {pid}, log {opts.log_file})")
     return 0
+
+
+def _octal(text: str) -> int:
+    """An octal number, as umask takes it."""
+    return int(text, 8)
+
+
+def _checked_cache(cache_dir: Path, cache_size: int) -> int:
+    """Create the cache directory and check it is writable; the cache size, capped to what
+    its filesystem can hold (with a warning)."""
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=cache_dir):
+            pass
+    except OSError as exc:
+        raise BadInput(f"cannot write to the cache directory {cache_dir}: {exc.strerror}") from None
+    room = shutil.disk_usage(cache_dir).free + _bytes_under(cache_dir)
+    if cache_size > room:
+        print(
+            f"arkfs: warning: --cache-size {human(cache_size)} is more than {cache_dir} can "
+            f"hold; using {human(room)}",
+            file=sys.stderr,
+        )
+        return room
+    return cache_size
+
+
+def _bytes_under(root: Path) -> int:
+    """Bytes of the files under root (what a cache already holds counts as room)."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def _fsname(servers: Sequence[str], store: Path | None, naans: bool) -> str:
+    """The mount's source as mount and df show it: its first server, else its store."""
+    if servers:
+        return f"arkfs:{servers[0]}"
+    return "arkfs:store" if store is not None or not naans else "arkfs"
+
+
+def _ownership(uid: int | None, gid: int | None, umask: int) -> Ownership | None:
+    """uid, gid and umask (each None or 0: the mounting user's, no mask), or None."""
+    if uid is None and gid is None and not umask:
+        return None
+    mask = umask
+    if not 0 <= mask <= 0o777:
+        raise BadInput(f"--umask {mask:o} is not an octal mask of at most 777")
+    for name, value in (("--uid", uid), ("--gid", gid)):
+        if value is not None and value < 0:
+            raise BadInput(f"{name} {value} is not a user or group number")
+    mine = Ownership.mounting_user()
+    return Ownership(
+        mine.uid if uid is None else uid,
+        mine.gid if gid is None else gid,
+        mask,
+    )
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:

@@ -2,6 +2,7 @@
 time as a new version."""
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -15,11 +16,13 @@ from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.backend.base import Backend
-from arkfs.cli.common import BadInput
+from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.target import add_target, archive_ark, latest, run_on_target
+from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.publisher import Summary, publish_tree
 from arkfs.publish.scan import ScanError, scan
+from arkfs.util import paths
 from arkfs.util.sizes import human
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import string_to_hash
@@ -131,6 +134,8 @@ def run_publish(args: argparse.Namespace) -> int:
         except ArkError as exc:
             raise BadInput(str(exc)) from None
     default_what = root.resolve().name or str(root)
+    progress = Progress()
+    journal = UploadJournal(_journal_path(args))
 
     async def job(backend: Backend) -> Summary:
         previous = None
@@ -149,12 +154,22 @@ def run_publish(args: argparse.Namespace) -> int:
             erc,
             previous=previous,
             message=args.message,
-            progress=Progress(),
+            progress=progress,
             skipped=skipped,
+            journal=journal,
         )
         return summary
 
-    s = run_on_target(args, job, create=True)
+    try:
+        s = run_on_target(args, job, create=True)
+    except BaseException as exc:  # KeyboardInterrupt, perhaps inside exception groups
+        if not isinstance(first_error(exc), KeyboardInterrupt):
+            raise
+        progress.close()
+        raise Interrupted(
+            f"interrupted: {progress.files_stored} of {progress.files} files uploaded; "
+            "run the same command again to resume"
+        ) from None
     for line in s.skipped:
         print(f"arkfs: skipped {line}", file=sys.stderr)
     version = f"v{s.version}{_follows(s.follows)}"
@@ -169,6 +184,14 @@ def run_publish(args: argparse.Namespace) -> int:
     where = f" --server {args.server}" if args.server else ""
     print(f"mount it:  arkfs mount{where} ~/arks && ls ~/arks/{s.ark}/")
     return 0
+
+
+def _journal_path(args: argparse.Namespace) -> Path:
+    """Where the upload journal of this publish (its target, tree and name) is kept."""
+    embedded = "embedded:" + os.environ.get("ARKFS_STORE", "")
+    target = args.server or (os.path.abspath(args.store) if args.store else embedded)
+    key = "\n".join((target, os.path.abspath(args.dir), args.ark or args.shoulder))
+    return paths.cache_dir() / "publish" / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _bind_entries(path: Path) -> list[Entry]:

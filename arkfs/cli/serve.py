@@ -1,20 +1,24 @@
 """`arkfs serve`: the archive side, an ARK resolver and a XET CAS on one base URL."""
 
 import argparse
+import functools
 import logging
+import signal
 import sys
 from pathlib import Path
 
 import trio
 
-from arkfs.cli.common import BadInput
+from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.stores import add_store_options, open_store, workers
 from arkfs.server.app import run_server
 from arkfs.server.auth import Authorizer, TokensFileError
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import DEFAULT_TTL, TokenIssuer, derive_key
+from arkfs.util.sdnotify import notify
 
 MIN_KEY_BYTES = 32
+MAX_PORT = 65535
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -68,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             "arkfs: no --tokens and no --open-read: every request will be refused", file=sys.stderr
         )
+    if not 0 <= args.port <= MAX_PORT:
+        raise BadInput(f"--port {args.port} is not a port number (0 to {MAX_PORT})")
     if args.token_ttl <= 0:
         raise BadInput(f"--token-ttl must be a positive number of seconds, got {args.token_ttl}")
     key = _read_key(args.key_file) if args.key_file else None
@@ -83,18 +89,35 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     store = open_store(args, args.store)  # before logging: a failure is one line, not a log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    stopped_by: list[str] = []
+
+    async def until_signalled() -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                stopped_by.append(signal.Signals(signum).name)
+                notify("STOPPING=1")
+                return
 
     async def main() -> None:
+        server = functools.partial(run_server, shutdown_trigger=until_signalled)
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(
-                run_server, store, auth, args.host, args.port, signer, workers(args.store)
-            )
+            try:
+                binds = await nursery.start(
+                    server, store, auth, args.host, args.port, signer, workers(args.store)
+                )
+            except* OSError as group:
+                why = first_error(group)
+                reason = why.strerror if isinstance(why, OSError) and why.strerror else why
+                raise BadInput(f"cannot listen on {args.host}:{args.port}: {reason}") from None
             print(f"arkfs: serving {args.store} on {binds[0]}", flush=True)
+            notify("READY=1", f"STATUS=serving {args.store} on {binds[0]}")
 
     try:
         trio.run(main)
     finally:
         store.close()
+    if stopped_by:
+        print(f"arkfs: {stopped_by[0]}: stopped serving", file=sys.stderr)
     return 0
 
 

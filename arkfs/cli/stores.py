@@ -44,7 +44,11 @@ def open_store(args: argparse.Namespace, location: str, create: bool = True) -> 
     if not is_s3(location):
         if args.index or args.s3_endpoint:
             raise BadInput("--index and --s3-endpoint go with an s3://BUCKET[/PREFIX] store only")
-        return LocalStore.open(Path(location), create=create)
+        try:
+            return LocalStore.open(Path(location), create=create)
+        except OSError as exc:
+            verb = "create" if create else "open"
+            raise BadInput(f"cannot {verb} the store {location}: {exc.strerror or exc}") from None
     if not args.index:
         raise BadInput(f"{location} needs --index postgresql://... for its index database")
     try:  # the s3 extra is optional: a directory store needs neither client

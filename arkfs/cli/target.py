@@ -12,7 +12,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, NotBound
-from arkfs.backend.open import open_backend
+from arkfs.backend.open import BadTarget, open_backend
 from arkfs.cli.common import BadInput
 from arkfs.cli.tokens import add_token_options, token_from
 
@@ -58,9 +58,12 @@ def run_on_target(
     token = token_from(args)
 
     async def main() -> T:
-        backend = await trio.to_thread.run_sync(
-            lambda: open_backend(args.server, args.store, token, create=create)
-        )
+        try:
+            backend = await trio.to_thread.run_sync(
+                lambda: open_backend(args.server, args.store, token, create=create)
+            )
+        except BadTarget as exc:
+            raise BadInput(str(exc)) from None
         try:
             return await job(backend)
         finally:

@@ -9,6 +9,7 @@ import math
 import os
 import stat
 import time
+from dataclasses import dataclass
 
 import pyfuse3
 
@@ -33,22 +34,37 @@ def info_record(node: Node) -> bytes:
     return erc.to_anvl().encode()
 
 
-class Attributes:
-    """The attributes of the namespace's nodes, owned by the user running the mount."""
+@dataclass(frozen=True)
+class Ownership:
+    """Who owns every node, and the permission bits masked off every mode."""
 
-    def __init__(self, ns: Namespace) -> None:
+    uid: int
+    gid: int
+    umask: int = 0
+
+    @classmethod
+    def mounting_user(cls) -> "Ownership":
+        """The user running the mount, with no mask."""
+        return cls(os.getuid(), os.getgid())
+
+
+class Attributes:
+    """The attributes of the namespace's nodes, owned as the mount says (by default by the
+    user running it)."""
+
+    def __init__(self, ns: Namespace, owner: Ownership | None = None) -> None:
         self.ns = ns
         self.started_ns = time.time_ns()
-        self._uid, self._gid = os.getuid(), os.getgid()
+        self.owner = owner or Ownership.mounting_user()
 
     def _base(self, node: Node, mode: int, size: int, mtime_ns: int) -> pyfuse3.EntryAttributes:
         a = pyfuse3.EntryAttributes()
         a.st_ino = pyfuse3.InodeT(node.ino)
         a.generation = 0
         a.entry_timeout = a.attr_timeout = TIMEOUT
-        a.st_mode = pyfuse3.ModeT(mode)
+        a.st_mode = pyfuse3.ModeT(mode & ~self.owner.umask)
         a.st_nlink = 1
-        a.st_uid, a.st_gid = self._uid, self._gid
+        a.st_uid, a.st_gid = self.owner.uid, self.owner.gid
         a.st_rdev = 0
         a.st_size = size
         a.st_blksize = BLOCK_SIZE

@@ -6,6 +6,11 @@ arkfs's XDG config directory (~/.config/arkfs):
     metadata_ttl = 300                               # seconds, as --metadata-ttl
     registry = ["naan_records.json", "https://example.org/naans.json"]  # as --registry
     fallback = "https://n2t.net/"                    # or false; as --fallback
+    cache_dir = "/var/cache/arkfs"                   # and every other mount setting,
+    cache_size = "20G"                               # named as its -o option:
+    log = "/var/log/arkfs.log"                       # log_level, allow_other, allow_root,
+    allow_other = true                               # uid, gid, umask ("027"), noexec,
+    umask = "022"                                    # token_file
     [naans]
     12345 = "https://archive.example.org"
     b1234 = ["https://a.example.org", "https://b.example.org"]  # mirrors
@@ -28,9 +33,15 @@ from arkfs.backend.http import origin
 from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.resolve.registries import is_url
 from arkfs.util.paths import config_dir
+from arkfs.util.sizes import parse_size
 
 CONFIG_ENV = "ARKFS_CONFIG"
-KEYS = ("servers", "naans", "store", "metadata_ttl", "registry", "fallback", "tokens")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+PATH_SETTINGS = ("cache_dir", "log", "token_file")  # relative to the config file
+FLAG_SETTINGS = ("allow_other", "allow_root", "noexec")
+ID_SETTINGS = ("uid", "gid")
+SETTINGS = (*PATH_SETTINGS, *FLAG_SETTINGS, *ID_SETTINGS, "cache_size", "log_level", "umask")
+KEYS = ("servers", "naans", "store", "metadata_ttl", "registry", "fallback", "tokens", *SETTINGS)
 
 
 class ConfigError(Exception):
@@ -49,6 +60,8 @@ class ResolverConfig:
     registries: tuple[str, ...] = ()  # file paths and URLs, earlier first
     fallback: str | bool | None = None  # a URL, False (off), None (unset: the default)
     tokens: dict[str, str] = field(default_factory=dict, repr=False)  # origin -> token
+    settings: dict[str, object] = field(default_factory=dict)  # the other mount settings
+    path: Path | None = None  # the file it was read from
 
 
 @dataclass(frozen=True)
@@ -133,7 +146,53 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
         _registries(data.get("registry"), path),
         _fallback(data.get("fallback"), path),
         _tokens(data.get("tokens", {}), path),
+        _settings(data, path),
+        path,
     )
+
+
+def _settings(data: dict[str, object], path: Path) -> dict[str, object]:
+    """The mount settings the file gives, checked: paths made absolute, umask a number."""
+    out: dict[str, object] = {}
+    for key in SETTINGS:
+        if key not in data:
+            continue
+        value, wrong = data[key], ""
+        if key in PATH_SETTINGS:
+            if isinstance(value, str) and value:
+                value = path.parent.absolute() / Path(value).expanduser()
+            else:
+                wrong = "a path"
+        elif key in FLAG_SETTINGS:
+            wrong = "" if isinstance(value, bool) else "true or false"
+        elif key in ID_SETTINGS:
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            wrong = "" if ok else "a number >= 0"
+        elif key == "cache_size":
+            try:
+                parse_size(str(value))
+            except ValueError:
+                wrong = "a size such as 500M or 10G"
+            value = str(value)
+        elif key == "log_level":
+            wrong = "" if value in LOG_LEVELS else f"one of {', '.join(LOG_LEVELS)}"
+        elif key == "umask":
+            value, wrong = _umask(value)
+        if wrong:
+            raise ConfigError(f"config file {path}: {key} must be {wrong}")
+        out[key] = value
+    return out
+
+
+def _umask(value: object) -> tuple[int, str]:
+    """A umask given as an octal string ("027") or a TOML number (0o027); why not, or ""."""
+    try:
+        mask = int(value, 8) if isinstance(value, str) else value
+    except ValueError:
+        mask = -1
+    if isinstance(mask, int) and not isinstance(mask, bool) and 0 <= mask <= 0o777:
+        return mask, ""
+    return 0, 'an octal mask such as "027"'
 
 
 def _registries(value: object, path: Path) -> tuple[str, ...]:

@@ -11,10 +11,11 @@ same pipe as one line, and the parent raises it as a MountError.
 Pipe protocol, one line each: `W text` a warning, `R pid` ready, `E u|f text` a failure
 (u: the user must fix something).
 
-SIGINT and SIGTERM unmount: pyfuse3.terminate() ends the FUSE loop; requests still in
-flight after TERMINATE_GRACE are cancelled; pyfuse3.close(unmount=True) always runs. Once
-the loop has ended, the reader gets CLOSE_GRACE to finish its cache writes before the rest
-is cancelled, so what the last reads fetched is on disk for the next mount.
+SIGUSR2 toggles debug logging. SIGINT and SIGTERM unmount: pyfuse3.terminate() ends the
+FUSE loop; requests still in flight after TERMINATE_GRACE are cancelled;
+pyfuse3.close(unmount=True) always runs. Once the loop has ended, the reader gets
+CLOSE_GRACE to finish its cache writes before the rest is cancelled, so what the last
+reads fetched is on disk for the next mount.
 """
 
 import ctypes
@@ -37,6 +38,7 @@ from arkfs.backend.base import Backend, BackendError, Unauthorized
 from arkfs.backend.mirrors import MirroredBackend
 from arkfs.backend.open import open_backend
 from arkfs.backend.remote import RemoteBackend
+from arkfs.mount.attrs import Ownership
 from arkfs.mount.catalog import Catalog
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.config import Discovery, ResolverConfig
@@ -48,11 +50,14 @@ from arkfs.mount.reader import ContentReader
 from arkfs.mount.stats import MountStats
 from arkfs.resolve.discover import Resolver
 from arkfs.resolve.tokens import OriginTokens
+from arkfs.util.sdnotify import notify
 
 log = logging.getLogger(__name__)
 
-MOUNT_OPTIONS = frozenset({"ro", "fsname=arkfs", "subtype=arkfs", "default_permissions"})
+MOUNT_OPTIONS = frozenset({"ro", "nosuid", "nodev", "subtype=arkfs", "default_permissions"})
 FSTYPE = "fuse.arkfs"
+FUSE_CONF = Path("/etc/fuse.conf")
+SHARING = ("allow_other", "allow_root")  # who besides the mounting user may use the mount
 READAHEAD_KB = 1024  # so the kernel sends 1 MiB reads
 READY_TIMEOUT = 60.0
 M_ARENA_MAX = -8  # mallopt parameter number, from glibc malloc.h
@@ -83,6 +88,38 @@ class MountOptions:
     token: str | None = field(default=None, repr=False)  # for the --server URLs only
     metadata_ttl: float = DEFAULT_TTL  # seconds the latest version of an archive is known
     discovery: Discovery = field(default_factory=Discovery)  # --registry, --fallback
+    fsname: str = "arkfs"  # the mount's source, as mount and df show it
+    sharing: str | None = None  # one of SHARING, or None: the mounting user only
+    owner: Ownership | None = None  # None: the mounting user's, no mask
+    noexec: bool = False
+    log_level: int = logging.INFO
+
+
+def fuse_options(opts: MountOptions) -> set[str]:
+    """The FUSE mount options of opts."""
+    out = set(MOUNT_OPTIONS) | {"fsname=" + opts.fsname.replace(",", "%2C")}
+    if opts.sharing is not None:
+        out.add(opts.sharing)
+    if opts.noexec:
+        out.add("noexec")
+    return out
+
+
+def check_sharing(sharing: str | None, conf: Path = FUSE_CONF, euid: int | None = None) -> None:
+    """Raise MountError when a user other than root (euid, default this process's) asks for
+    allow_other or allow_root and the FUSE config does not let users do that."""
+    if sharing is None or (os.geteuid() if euid is None else euid) == 0:
+        return
+    try:
+        lines = conf.read_text().splitlines()
+    except OSError:
+        lines = []
+    if "user_allow_other" not in (line.strip() for line in lines):
+        raise MountError(
+            f"{sharing} needs the line user_allow_other in {conf}: add it (as root), or "
+            "mount as root",
+            usage=True,
+        )
 
 
 def check_fuse() -> None:
@@ -206,6 +243,7 @@ async def _watch_signals(scope: trio.CancelScope, loop_ended: trio.Event) -> Non
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("%s: unmounting", signal.Signals(signum).name)
+            notify("STOPPING=1")
             pyfuse3.terminate()
             with trio.move_on_after(TERMINATE_GRACE):
                 await loop_ended.wait()
@@ -221,6 +259,7 @@ async def _fuse_main(reader: ContentReader, scope: trio.CancelScope, ended: trio
     """Serve until the FUSE loop ends; let the reader finish its cache writes; stop the rest."""
     await pyfuse3.main()
     ended.set()
+    notify("STOPPING=1")
     log.info("the FUSE loop ended: unmounted")
     await reader.aclose()  # before the cancel below, which would drop those writes
     scope.cancel()
@@ -270,9 +309,10 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
         cache = ChunkCache(opts.cache_dir, opts.cache_size)
         stats = MountStats()
         reader = ContentReader(cache, stats)
-        ops = ArkOperations(Namespace(catalog, opts.metadata_ttl), reader, stats, cache)
+        ns = Namespace(catalog, opts.metadata_ttl)
+        ops = ArkOperations(ns, reader, stats, cache, opts.owner)
         try:
-            pyfuse3.init(ops, str(opts.mountpoint), set(MOUNT_OPTIONS))
+            pyfuse3.init(ops, str(opts.mountpoint), fuse_options(opts))
         except RuntimeError as exc:
             raise MountError(
                 f"FUSE could not mount {opts.mountpoint}: {exc}; see the log"
@@ -284,11 +324,13 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
                 await nursery.start(reader.run)
                 loop_ended = trio.Event()
                 nursery.start_soon(_watch_signals, nursery.cancel_scope, loop_ended)
+                nursery.start_soon(toggle_debug_on_sigusr2, opts.log_level)
                 nursery.start_soon(_fuse_main, reader, nursery.cancel_scope, loop_ended)
                 failure = await _until_serving(opts.mountpoint)
                 if failure is None:
                     log.info("mounted %s", opts.mountpoint)
                     ready()
+                    notify("READY=1", f"STATUS=serving {opts.fsname} at {opts.mountpoint}")
                 else:
                     nursery.cancel_scope.cancel()
         finally:
@@ -300,8 +342,20 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
         await catalog.aclose()
 
 
-def setup_logging(log_file: Path | None) -> None:
-    """Log to log_file (or stderr): INFO and up, one line each, never a URL's query."""
+async def toggle_debug_on_sigusr2(level: int) -> None:
+    """Each SIGUSR2 switches the log between DEBUG and level (INFO when level is DEBUG),
+    as mountpoint-s3 does."""
+    root = logging.getLogger()
+    quiet = logging.INFO if level == logging.DEBUG else level
+    with trio.open_signal_receiver(signal.SIGUSR2) as signals:
+        async for _ in signals:
+            new = quiet if root.level == logging.DEBUG else logging.DEBUG
+            root.setLevel(new)
+            log.warning("SIGUSR2: logging at %s now", logging.getLevelName(new))
+
+
+def setup_logging(log_file: Path | None, level: int = logging.INFO) -> None:
+    """Log to log_file (or stderr) from level up, one line each, never a URL's query."""
     handler: logging.Handler
     if log_file is None:
         handler = logging.StreamHandler(sys.stderr)
@@ -311,7 +365,7 @@ def setup_logging(log_file: Path | None) -> None:
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
+    root.setLevel(level)
     # httpx logs every request URL at INFO, and fetch URLs carry signatures.
     for noisy in ("httpx", "httpcore", "hpack"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -319,7 +373,7 @@ def setup_logging(log_file: Path | None) -> None:
 
 def run_foreground(opts: MountOptions) -> None:
     """Mount in this process until unmounted or interrupted."""
-    setup_logging(opts.log_file)
+    setup_logging(opts.log_file, opts.log_level)
 
     def ready() -> None:
         print(f"arkfs: mounted {opts.mountpoint}", flush=True)
@@ -356,7 +410,7 @@ def _daemon(opts: MountOptions, fd: int) -> int:
     try:
         os.chdir("/")
         assert opts.log_file is not None
-        setup_logging(opts.log_file)
+        setup_logging(opts.log_file, opts.log_level)
         # libfuse and stray prints write to stdout and stderr: send them to the log, and
         # let go of the caller's terminal or pipes.
         null = os.open(os.devnull, os.O_RDONLY)

@@ -19,7 +19,7 @@ import pyfuse3
 
 from arkfs.archive.manifest import Kind, entry_erc
 from arkfs.backend.base import BackendError, NotBound, Unauthorized
-from arkfs.mount.attrs import BLOCK_SIZE, Attributes, info_record
+from arkfs.mount.attrs import BLOCK_SIZE, Attributes, Ownership, info_record
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.handles import Handle, Handles
 from arkfs.mount.namespace import Namespace, Node, NodeKind
@@ -85,14 +85,19 @@ class ArkOperations(ReadOnlyOperations):
     enable_acl = False
 
     def __init__(
-        self, namespace: Namespace, reader: ContentReader, stats: MountStats, cache: ChunkCache
+        self,
+        namespace: Namespace,
+        reader: ContentReader,
+        stats: MountStats,
+        cache: ChunkCache,
+        owner: Ownership | None = None,
     ) -> None:
         super().__init__()
         self.ns = namespace
         self.reader = reader
         self.stats = stats
         self.cache = cache
-        self.attrs = Attributes(namespace)
+        self.attrs = Attributes(namespace, owner)
         self._handles = Handles(namespace.inodes)
         self._pages = PageOffers(reader)
 
@@ -131,11 +136,13 @@ class ArkOperations(ReadOnlyOperations):
 
     @guarded
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
+        """The chunk cache, as CVMFS reports it: its limit as the size, its bytes as used."""
         loaded = self.ns.catalog.loaded()
         s = pyfuse3.StatvfsData()
         s.f_bsize = s.f_frsize = BLOCK_SIZE
-        s.f_blocks = math.ceil(sum(a.manifest.total_size for a in loaded) / BLOCK_SIZE)
-        s.f_bfree = s.f_bavail = 0
+        s.f_blocks = math.ceil(self.cache.max_bytes / BLOCK_SIZE)
+        used = math.ceil(self.cache.used_bytes / BLOCK_SIZE)
+        s.f_bfree = s.f_bavail = max(0, s.f_blocks - used)
         s.f_files = sum(len(a.manifest.entries) for a in loaded)
         s.f_ffree = s.f_favail = 0
         s.f_namemax = NAME_MAX
@@ -148,6 +155,7 @@ class ArkOperations(ReadOnlyOperations):
         self, inode: pyfuse3.InodeT, flags: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.FileInfo:
         node = self.ns.inodes.get(inode)
+        log.debug("open inode %d (%s) by pid %d", inode, node.kind.value, ctx.pid)
         if flags & os.O_ACCMODE != os.O_RDONLY or flags & os.O_TRUNC:
             raise pyfuse3.FUSEError(errno.EROFS)
         if node.is_dir:

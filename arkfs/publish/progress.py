@@ -18,6 +18,8 @@ class Progress:
     deduplicated: int = 0  # chunk bytes referenced from xorbs already in the CAS
     uploaded: int = 0  # serialized xorb bytes the CAS accepted
     xorbs: int = 0
+    files: int = 0  # files to publish
+    files_stored: int = 0  # files whose every chunk the CAS has acknowledged
     stream: TextIO | None = field(default_factory=lambda: sys.stderr)
     _drawn: float = 0.0
     _start: float = field(default_factory=time.monotonic)

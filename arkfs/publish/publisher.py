@@ -8,9 +8,13 @@ one is built. Memory stays bounded whatever the size of the new data: at most UP
 xorbs are in flight, their chunks are dropped once serialized, and only a stored xorb's
 footer and size are kept for the shards. Shards go up once every xorb they name is stored
 (Upload Flow), then the next version of the ARK is bound.
+
+With an UploadJournal, each acknowledged xorb is recorded as it is, and a rerun after an
+interruption starts from the chunks of the xorbs recorded, so it uploads only the rest.
 """
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +33,7 @@ from arkfs.publish.dedup import (
     extends,
     long_enough,
 )
+from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.scan import Found
 from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
@@ -82,9 +87,15 @@ class Summary:
 class Publisher:
     """One publish session against a backend."""
 
-    def __init__(self, backend: Backend, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        progress: Progress | None = None,
+        journal: UploadJournal | None = None,
+    ) -> None:
         self.backend = backend
         self.progress = progress or Progress(stream=None)
+        self.journal = journal
         self.index = ChunkIndex()
         self._builder = XorbBuilder()
         self._ref = XorbRef()
@@ -93,6 +104,8 @@ class Publisher:
         self._first_chunks: set[bytes] = set()
         self._hash_limiter = trio.CapacityLimiter(1)
         self._since_miss = QUERY_SPACING  # chunks seen since a dedup query found nothing
+        self._unacked = {id(self._ref)}  # new xorbs (XorbRef ids) the CAS has not accepted yet
+        self._waiting: deque[list[Placed]] = deque()  # placed files, in order, not yet stored
 
     async def publish(
         self,
@@ -108,8 +121,13 @@ class Publisher:
         message, and say what it did. previous is the latest version (None if unbound): its
         chunks are known to be stored already."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
+        self.progress.files = sum(1 for f in found if f.entry.kind is Kind.FILE)
         if previous is not None:
             await self._seed_from(previous)
+        if self.journal is not None:
+            for footer, size in self.journal.load():  # acknowledged before an interruption
+                self.index.add_footer(footer)
+                self._built.append((footer, size))
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
         placements: list[tuple[Found, FileDigest, list[Placed]]] = []
@@ -120,6 +138,7 @@ class Publisher:
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
                     digest, placed = await self._place_file(batch[0].source, uploads)
                     placements.append((batch[0], digest, placed))
+                    self._placed(placed)
                     continue
                 digests = await trio.to_thread.run_sync(
                     _digest_small, [f.source for f in batch], limiter=self._hash_limiter
@@ -130,6 +149,7 @@ class Publisher:
                         await placer.add(chunk, uploads)
                     await placer.finish(uploads)
                     placements.append((f, digest, placer.placed))
+                    self._placed(placer.placed)
                     self.progress.hashed += digest.size
                 self.progress.update()
             if len(self._builder):
@@ -141,6 +161,8 @@ class Publisher:
         shards = await self._upload_shards(list(blocks.values()))
         manifest = build(ark, entries, time.time())
         bound = await self.backend.bind(manifest, erc, message)
+        if self.journal is not None:
+            self.journal.remove()
         self.progress.close()
         return Summary(
             ark=ark,
@@ -251,6 +273,7 @@ class Publisher:
         await self._slots.acquire()
         ref, chunks = self._ref, self._builder.chunks
         self._builder, self._ref = XorbBuilder(), XorbRef()
+        self._unacked.add(id(self._ref))
         uploads.start_soon(self._upload_xorb, ref, chunks)
 
     async def _upload_xorb(self, ref: XorbRef, chunks: list[tuple[bytes, bytes]]) -> None:
@@ -259,12 +282,25 @@ class Publisher:
             del chunks  # only the serialized copy waits for the upload
             ref.hash = xorb.hash
             await self.backend.upload_xorb(xorb.hash, xorb.data)
+            if self.journal is not None:
+                self.journal.record(xorb.footer, len(xorb.data))
             self._built.append((xorb.footer, len(xorb.data)))
+            self._unacked.discard(id(ref))
+            self._placed(None)
             self.progress.uploaded += len(xorb.data)
             self.progress.xorbs += 1
             self.progress.update()
         finally:
             self._slots.release()
+
+    def _placed(self, placed: list[Placed] | None) -> None:
+        """A file's chunks are placed (or, with None, a xorb was stored): count the files,
+        in order, whose every chunk is now in a stored xorb."""
+        if placed is not None:
+            self._waiting.append(placed)
+        while self._waiting and not any(id(p.ref) in self._unacked for p in self._waiting[0]):
+            self._waiting.popleft()
+            self.progress.files_stored += 1
 
     async def _upload_shards(self, blocks: list[FileBlock]) -> int:
         """Register the files and the new xorbs' chunks, in shards under the size limit."""
@@ -442,10 +478,11 @@ async def publish_tree(
     message: str = "",
     progress: Progress | None = None,
     skipped: list[str] | None = None,
+    journal: UploadJournal | None = None,
 ) -> tuple[Summary, Manifest]:
-    """Publish scanned entries as the next version of ark; return the summary and the
-    manifest of the version bound."""
-    summary = await Publisher(backend, progress).publish(
+    """Publish scanned entries as the next version of ark (resuming from journal, if one is
+    given); return the summary and the manifest of the version bound."""
+    summary = await Publisher(backend, progress, journal).publish(
         ark, found, erc, previous=previous, message=message, skipped=skipped
     )
     archive = await backend.archive(ark, summary.version)

@@ -12,6 +12,7 @@ goes away is not an error.
 """
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import hypercorn.trio.run
 import trio
@@ -39,6 +40,7 @@ from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, Sto
 
 log = logging.getLogger("arkfs.serve")
 
+GRACEFUL_TIMEOUT = 5.0  # seconds requests in flight get to finish once shutdown starts
 RETRY_AFTER = 5  # seconds a client waits before it retries a store that is unavailable
 JSON_FACE = ("/v1/", "/v2/")  # path prefixes of the CAS and token routes
 # What hypercorn's send raises when the client closed (or half-closed) under a reply.
@@ -196,12 +198,16 @@ async def run_server(
     signer: UrlSigner | None = None,
     workers: int = 4,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Serve until cancelled; report the base URL through task_status once listening."""
+    """Serve until cancelled, or until shutdown_trigger returns (then requests in flight
+    get GRACEFUL_TIMEOUT to finish); report the base URL through task_status once
+    listening."""
     app = build_app(store, auth, signer, workers)
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None  # request lines can carry signed URLs; never log tokens
     config.errorlog = log
     config.keep_alive_timeout = 30
-    await serve(app, config, task_status=task_status)  # type: ignore[arg-type]
+    config.graceful_timeout = GRACEFUL_TIMEOUT
+    await serve(app, config, shutdown_trigger=shutdown_trigger, task_status=task_status)  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """`arkfs serve` as a real subprocess on 127.0.0.1, stopped even when a test fails."""
 
+import contextlib
 import os
 import selectors
 import signal
@@ -15,6 +16,7 @@ import msgpack
 from arkfs.archive.manifest import Manifest
 from tests.support.cli import ARKFS
 from tests.support.services import place_for, scaled_instead
+from tests.support.secrets import SERVER_LOGS
 
 
 def _spawn(
@@ -51,8 +53,17 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    _keep_log(proc)
     proc.stdout.close()  # type: ignore[union-attr]
     proc.stderr.close()  # type: ignore[union-attr]
+
+
+def _keep_log(proc: subprocess.Popen[str]) -> None:
+    """Keep what the server logged (and no test read) for the session's check for secrets."""
+    folder = os.environ.get(SERVER_LOGS)
+    if folder and proc.stderr is not None and not proc.stderr.closed:
+        with contextlib.suppress(OSError, ValueError):
+            Path(folder, f"serve-{proc.pid}.log").write_text(proc.stderr.read())
 
 
 @contextmanager

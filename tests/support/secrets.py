@@ -1,0 +1,50 @@
+"""What must never be in a log: tokens (derived ones, and those of the tests' token files),
+bearer headers and signed URLs' signatures."""
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+PATTERNS = (
+    re.compile(r"arkfs1\.(?:read|write)\.\d+\.[0-9a-f]{64}"),  # a token from /v1/token
+    re.compile(r"[?&]sig=[0-9a-f]{16}"),  # a signed xorb URL
+    re.compile(r"Bearer\s+(?!token\b)[\w.~+/-]{6,}"),  # an Authorization header
+    re.compile(r"(?i)x-amz-(?:signature|credential)="),  # a pre-signed S3 URL
+)
+LOG_NAMES = ("*.log", "stderr", "err")  # mount logs, --log files, captured stderr
+SERVER_LOGS = "ARKFS_TEST_SERVER_LOGS"  # where tests/support/server.py keeps servers' stderr
+
+
+def tokens_in(root: Path) -> set[str]:
+    """The tokens of every `tokens` file under root (`TOKEN SCOPE` lines), but one-letter
+    ones, which any text holds."""
+    found = set()
+    for path in root.rglob("tokens"):
+        if path.is_file():
+            for line in path.read_text(errors="replace").splitlines():
+                word = line.split()[0] if line.split() else ""
+                if len(word) > 1:
+                    found.add(word)
+    return found
+
+
+def leaks(logs: Iterable[Path], tokens: Iterable[str] = ()) -> list[str]:
+    """`path: line` for every line of logs that holds a secret."""
+    words = [re.compile(rf"(?<![\w-]){re.escape(t)}(?![\w-])") for t in tokens]
+    out = []
+    for path in logs:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if any(p.search(line) for p in (*PATTERNS, *words)):
+                out.append(f"{path}: {line[:300]}")
+    return out
+
+
+def logs_under(*roots: Path) -> list[Path]:
+    """The log files under roots."""
+    return sorted(
+        {p for root in roots for name in LOG_NAMES for p in root.rglob(name) if p.is_file()}
+    )

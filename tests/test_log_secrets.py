@@ -1,0 +1,29 @@
+"""The check that no log holds a secret finds one when there is one (conftest runs it over
+every log of the session)."""
+
+from pathlib import Path
+
+from tests.support.secrets import leaks, logs_under, tokens_in
+
+
+def test_the_secret_check_finds_tokens_and_signatures(tmp_path: Path) -> None:
+    (tmp_path / "tokens").write_text("s3cret-writer write\nr read\n")
+    (tmp_path / "cache").mkdir()
+    log = tmp_path / "cache" / "mount.log"
+    clean = "ERROR refused the token (missing bearer token: pass --token); cache_writer ok\n"
+    log.write_text(clean)
+    try:
+        assert logs_under(tmp_path) == [log]
+        assert tokens_in(tmp_path) == {"s3cret-writer"}
+        assert leaks([log], tokens_in(tmp_path)) == []
+        for secret in (
+            "GET http://h/v1/xorb-data/ab?expires=1&sig=" + "0f" * 32,
+            "Authorization: Bearer abcdef123456",
+            "token arkfs1.read.1700000000." + "a" * 64,
+            "sent s3cret-writer to the server",
+            "https://s3/b/k?X-Amz-Signature=abc",
+        ):
+            log.write_text(clean + secret + "\n")
+            assert len(leaks([log], tokens_in(tmp_path))) == 1, secret
+    finally:
+        log.unlink()  # the session's own check reads every log left behind

@@ -46,7 +46,6 @@ path, 416 range,
 500 damaged store, 503 store unavailable. (The CAS routes answer errors as JSON.)
 """
 
-import html
 import json
 import logging
 import mimetypes
@@ -56,7 +55,6 @@ from base64 import b64encode
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import unquote
@@ -68,7 +66,6 @@ from starlette.routing import Route
 
 from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.archive.record import Archive, VersionInfo
-from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
@@ -76,6 +73,7 @@ from arkfs.ark.thump import ARKFS_MARK, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
+from arkfs.server.pages import Site, View, archive_page, file_page
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
 from arkfs.xet.hashing import hash_to_string
@@ -156,7 +154,7 @@ class NmaService(Face):
                 raise HttpError(404, f"{ark} is not in archive {root}")
             url = _service_path(request) + str(entry_ark(root, literal.path))
             return RedirectResponse(url + ("?" + query if query else ""), status_code=301)
-        view = _View(archive, root, versions)
+        view = View(archive, root, versions)
         # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
         # that are answered like it ('??' arrives as the query '?').
         if query.split("&", 1)[0] in ("info", "?"):
@@ -187,12 +185,19 @@ class NmaService(Face):
         archive = self.service.archive(ark, versions[-1].version if version is None else version)
         return archive, versions
 
-    def info(self, request: Request, view: "_View", entry: Entry | None) -> Response:
+    def info(self, request: Request, view: View, entry: Entry | None) -> Response:
         """The ERC record of the archive or of one of its entries (THUMP)."""
         ark = entry_ark(view.root, entry.path) if entry else view.root
         erc = entry_erc(view.archive.erc, view.root, entry) if entry else view.archive.erc
         headers, body = info_response(ark, erc, service_path=_service_path(request))
-        if _choose(request, ("text/plain", JSON)) == JSON:
+        media = _choose(request, ("text/plain", JSON, HTML))
+        if media == HTML:  # a browser: the landing page of what the record describes
+            if entry is not None and entry.kind is Kind.FILE:
+                page = file_page(_site(request), view, entry, erc)
+            else:
+                page = archive_page(_site(request), view, entry.path if entry else "", entry, erc)
+            return Response(page, media_type=HTML, headers={"Vary": "Accept"})
+        if media == JSON:
             headers["Content-Type"] = JSON
             record: dict[str, Any] = {"ark": str(ark), "erc": erc.to_json()}
             if entry is None:
@@ -203,7 +208,7 @@ class NmaService(Face):
         headers["Vary"] = "Accept"
         return Response(body, headers=headers)
 
-    async def root(self, request: Request, view: "_View") -> Response:
+    async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
         archive = view.archive
         media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES))
@@ -212,8 +217,7 @@ class NmaService(Face):
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
         }
         if media == HTML:
-            title = archive.erc.what or str(view.root)
-            body = _page(request, title, archive.erc, view, "")
+            body = archive_page(_site(request), view, "", None, archive.erc)
             return Response(body, media_type=HTML, headers=headers)
         base = str(request.base_url)
 
@@ -229,7 +233,7 @@ class NmaService(Face):
 
         return Response(await self.run(render), media_type=media, headers=headers)
 
-    def directory(self, request: Request, view: "_View", entry: Entry) -> Response:
+    def directory(self, request: Request, view: View, entry: Entry) -> Response:
         """A directory: HTML listing or `{"ark", "entries"}`."""
         if _choose(request, (HTML, JSON)) == JSON:
             children = view.archive.manifest.children(entry.path)
@@ -239,10 +243,10 @@ class NmaService(Face):
             }
             return JSONResponse(body, headers={"Vary": "Accept"})
         erc = entry_erc(view.archive.erc, view.root, entry)
-        page = _page(request, erc.what or entry.path, erc, view, entry.path)
+        page = archive_page(_site(request), view, entry.path, entry, erc)
         return Response(page, media_type=HTML, headers={"Vary": "Accept"})
 
-    def symlink(self, request: Request, view: "_View", entry: Entry) -> Response:
+    def symlink(self, request: Request, view: View, entry: Entry) -> Response:
         """302 to the target's ARK when the target is an entry of the same archive version."""
         assert entry.target is not None
         target = posixpath.normpath(posixpath.join(entry.parent, entry.target))
@@ -255,7 +259,7 @@ class NmaService(Face):
         url = _service_path(request) + str(entry_ark(view.root, target))
         return RedirectResponse(url, status_code=302)
 
-    async def file(self, request: Request, view: "_View", entry: Entry) -> Response:
+    async def file(self, request: Request, view: View, entry: Entry) -> Response:
         """A file's bytes, rebuilt from the store and verified chunk by chunk."""
         assert entry.xet_hash is not None
         ark = entry_ark(view.root, entry.path)
@@ -315,16 +319,6 @@ class NmaService(Face):
         v = (await self.run(self.service.bind, str(ark), manifest, erc, message)).version
         log.info("bound %s v%d: %d files, %d bytes", ark, v.version, v.files, v.bytes)
         return JSONResponse({"ark": str(ark), **v.to_json()})
-
-
-@dataclass(frozen=True)
-class _View:
-    """One request's archive: the version that answers, the ARK the request addresses it by
-    (`ark:NAAN/Name`, or with `@vN`), and the versions when they were read."""
-
-    archive: Archive
-    root: Ark
-    versions: list[VersionInfo]
 
 
 def _bind_parts(body: bytes) -> tuple[bytes, str, str]:
@@ -388,6 +382,11 @@ def _service_path(request: Request) -> str:
     return request.scope.get("root_path", "") + "/"
 
 
+def _site(request: Request) -> Site:
+    """Where this request found the resolver."""
+    return Site(_service_path(request), str(request.base_url))
+
+
 def _choose(request: Request, offers: Sequence[str]) -> str:
     """The offer the request prefers: `format=json`, then Accept (q, specificity, order)."""
     if request.query_params.get("format") == "json" and JSON in offers:
@@ -427,61 +426,3 @@ def negotiate(accept: str | None, offers: Sequence[str]) -> str:
 def _entry_json(archive: Ark, e: Entry) -> dict[str, Any]:
     """One directory entry as JSON: the manifest fields plus its name and ARK."""
     return {"name": e.name, "ark": str(entry_ark(archive, e.path))} | e.to_json()
-
-
-_STYLE = "body{font-family:sans-serif;margin:2em} td{padding:0 1em 0 0}"
-
-
-def _page(request: Request, title: str, erc: Erc, view: _View, path: str) -> str:
-    """An HTML page: the ERC record, the entries of directory path with links, and at the
-    archive root its versions."""
-    service = _service_path(request)
-
-    def href(ark: Ark, query: str = "") -> str:
-        return html.escape(service + str(ark) + query)
-
-    def link(p: str, text: str, query: str = "") -> str:
-        return f'<a href="{href(entry_ark(view.root, p), query)}">{html.escape(text)}</a>'
-
-    def row(*cells: str) -> str:
-        return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-
-    rows = [row(link(path.rpartition("/")[0], "../"), "dir", "", "", "")] if path else []
-    for e in view.archive.manifest.children(path):
-        name = e.name + ("/" if e.kind is Kind.DIR else "")
-        if e.kind is Kind.SYMLINK:
-            name += f" -> {e.target}"
-        when = datetime.fromtimestamp(e.mtime_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M")
-        size = str(e.size) if e.kind is Kind.FILE else ""
-        rows.append(
-            row(link(e.path, name), e.kind.value, size, when, link(e.path, "?info", "?info"))
-        )
-    here = html.escape(str(entry_ark(view.root, path)))
-    shown = view.archive.version.version
-    versions = ""
-    if not path and view.versions:
-        latest = f'<a href="{href(view.archive.ark)}">latest</a>'
-        lines = []
-        for v in reversed(view.versions):
-            ark = versioned(view.archive.ark, v.version)
-            name = f'<a href="{href(ark)}">{v.name}</a>'
-            name += " (shown)" if v.version == shown else ""
-            when = datetime.fromtimestamp(v.created, UTC).strftime("%Y-%m-%d %H:%M:%S")
-            lines.append(row(name, when, str(v.files), str(v.bytes), html.escape(v.message)))
-        versions = f"""<h2>Versions</h2>
-<p>{latest} is always the newest; each version stays as it was bound.</p>
-<table>
-<tr><th>version</th><th>bound (UTC)</th><th>files</th><th>bytes</th><th>message</th></tr>
-{"".join(r + chr(10) for r in lines)}</table>
-"""
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_STYLE}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p><code>{here}</code> ({link(path, "ERC record", "?info")}), version {shown}</p>
-<pre>{html.escape(erc.to_anvl())}</pre>
-<table>
-<tr><th>name</th><th>kind</th><th>size</th><th>modified (UTC)</th><th></th></tr>
-{"".join(r + chr(10) for r in rows)}</table>
-{versions}</body></html>
-"""

@@ -197,13 +197,14 @@ def test_landing_page_shows_erc_and_links_the_root(served: Served) -> None:
         r = served.get(f"/{ARK}", headers={"Accept": accept} if accept else {})
         assert r.headers["content-type"].startswith("text/html"), accept
     page = r.text
-    assert page.index("Test archive") < page.index("<table>")
-    assert "who: Kunze, John" in page
+    assert page.index("Test archive") < page.index("<table")
+    assert "<dt>Who</dt><dd class=\"who\">Kunze, John</dd>" in page  # labelled, not raw ANVL
     links = hrefs(page)
     for name in ("c3", "docs", "data%2Ebin", "empty", "link"):
         assert f"/{ARK}/{name}" in links and f"/{ARK}/{name}?info" in links
+    assert f"{served.url}/{ARK}" in links  # the resolvable URL of the citation
     for href in links:
-        r = served.get(href, follow_redirects=True)
+        r = served.get(href.removeprefix(served.url), follow_redirects=True)
         assert r.status_code == (404 if href.endswith("/outside") else 200), href
 
 

@@ -198,7 +198,7 @@ def test_landing_page_shows_erc_and_links_the_root(served: Served) -> None:
         assert r.headers["content-type"].startswith("text/html"), accept
     page = r.text
     assert page.index("Test archive") < page.index("<table")
-    assert "<dt>Who</dt><dd class=\"who\">Kunze, John</dd>" in page  # labelled, not raw ANVL
+    assert '<dt>Who</dt><dd class="who">Kunze, John</dd>' in page  # labelled, not raw ANVL
     links = hrefs(page)
     for name in ("c3", "docs", "data%2Ebin", "empty", "link"):
         assert f"/{ARK}/{name}" in links and f"/{ARK}/{name}?info" in links

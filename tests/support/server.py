@@ -15,8 +15,8 @@ import msgpack
 
 from arkfs.archive.manifest import Manifest
 from tests.support.cli import ARKFS
-from tests.support.services import place_for, scaled_instead
 from tests.support.secrets import SERVER_LOGS
+from tests.support.services import place_for, scaled_instead
 
 
 def _spawn(

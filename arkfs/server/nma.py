@@ -73,7 +73,9 @@ from arkfs.ark.thump import ARKFS_MARK, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
-from arkfs.server.pages import Site, View, archive_page, file_page
+from arkfs.server.pages import archive_page, file_page
+from arkfs.server.signposting import LINKSET, link_header, links, linkset
+from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
 from arkfs.xet.hashing import hash_to_string
@@ -157,8 +159,11 @@ class NmaService(Face):
         view = View(archive, root, versions)
         # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
         # that are answered like it ('??' arrives as the query '?').
-        if query.split("&", 1)[0] in ("info", "?"):
+        inflection = query.split("&", 1)[0]
+        if inflection in ("info", "?"):
             response = self.info(request, view, entry)
+        elif inflection == "linkset":
+            response = self.linkset(request, view, entry)
         elif entry is None:
             response = await self.root(request, view)
         elif entry.kind is Kind.DIR:
@@ -167,6 +172,9 @@ class NmaService(Face):
             response = self.symlink(request, view, entry)
         else:
             response = await self.file(request, view, entry)
+        if inflection not in ("info", "?", "linkset") and response.status_code < 300:
+            # FAIR Signposting on the object itself (a symlink's 302 is none)
+            response.headers["Link"] = link_header(links(_site(request), view, entry))
         if version is None and response.status_code < 300:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)
@@ -207,6 +215,13 @@ class NmaService(Face):
             body = json.dumps(record)
         headers["Vary"] = "Accept"
         return Response(body, headers=headers)
+
+    def linkset(self, request: Request, view: View, entry: Entry | None) -> Response:
+        """`?linkset`: every signpost of the object as an RFC 9264 JSON linkset."""
+        site = _site(request)
+        anchor = site.url(entry_ark(view.root, entry.path if entry else ""))
+        body = json.dumps(linkset(anchor, links(site, view, entry)))
+        return Response(body, media_type=LINKSET)
 
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""

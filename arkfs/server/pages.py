@@ -9,44 +9,16 @@ import json
 import mimetypes
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from arkfs.archive.manifest import Entry, Kind, entry_ark
-from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.identifier import Ark
 from arkfs.ark.versions import versioned
+from arkfs.server.view import Site, View
 from arkfs.util.sizes import human
 from arkfs.xet.hashing import hash_to_string
-
-
-@dataclass(frozen=True)
-class View:
-    """One request's archive: the version that answers, the ARK the request addresses it by
-    (`ark:NAAN/Name`, or with `@vN`), and the versions when they were read."""
-
-    archive: Archive
-    root: Ark
-    versions: list[VersionInfo]
-
-
-@dataclass(frozen=True)
-class Site:
-    """Where the resolver is: its service path ('/...'), and its absolute base URL."""
-
-    service: str  # ends in '/'
-    base: str  # absolute, ends in '/'
-
-    def href(self, ark: Ark, query: str = "") -> str:
-        """The path that resolves ark here."""
-        return self.service + str(ark) + query
-
-    def url(self, ark: Ark) -> str:
-        """The absolute URL that resolves ark here."""
-        return self.base + str(ark)
-
 
 _STYLE = (
     "body{font-family:sans-serif;margin:1em auto;max-width:60em;padding:0 1em;line-height:1.4}"

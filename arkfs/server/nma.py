@@ -73,7 +73,7 @@ from arkfs.ark.thump import ARKFS_MARK, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
-from arkfs.server.pages import archive_page, file_page
+from arkfs.server.pages import archive_page, file_page, home_page
 from arkfs.server.signposting import LINKSET, link_header, links, linkset
 from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
@@ -83,6 +83,7 @@ from arkfs.xet.hashing import hash_to_string
 log = logging.getLogger("arkfs.serve")
 
 HTML = "text/html"
+TEXT = "text/plain"
 JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
@@ -105,6 +106,7 @@ class NmaService(Face):
     def routes(self) -> list[Route]:
         """Starlette routes of the NMA; only the bind PUT reads a body (up to MAX_BIND_BODY)."""
         return [
+            Route("/", self.home),
             Route("/.well-known/ark", self.well_known),
             Route("/arks", self.list_arks),
             _ArkRoute(self.ark, methods=["GET", "PUT"]),
@@ -124,6 +126,18 @@ class NmaService(Face):
             f"# template: {base}ark:{{naan}}/{{name}}",
         ]
         return Response("\n".join(lines) + "\n", media_type="text/plain")
+
+    async def home(self, request: Request) -> Response:
+        """The resolver's home page; `?prefix=` (read scope) searches the bound ARKs."""
+        prefix = request.query_params.get("prefix")
+        arks: list[str] = []
+        if prefix is not None:
+            self.auth.require(request.headers.get("authorization"), Scope.READ)
+            arks = await self.run(self.service.list_archives, prefix)
+        every = await self.run(self.service.list_archives, "")
+        naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
+        page = home_page(Site.of(request), naans, prefix, arks)
+        return Response(page, media_type=HTML)
 
     async def list_arks(self, request: Request) -> Response:
         """The bound archives whose normalized ARK starts with ?prefix=."""
@@ -174,7 +188,7 @@ class NmaService(Face):
             response = await self.file(request, view, entry)
         if inflection not in ("info", "?", "linkset") and response.status_code < 300:
             # FAIR Signposting on the object itself (a symlink's 302 is none)
-            response.headers["Link"] = link_header(links(_site(request), view, entry))
+            response.headers["Link"] = link_header(links(Site.of(request), view, entry))
         if version is None and response.status_code < 300:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)
@@ -201,9 +215,9 @@ class NmaService(Face):
         media = _choose(request, ("text/plain", JSON, HTML))
         if media == HTML:  # a browser: the landing page of what the record describes
             if entry is not None and entry.kind is Kind.FILE:
-                page = file_page(_site(request), view, entry, erc)
+                page = file_page(Site.of(request), view, entry, erc)
             else:
-                page = archive_page(_site(request), view, entry.path if entry else "", entry, erc)
+                page = archive_page(Site.of(request), view, entry.path if entry else "", entry, erc)
             return Response(page, media_type=HTML, headers={"Vary": "Accept"})
         if media == JSON:
             headers["Content-Type"] = JSON
@@ -218,7 +232,7 @@ class NmaService(Face):
 
     def linkset(self, request: Request, view: View, entry: Entry | None) -> Response:
         """`?linkset`: every signpost of the object as an RFC 9264 JSON linkset."""
-        site = _site(request)
+        site = Site.of(request)
         anchor = site.url(entry_ark(view.root, entry.path if entry else ""))
         body = json.dumps(linkset(anchor, links(site, view, entry)))
         return Response(body, media_type=LINKSET)
@@ -226,14 +240,16 @@ class NmaService(Face):
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
         archive = view.archive
-        media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES))
+        media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES, TEXT))
         headers = {
             "Vary": "Accept",
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
         }
         if media == HTML:
-            body = archive_page(_site(request), view, "", None, archive.erc)
+            body = archive_page(Site.of(request), view, "", None, archive.erc)
             return Response(body, media_type=HTML, headers=headers)
+        if media == TEXT:  # the ERC record as ANVL, for a terminal
+            return Response(archive.erc.to_anvl(), media_type=TEXT, headers=headers)
         base = str(request.base_url)
 
         def render() -> bytes:
@@ -258,7 +274,7 @@ class NmaService(Face):
             }
             return JSONResponse(body, headers={"Vary": "Accept"})
         erc = entry_erc(view.archive.erc, view.root, entry)
-        page = archive_page(_site(request), view, entry.path, entry, erc)
+        page = archive_page(Site.of(request), view, entry.path, entry, erc)
         return Response(page, media_type=HTML, headers={"Vary": "Accept"})
 
     def symlink(self, request: Request, view: View, entry: Entry) -> Response:
@@ -395,11 +411,6 @@ def _literal_path(request: Request, past_version: bool) -> str:
 def _service_path(request: Request) -> str:
     """The resolver's service path: where appending a Compact ARK gives its URL."""
     return request.scope.get("root_path", "") + "/"
-
-
-def _site(request: Request) -> Site:
-    """Where this request found the resolver."""
-    return Site(_service_path(request), str(request.base_url))
 
 
 def _choose(request: Request, offers: Sequence[str]) -> str:

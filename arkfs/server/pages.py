@@ -218,3 +218,53 @@ version {version}</p>
 {chr(10).join(body)}
 </body></html>
 """
+
+
+def home_page(site: Site, naans: list[str], prefix: str | None, arks: list[str]) -> str:
+    """The resolver's home: what it serves, its discovery file, and a search over bound ARKs
+    by prefix (arks: the matches, when prefix was asked for)."""
+    found = ""
+    if prefix is not None:
+        items = "".join(
+            f'<li><a class="ark" href="{_e(site.service + a)}">{_e(a)}</a></li>' for a in arks
+        )
+        found = (
+            f'<h2>Bound ARKs starting with <code>{_e(prefix)}</code></h2><p id="count">'
+            f"{len(arks)} found</p><ul>{items}</ul>"
+        )
+    return _plain_document(
+        "ARK resolver",
+        f"""<p>This is an arkfs ARK resolver (name mapping authority) for the NAAN(s)
+<code id="naans">{_e(" ".join(naans) or "none yet")}</code>. Append a Compact ARK to
+<code>{_e(site.base)}</code> to reach an archive: its landing page, its files, its metadata
+with <code>?info</code>, its versions with <code>/@vN</code>.</p>
+<p>Resolver description: <a id="well-known" href="{_e(site.service)}.well-known/ark">
+.well-known/ark</a></p>
+<form method="get" action="{_e(site.service)}"><label>Find bound ARKs by prefix
+<input name="prefix" value="{_e(prefix or "ark:")}"></label> <button>Search</button></form>
+{found}""",
+    )
+
+
+def error_page(site: Site, status: int, message: str) -> str:
+    """An error for a browser: what went wrong, and what this resolver serves."""
+    return _plain_document(
+        f"{status}: {message.split(':')[0]}",
+        f"""<p id="message">{_e(message)}</p>
+<p>This ARK resolver serves archives as <code>{_e(site.base)}ark:NAAN/Name[/path]</code>;
+see <a href="{_e(site.service)}">its home page</a> and
+<a href="{_e(site.service)}.well-known/ark">.well-known/ark</a>.</p>""",
+    )
+
+
+def _plain_document(title: str, body: str) -> str:
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{_STYLE}</style>
+</head><body>
+<h1>{_e(title)}</h1>
+{body}
+</body></html>
+"""

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from starlette.requests import Request
+
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.identifier import Ark
 
@@ -22,6 +24,11 @@ class Site:
 
     service: str  # ends in '/'
     base: str  # absolute, ends in '/'
+
+    @classmethod
+    def of(cls, request: Request) -> "Site":
+        """Where request found the resolver."""
+        return cls(request.scope.get("root_path", "") + "/", str(request.base_url))
 
     def href(self, ark: Ark, query: str = "") -> str:
         """The path that resolves ark here."""

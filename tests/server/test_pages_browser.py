@@ -137,3 +137,24 @@ def by_id_href(dom: str, ident: str) -> str:
     m = re.search(rf'id="{re.escape(ident)}" href="([^"]+)"', dom)
     assert m, ident
     return unescape(m[1])
+
+
+def test_home_page_searches_bound_arks(site: Site) -> None:
+    screenshot(f"{site.url}/", site.tmp / "home.png", site.tmp)
+    dom = site.dom("/?prefix=ark%3Ab5072%2Fp")
+    assert by_id(dom, "naans") == "b5072"
+    assert by_id(dom, "count") == "1 found"
+    assert re.findall(r'class="ark"[^>]*>([^<]*)<', dom) == [ARK]
+    for href in hrefs(dom):
+        r = httpx.get(site.url + href, timeout=30)
+        assert r.status_code == 200, href
+    assert by_id(site.dom("/?prefix=ark%3Ab5072%2Fzz"), "count") == "0 found"
+
+
+def test_not_found_is_a_page_for_a_browser(site: Site) -> None:
+    screenshot(f"{site.url}/{ARK}/nothing", site.tmp / "not-found.png", site.tmp)
+    dom = site.dom(f"/{ARK}/nothing")
+    assert f"{ARK}/nothing is not in archive {ARK}" in by_id(dom, "message")
+    assert "/.well-known/ark" in hrefs(dom)
+    r = httpx.get(f"{site.url}/{ARK}/nothing", timeout=30)  # a program gets one line
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/plain")

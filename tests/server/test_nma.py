@@ -362,3 +362,12 @@ def test_arks_lists_bound_archives_by_prefix(served: Served) -> None:
     assert served.get("/arks").json() == {"arks": [ARK]}
     assert served.get("/arks", params={"prefix": "ark:b5072/"}).json() == {"arks": [ARK]}
     assert served.get("/arks", params={"prefix": "ark:12345/"}).json() == {"arks": []}
+
+
+def test_info_spells_an_ark_once(served: Served) -> None:
+    """#16: `where:` was `.../s5%252Ev7%252Exsl`, %-encoded twice by ANVL."""
+    r = served.get(f"/{ARK}/c3/s5.v7.xsl?info")
+    assert f"where: {ARK}/c3/s5%2Ev7%2Exsl\n" in r.text and "%25" not in r.text
+    assert Erc.from_anvl(r.text).where == f"{ARK}/c3/s5%2Ev7%2Exsl"
+    page = served.get(f"/{ARK}/c3", headers={"Accept": "text/html"}).text
+    assert f"{ARK}/c3/s5%2Ev7%2Exsl" in page and "%25" not in page

@@ -18,9 +18,12 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   - The archive root, by content negotiation: the manifest as msgpack
     (application/vnd.arkfs.manifest+msgpack, application/msgpack, application/x-msgpack)
     or JSON (application/json, or `?format=json`), with cas_url (base URL, no trailing
-    slash) and token_url (base URL + `v1/token`) filled in when unset; otherwise an HTML
-    landing page with the ERC, the root listing and the versions. Last-Modified is when
-    the version was bound.
+    slash) and token_url (base URL + `v1/token`) filled in when unset; the ERC record as
+    ANVL for `text/plain`; otherwise the HTML landing page (pages.py). Last-Modified is
+    when the version was bound.
+  - `?linkset`: the FAIR Signposting links as an RFC 9264 linkset; archive, directory and
+    file replies carry the same links as `Link` headers (signposting.py).
+  - `?info` asked for as text/html (a browser): the landing page of what it describes.
   - A directory: an HTML listing, or `{"ark", "entries"}` JSON when asked.
   - A file: its bytes, every chunk verified, with Range (206, 416), ETag (the XET hash),
     Repr-Digest (when the manifest has the SHA-256) and Last-Modified (its mtime). Damage
@@ -35,13 +38,14 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   version's VersionInfo (`version`, `created`, `message`, `follows`, `files`, `bytes`);
   413 over 256 MiB.
 - `GET /arks?prefix=ark:NAAN/` (read scope): `{"arks": [...]}`, sorted normalized ARKs.
+- `GET /` (no token): the resolver's home page; `?prefix=` (read scope) lists bound ARKs.
 - `GET /.well-known/ark` (no token): the service path "/" on the first line, as the spec
   asks (IANA Considerations), then `#` comment lines with the NAANs served here and the
   URL template.
 
 HEAD works wherever GET does. The rules (bind, archives, files) are the archive service's.
-Errors on these routes are one line of text/plain naming the ARK or the problem (app.py
-maps them): 400 malformed ARK, version or bind, 401/403 token, 404 unknown ARK, version or
+Errors on these routes are one line of text/plain naming the ARK or the problem, or an
+HTML page for a client that prefers text/html (app.py maps them): 400 malformed ARK, version or bind, 401/403 token, 404 unknown ARK, version or
 path, 416 range,
 500 damaged store, 503 store unavailable. (The CAS routes answer errors as JSON.)
 """

@@ -45,9 +45,9 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
 
 HEAD works wherever GET does. The rules (bind, archives, files) are the archive service's.
 Errors on these routes are one line of text/plain naming the ARK or the problem, or an
-HTML page for a client that prefers text/html (app.py maps them): 400 malformed ARK, version or bind, 401/403 token, 404 unknown ARK, version or
-path, 416 range,
-500 damaged store, 503 store unavailable. (The CAS routes answer errors as JSON.)
+HTML page for a client that prefers text/html (app.py maps them): 400 malformed ARK,
+version or bind, 401/403 token, 404 unknown ARK, version or path, 416 range, 500 damaged
+store, 503 store unavailable. (The CAS routes answer errors as JSON.)
 """
 
 import json

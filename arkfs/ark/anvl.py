@@ -3,25 +3,30 @@
 Reading: a record ends at a blank line; a line starting with '#' is a comment and is
 skipped; a line starting with a space or tab continues the previous value (the line
 break and the indentation become one space); the label ends at the first ':' and the
-value is stripped of surrounding spaces and tabs; %XX escapes are decoded as UTF-8.
+value is stripped of surrounding spaces and tabs; the escapes ANVL itself needs (ESCAPES:
+'%', line breaks, ':', '#', blanks) are decoded, and any other %XX is text.
 
-Writing: one line per element. So that reading gives back exactly what was written,
-'%', line feed and carriage return are %-escaped everywhere, ':' in labels, a '#'
-that starts a label, and a space or tab at either end of a label or value (The
-Electronic Resource Citation (ERC): escape line terminators, and colons in names).
+Writing: one line per element. So that reading gives back exactly what was written, line
+feed and carriage return are %-escaped everywhere, ':' in labels, a '#' that starts a
+label, a space or tab at either end of a label or value (The Electronic Resource Citation
+(ERC): escape line terminators, and colons in names), and a '%' only where reading would
+take it for one of ESCAPES. So a value that is itself %-encoded, such as an ARK
+(`ark:12345/x6np1wh8k/c3/s5%2Ev7%2Exsl`), is written as it is spelled, never twice.
 """
 
 import re
 from collections.abc import Iterable, Sequence
-from urllib.parse import unquote
 
 from arkfs.ark.errors import AnvlError
 
 Element = tuple[str, str]
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_VALUE_SPECIALS = re.compile(r"[%\r\n]")
-_LABEL_SPECIALS = re.compile(r"[%\r\n:]|^#")
+ESCAPES = ("25", "0A", "0D", "3A", "23", "20", "09")  # % LF CR : # space tab
+_ESCAPE = "(?:" + "|".join(ESCAPES) + ")"
+_VALUE_SPECIALS = re.compile(rf"%(?={_ESCAPE})|[\r\n]", re.IGNORECASE)
+_LABEL_SPECIALS = re.compile(rf"%(?={_ESCAPE})|[\r\n:]|^#", re.IGNORECASE)
+_ESCAPED = re.compile(rf"%({_ESCAPE})", re.IGNORECASE)
 _BLANKS = " \t"
 
 
@@ -71,11 +76,8 @@ def _decode(record: list[tuple[str, list[str]]]) -> list[Element]:
 
 
 def _unescape(text: str) -> str:
-    """Decode %XX escapes as UTF-8."""
-    try:
-        return unquote(text, errors="strict")
-    except UnicodeDecodeError as exc:
-        raise AnvlError(f"%-escapes in {text!r} are not UTF-8: {exc}") from exc
+    """Decode the escapes of ESCAPES; any other %XX stays as it is."""
+    return _ESCAPED.sub(lambda m: chr(int(m[1], 16)), text)
 
 
 def _escape(text: str, specials: re.Pattern[str]) -> str:

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from arkfs.archive.manifest import Entry, Kind, build
 from arkfs.archive.record import VersionInfo
@@ -69,6 +70,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     name.add_argument("--shoulder", help="mint a new ARK under NAAN/SHOULDER (e.g. 12345/x6)")
     add_target(p, "write")
     _add_erc(p)
+    _add_json(p)
     p.set_defaults(func=run_publish)
 
     b = sub.add_parser(
@@ -87,7 +89,24 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     b.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="JSON file list")
     add_target(b, "write")
     _add_erc(b)
+    _add_json(b)
     b.set_defaults(func=run_bind)
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object instead of prose: ark, version, follows, files, bytes, "
+        "new_bytes, dedup_bytes, uploaded_bytes",
+    )
+
+
+def _print_json(ark: str, v: int, follows: int | None, files: int, size: int, **more: Any) -> None:
+    """What a publish or bind did, as one JSON line for scripts (an ARK minted with
+    --shoulder is read from it, not scraped from prose)."""
+    record = {"ark": ark, "version": v, "follows": follows, "files": files, "bytes": size}
+    print(json.dumps(record | more))
 
 
 def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | None) -> Erc:
@@ -172,6 +191,13 @@ def run_publish(args: argparse.Namespace) -> int:
         ) from None
     for line in s.skipped:
         print(f"arkfs: skipped {line}", file=sys.stderr)
+    if args.json:
+        _print_json(
+            s.ark, s.version, s.follows, s.files, s.bytes,
+            new_bytes=s.new_bytes, dedup_bytes=s.dedup_bytes, uploaded_bytes=s.uploaded_bytes,
+            skipped=s.skipped,
+        )  # fmt: skip
+        return 0
     version = f"v{s.version}{_follows(s.follows)}"
     print(f"published {s.ark} as {version}: {s.files} files, {human(s.bytes)}")
     print(
@@ -250,6 +276,12 @@ def run_bind(args: argparse.Namespace) -> int:
         return await backend.bind(manifest, erc, args.message)
 
     v = run_on_target(args, job, create=True)
+    if args.json:  # bind uploads nothing: its files were in the CAS already
+        _print_json(
+            ark, v.version, v.follows, v.files, v.bytes,
+            new_bytes=0, dedup_bytes=0, uploaded_bytes=0,
+        )  # fmt: skip
+        return 0
     files = f"{v.files} file{'s' * (v.files != 1)}"
     print(f"bound {ark} as v{v.version}{_follows(v.follows)}: {files}, {human(v.bytes)}")
     return 0

@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
@@ -31,9 +31,11 @@ from starlette.types import Scope as AsgiScope
 from arkfs.server.auth import AuthError, Authorizer, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.http import HttpError
-from arkfs.server.nma import NmaService
+from arkfs.server.nma import NmaService, negotiate
+from arkfs.server.pages import error_page
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import SCOPES, derive_key
+from arkfs.server.view import Site
 from arkfs.service.archive import ArchiveService
 from arkfs.store.base import Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
@@ -74,13 +76,18 @@ def _status(exc: Exception) -> tuple[int, str, dict[str, str], str | None]:
             return 500, f"internal error ({name}); see the server log", {}, f"bug: {name}: {exc}"
 
 
-def _error_reply(method: str, path: str, exc: Exception) -> Response:
-    """The reply to exc on the route at path, in its face's format; 5xx are logged once."""
+def _error_reply(request: Request, exc: Exception) -> Response:
+    """The reply to exc on the request's route, in its face's format (the resolver's as HTML
+    when the client prefers it: a browser); 5xx are logged once."""
+    method, path = request.method, request.url.path
     status, message, headers, logged = _status(exc)
     if logged is not None:
         log.error("%s %s: %s", method, path, _one_line(logged))
     if path.startswith(JSON_FACE):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
+    if negotiate(request.headers.get("accept"), ("text/plain", "text/html")) == "text/html":
+        page = error_page(Site.of(request), status, _one_line(message))
+        return HTMLResponse(page, status_code=status, headers=headers)
     return Response(
         _one_line(message) + "\n", status_code=status, headers=headers, media_type="text/plain"
     )
@@ -124,14 +131,14 @@ class ErrorReplies:
                 if started:
                     log.error("%s %s: reply cut short: %s", method, path, _one_line(str(exc)))
                     return
-                await _error_reply(method, path, exc)(scope, receive, watched)
+                await _error_reply(Request(scope), exc)(scope, receive, watched)
         except ClientDisconnect:
             log.debug("%s %s: the client went away", method, path)
 
 
 async def _starlette_error(request: Request, exc: Exception) -> Response:
     """Starlette answers unknown paths and methods itself; this gives them our format."""
-    return _error_reply(request.method, request.url.path, exc)
+    return _error_reply(request, exc)
 
 
 def token_routes(auth: Authorizer) -> list[Route]:

@@ -18,9 +18,12 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   - The archive root, by content negotiation: the manifest as msgpack
     (application/vnd.arkfs.manifest+msgpack, application/msgpack, application/x-msgpack)
     or JSON (application/json, or `?format=json`), with cas_url (base URL, no trailing
-    slash) and token_url (base URL + `v1/token`) filled in when unset; otherwise an HTML
-    landing page with the ERC, the root listing and the versions. Last-Modified is when
-    the version was bound.
+    slash) and token_url (base URL + `v1/token`) filled in when unset; the ERC record as
+    ANVL for `text/plain`; otherwise the HTML landing page (pages.py). Last-Modified is
+    when the version was bound.
+  - `?linkset`: the FAIR Signposting links as an RFC 9264 linkset; archive, directory and
+    file replies carry the same links as `Link` headers (signposting.py).
+  - `?info` asked for as text/html (a browser): the landing page of what it describes.
   - A directory: an HTML listing, or `{"ark", "entries"}` JSON when asked.
   - A file: its bytes, every chunk verified, with Range (206, 416), ETag (the XET hash),
     Repr-Digest (when the manifest has the SHA-256) and Last-Modified (its mtime). Damage
@@ -35,18 +38,18 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   version's VersionInfo (`version`, `created`, `message`, `follows`, `files`, `bytes`);
   413 over 256 MiB.
 - `GET /arks?prefix=ark:NAAN/` (read scope): `{"arks": [...]}`, sorted normalized ARKs.
+- `GET /` (no token): the resolver's home page; `?prefix=` (read scope) lists bound ARKs.
 - `GET /.well-known/ark` (no token): the service path "/" on the first line, as the spec
   asks (IANA Considerations), then `#` comment lines with the NAANs served here and the
   URL template.
 
 HEAD works wherever GET does. The rules (bind, archives, files) are the archive service's.
-Errors on these routes are one line of text/plain naming the ARK or the problem (app.py
-maps them): 400 malformed ARK, version or bind, 401/403 token, 404 unknown ARK, version or
-path, 416 range,
-500 damaged store, 503 store unavailable. (The CAS routes answer errors as JSON.)
+Errors on these routes are one line of text/plain naming the ARK or the problem, or an
+HTML page for a client that prefers text/html (app.py maps them): 400 malformed ARK,
+version or bind, 401/403 token, 404 unknown ARK, version or path, 416 range, 500 damaged
+store, 503 store unavailable. (The CAS routes answer errors as JSON.)
 """
 
-import html
 import json
 import logging
 import mimetypes
@@ -56,7 +59,6 @@ from base64 import b64encode
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Any
 from urllib.parse import unquote
@@ -68,7 +70,6 @@ from starlette.routing import Route
 
 from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.archive.record import Archive, VersionInfo
-from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
@@ -76,6 +77,9 @@ from arkfs.ark.thump import ARKFS_MARK, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
+from arkfs.server.pages import archive_page, file_page, home_page
+from arkfs.server.signposting import LINKSET, link_header, links, linkset
+from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
 from arkfs.xet.hashing import hash_to_string
@@ -83,6 +87,7 @@ from arkfs.xet.hashing import hash_to_string
 log = logging.getLogger("arkfs.serve")
 
 HTML = "text/html"
+TEXT = "text/plain"
 JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
@@ -105,6 +110,7 @@ class NmaService(Face):
     def routes(self) -> list[Route]:
         """Starlette routes of the NMA; only the bind PUT reads a body (up to MAX_BIND_BODY)."""
         return [
+            Route("/", self.home),
             Route("/.well-known/ark", self.well_known),
             Route("/arks", self.list_arks),
             _ArkRoute(self.ark, methods=["GET", "PUT"]),
@@ -124,6 +130,18 @@ class NmaService(Face):
             f"# template: {base}ark:{{naan}}/{{name}}",
         ]
         return Response("\n".join(lines) + "\n", media_type="text/plain")
+
+    async def home(self, request: Request) -> Response:
+        """The resolver's home page; `?prefix=` (read scope) searches the bound ARKs."""
+        prefix = request.query_params.get("prefix")
+        arks: list[str] = []
+        if prefix is not None:
+            self.auth.require(request.headers.get("authorization"), Scope.READ)
+            arks = await self.run(self.service.list_archives, prefix)
+        every = await self.run(self.service.list_archives, "")
+        naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
+        page = home_page(Site.of(request), naans, prefix, arks)
+        return Response(page, media_type=HTML)
 
     async def list_arks(self, request: Request) -> Response:
         """The bound archives whose normalized ARK starts with ?prefix=."""
@@ -156,11 +174,14 @@ class NmaService(Face):
                 raise HttpError(404, f"{ark} is not in archive {root}")
             url = _service_path(request) + str(entry_ark(root, literal.path))
             return RedirectResponse(url + ("?" + query if query else ""), status_code=301)
-        view = _View(archive, root, versions)
+        view = View(archive, root, versions)
         # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
         # that are answered like it ('??' arrives as the query '?').
-        if query.split("&", 1)[0] in ("info", "?"):
+        inflection = query.split("&", 1)[0]
+        if inflection in ("info", "?"):
             response = self.info(request, view, entry)
+        elif inflection == "linkset":
+            response = self.linkset(request, view, entry)
         elif entry is None:
             response = await self.root(request, view)
         elif entry.kind is Kind.DIR:
@@ -169,6 +190,9 @@ class NmaService(Face):
             response = self.symlink(request, view, entry)
         else:
             response = await self.file(request, view, entry)
+        if inflection not in ("info", "?", "linkset") and response.status_code < 300:
+            # FAIR Signposting on the object itself (a symlink's 302 is none)
+            response.headers["Link"] = link_header(links(Site.of(request), view, entry))
         if version is None and response.status_code < 300:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)
@@ -187,12 +211,19 @@ class NmaService(Face):
         archive = self.service.archive(ark, versions[-1].version if version is None else version)
         return archive, versions
 
-    def info(self, request: Request, view: "_View", entry: Entry | None) -> Response:
+    def info(self, request: Request, view: View, entry: Entry | None) -> Response:
         """The ERC record of the archive or of one of its entries (THUMP)."""
         ark = entry_ark(view.root, entry.path) if entry else view.root
         erc = entry_erc(view.archive.erc, view.root, entry) if entry else view.archive.erc
         headers, body = info_response(ark, erc, service_path=_service_path(request))
-        if _choose(request, ("text/plain", JSON)) == JSON:
+        media = _choose(request, ("text/plain", JSON, HTML))
+        if media == HTML:  # a browser: the landing page of what the record describes
+            if entry is not None and entry.kind is Kind.FILE:
+                page = file_page(Site.of(request), view, entry, erc)
+            else:
+                page = archive_page(Site.of(request), view, entry.path if entry else "", entry, erc)
+            return Response(page, media_type=HTML, headers={"Vary": "Accept"})
+        if media == JSON:
             headers["Content-Type"] = JSON
             record: dict[str, Any] = {"ark": str(ark), "erc": erc.to_json()}
             if entry is None:
@@ -203,18 +234,26 @@ class NmaService(Face):
         headers["Vary"] = "Accept"
         return Response(body, headers=headers)
 
-    async def root(self, request: Request, view: "_View") -> Response:
+    def linkset(self, request: Request, view: View, entry: Entry | None) -> Response:
+        """`?linkset`: every signpost of the object as an RFC 9264 JSON linkset."""
+        site = Site.of(request)
+        anchor = site.url(entry_ark(view.root, entry.path if entry else ""))
+        body = json.dumps(linkset(anchor, links(site, view, entry)))
+        return Response(body, media_type=LINKSET)
+
+    async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
         archive = view.archive
-        media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES))
+        media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES, TEXT))
         headers = {
             "Vary": "Accept",
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
         }
         if media == HTML:
-            title = archive.erc.what or str(view.root)
-            body = _page(request, title, archive.erc, view, "")
+            body = archive_page(Site.of(request), view, "", None, archive.erc)
             return Response(body, media_type=HTML, headers=headers)
+        if media == TEXT:  # the ERC record as ANVL, for a terminal
+            return Response(archive.erc.to_anvl(), media_type=TEXT, headers=headers)
         base = str(request.base_url)
 
         def render() -> bytes:
@@ -229,7 +268,7 @@ class NmaService(Face):
 
         return Response(await self.run(render), media_type=media, headers=headers)
 
-    def directory(self, request: Request, view: "_View", entry: Entry) -> Response:
+    def directory(self, request: Request, view: View, entry: Entry) -> Response:
         """A directory: HTML listing or `{"ark", "entries"}`."""
         if _choose(request, (HTML, JSON)) == JSON:
             children = view.archive.manifest.children(entry.path)
@@ -239,10 +278,10 @@ class NmaService(Face):
             }
             return JSONResponse(body, headers={"Vary": "Accept"})
         erc = entry_erc(view.archive.erc, view.root, entry)
-        page = _page(request, erc.what or entry.path, erc, view, entry.path)
+        page = archive_page(Site.of(request), view, entry.path, entry, erc)
         return Response(page, media_type=HTML, headers={"Vary": "Accept"})
 
-    def symlink(self, request: Request, view: "_View", entry: Entry) -> Response:
+    def symlink(self, request: Request, view: View, entry: Entry) -> Response:
         """302 to the target's ARK when the target is an entry of the same archive version."""
         assert entry.target is not None
         target = posixpath.normpath(posixpath.join(entry.parent, entry.target))
@@ -255,7 +294,7 @@ class NmaService(Face):
         url = _service_path(request) + str(entry_ark(view.root, target))
         return RedirectResponse(url, status_code=302)
 
-    async def file(self, request: Request, view: "_View", entry: Entry) -> Response:
+    async def file(self, request: Request, view: View, entry: Entry) -> Response:
         """A file's bytes, rebuilt from the store and verified chunk by chunk."""
         assert entry.xet_hash is not None
         ark = entry_ark(view.root, entry.path)
@@ -315,16 +354,6 @@ class NmaService(Face):
         v = (await self.run(self.service.bind, str(ark), manifest, erc, message)).version
         log.info("bound %s v%d: %d files, %d bytes", ark, v.version, v.files, v.bytes)
         return JSONResponse({"ark": str(ark), **v.to_json()})
-
-
-@dataclass(frozen=True)
-class _View:
-    """One request's archive: the version that answers, the ARK the request addresses it by
-    (`ark:NAAN/Name`, or with `@vN`), and the versions when they were read."""
-
-    archive: Archive
-    root: Ark
-    versions: list[VersionInfo]
 
 
 def _bind_parts(body: bytes) -> tuple[bytes, str, str]:
@@ -427,61 +456,3 @@ def negotiate(accept: str | None, offers: Sequence[str]) -> str:
 def _entry_json(archive: Ark, e: Entry) -> dict[str, Any]:
     """One directory entry as JSON: the manifest fields plus its name and ARK."""
     return {"name": e.name, "ark": str(entry_ark(archive, e.path))} | e.to_json()
-
-
-_STYLE = "body{font-family:sans-serif;margin:2em} td{padding:0 1em 0 0}"
-
-
-def _page(request: Request, title: str, erc: Erc, view: _View, path: str) -> str:
-    """An HTML page: the ERC record, the entries of directory path with links, and at the
-    archive root its versions."""
-    service = _service_path(request)
-
-    def href(ark: Ark, query: str = "") -> str:
-        return html.escape(service + str(ark) + query)
-
-    def link(p: str, text: str, query: str = "") -> str:
-        return f'<a href="{href(entry_ark(view.root, p), query)}">{html.escape(text)}</a>'
-
-    def row(*cells: str) -> str:
-        return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-
-    rows = [row(link(path.rpartition("/")[0], "../"), "dir", "", "", "")] if path else []
-    for e in view.archive.manifest.children(path):
-        name = e.name + ("/" if e.kind is Kind.DIR else "")
-        if e.kind is Kind.SYMLINK:
-            name += f" -> {e.target}"
-        when = datetime.fromtimestamp(e.mtime_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M")
-        size = str(e.size) if e.kind is Kind.FILE else ""
-        rows.append(
-            row(link(e.path, name), e.kind.value, size, when, link(e.path, "?info", "?info"))
-        )
-    here = html.escape(str(entry_ark(view.root, path)))
-    shown = view.archive.version.version
-    versions = ""
-    if not path and view.versions:
-        latest = f'<a href="{href(view.archive.ark)}">latest</a>'
-        lines = []
-        for v in reversed(view.versions):
-            ark = versioned(view.archive.ark, v.version)
-            name = f'<a href="{href(ark)}">{v.name}</a>'
-            name += " (shown)" if v.version == shown else ""
-            when = datetime.fromtimestamp(v.created, UTC).strftime("%Y-%m-%d %H:%M:%S")
-            lines.append(row(name, when, str(v.files), str(v.bytes), html.escape(v.message)))
-        versions = f"""<h2>Versions</h2>
-<p>{latest} is always the newest; each version stays as it was bound.</p>
-<table>
-<tr><th>version</th><th>bound (UTC)</th><th>files</th><th>bytes</th><th>message</th></tr>
-{"".join(r + chr(10) for r in lines)}</table>
-"""
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_STYLE}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p><code>{here}</code> ({link(path, "ERC record", "?info")}), version {shown}</p>
-<pre>{html.escape(erc.to_anvl())}</pre>
-<table>
-<tr><th>name</th><th>kind</th><th>size</th><th>modified (UTC)</th><th></th></tr>
-{"".join(r + chr(10) for r in rows)}</table>
-{versions}</body></html>
-"""

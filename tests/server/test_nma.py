@@ -197,13 +197,14 @@ def test_landing_page_shows_erc_and_links_the_root(served: Served) -> None:
         r = served.get(f"/{ARK}", headers={"Accept": accept} if accept else {})
         assert r.headers["content-type"].startswith("text/html"), accept
     page = r.text
-    assert page.index("Test archive") < page.index("<table>")
-    assert "who: Kunze, John" in page
+    assert page.index("Test archive") < page.index("<table")
+    assert '<dt>Who</dt><dd class="who">Kunze, John</dd>' in page  # labelled, not raw ANVL
     links = hrefs(page)
     for name in ("c3", "docs", "data%2Ebin", "empty", "link"):
         assert f"/{ARK}/{name}" in links and f"/{ARK}/{name}?info" in links
+    assert f"{served.url}/{ARK}" in links  # the resolvable URL of the citation
     for href in links:
-        r = served.get(href, follow_redirects=True)
+        r = served.get(href.removeprefix(served.url), follow_redirects=True)
         assert r.status_code == (404 if href.endswith("/outside") else 200), href
 
 
@@ -361,3 +362,12 @@ def test_arks_lists_bound_archives_by_prefix(served: Served) -> None:
     assert served.get("/arks").json() == {"arks": [ARK]}
     assert served.get("/arks", params={"prefix": "ark:b5072/"}).json() == {"arks": [ARK]}
     assert served.get("/arks", params={"prefix": "ark:12345/"}).json() == {"arks": []}
+
+
+def test_info_spells_an_ark_once(served: Served) -> None:
+    """#16: `where:` was `.../s5%252Ev7%252Exsl`, %-encoded twice by ANVL."""
+    r = served.get(f"/{ARK}/c3/s5.v7.xsl?info")
+    assert f"where: {ARK}/c3/s5%2Ev7%2Exsl\n" in r.text and "%25" not in r.text
+    assert Erc.from_anvl(r.text).where == f"{ARK}/c3/s5%2Ev7%2Exsl"
+    page = served.get(f"/{ARK}/c3", headers={"Accept": "text/html"}).text
+    assert f"{ARK}/c3/s5%2Ev7%2Exsl" in page and "%25" not in page

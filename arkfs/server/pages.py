@@ -1,0 +1,270 @@
+"""The HTML landing pages of the resolver: archive root, directory and file.
+
+Server-rendered, no JavaScript, readable on a phone. Every value is HTML-escaped here;
+the JSON-LD is escaped so that it cannot end its script element.
+"""
+
+import html
+import json
+import mimetypes
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from arkfs.archive.manifest import Entry, Kind, entry_ark
+from arkfs.ark.erc import Erc, Segment
+from arkfs.ark.identifier import Ark
+from arkfs.ark.versions import versioned
+from arkfs.server.view import Site, View
+from arkfs.util.sizes import human
+from arkfs.xet.hashing import hash_to_string
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:1em auto;max-width:60em;padding:0 1em;line-height:1.4}"
+    "table{border-collapse:collapse}td,th{padding:.2em 1em .2em 0;text-align:left;"
+    "vertical-align:top}.wide{overflow-x:auto}code,.hash{word-break:break-all}"
+    ".hash{font-family:monospace;font-size:.85em}dt{font-weight:bold}dd{margin:0 0 .5em 1em}"
+    ".citation{border-left:3px solid #888;padding-left:.8em}"
+)
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key putting 'part2' before 'part10': digit runs compare as numbers."""
+    return tuple(
+        (0, int(piece)) if piece.isdigit() else (1, piece.casefold())
+        for piece in _DIGITS.split(name)
+    )
+
+
+def size(n: int) -> str:
+    """A human-readable size whose exact bytes show on hover."""
+    return f'<span title="{n} bytes">{html.escape(human(n))}</span>'
+
+
+def citation(erc: Erc, ark: Ark) -> str:
+    """'who (when). what. ARK', the parts the record lacks left out."""
+    who = erc.who or "Anonymous"
+    when = f" ({erc.when})" if erc.when else ""
+    what = f" {erc.what}." if erc.what else ""
+    return f"{who}{when}.{what} {ark}"
+
+
+def archive_page(site: Site, view: View, path: str, entry: Entry | None, erc: Erc) -> str:
+    """The landing page of the archive root (entry None) or of one of its directories."""
+    archive = view.archive
+    here = entry_ark(view.root, path)
+    files = [e for e in archive.manifest.entries if e.kind is Kind.FILE]
+    if path:
+        files = [e for e in files if e.path.startswith(path + "/")]
+    total = sum(e.size for e in files)
+    children = sorted(archive.manifest.children(path), key=lambda e: natural_key(e.name))
+    rows = []
+    if path:
+        parent = entry_ark(view.root, path.rpartition("/")[0])
+        rows.append(f'<tr><td><a href="{_e(site.href(parent))}">../</a></td></tr>')
+    rows += [_row(site, view.root, e) for e in children]
+    body = [
+        _kernel(erc, "About"),
+        _citation(site, erc, here),
+        f'<p id="totals">{len(files)} file{"s" * (len(files) != 1)}, {size(total)} in all</p>',
+        '<h2>Contents</h2><div class="wide"><table id="files">',
+        "<tr><th>name</th><th>size</th><th>modified (UTC)</th><th>checksums</th></tr>",
+        *rows,
+        "</table></div>",
+    ]
+    if erc.support is not None:
+        body.append(_kernel(erc.support, "Persistence statement", "persistence"))
+    if entry is None:
+        body.append(_versions(site, view))
+    ld = _json_ld(site, view, erc, files) if entry is None else None
+    return _document(site, erc.what or str(here), here, archive.version.version, body, ld)
+
+
+def file_page(site: Site, view: View, entry: Entry, erc: Erc) -> str:
+    """The landing page of one file: its record, citation, size and checksums."""
+    here = entry_ark(view.root, entry.path)
+    body = [
+        _kernel(erc, "About"),
+        _citation(site, erc, here),
+        "<h2>File</h2><dl>",
+        f"<dt>Size</dt><dd>{size(entry.size)}</dd>",
+        *_checksum_items(entry),
+        f'<dt>Download</dt><dd><a id="download" href="{_e(site.href(here))}">'
+        f"{_e(entry.name)}</a></dd></dl>",
+    ]
+    if erc.support is not None:
+        body.append(_kernel(erc.support, "Persistence statement", "persistence"))
+    return _document(site, erc.what or str(here), here, view.archive.version.version, body, None)
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _kernel(segment: Segment, heading: str, ident: str = "about") -> str:
+    """A labelled who/what/when/where list (and any other elements) under heading."""
+    items = "".join(
+        f'<dt>{_e(label.capitalize())}</dt><dd class="{_e(label)}">{_e(value)}</dd>'
+        for label, value in segment.elements()
+    )
+    return f'<section id="{ident}"><h2>{_e(heading)}</h2><dl>{items}</dl></section>'
+
+
+def _citation(site: Site, erc: Erc, ark: Ark) -> str:
+    url = site.url(ark)
+    return (
+        '<section><h2>Cite as</h2><p class="citation" id="citation">'
+        f'{_e(citation(erc, ark))}</p><p>Resolvable URL: <a id="url" href="{_e(url)}">'
+        f"{_e(url)}</a></p></section>"
+    )
+
+
+def _checksum_items(entry: Entry) -> Iterable[str]:
+    if entry.sha256 is not None:
+        yield f'<dt>SHA-256</dt><dd class="hash sha256">{entry.sha256.hex()}</dd>'
+    if entry.xet_hash is not None:
+        yield f'<dt>XET hash</dt><dd class="hash xet">{hash_to_string(entry.xet_hash)}</dd>'
+
+
+def _row(site: Site, root: Ark, e: Entry) -> str:
+    ark = entry_ark(root, e.path)
+    name = e.name + ("/" if e.kind is Kind.DIR else "")
+    if e.kind is Kind.SYMLINK:
+        name += f" -> {e.target}"
+    when = datetime.fromtimestamp(e.mtime_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M")
+    cells = [f'<a class="entry" href="{_e(site.href(ark))}">{_e(name)}</a>']
+    cells.append(size(e.size) if e.kind is Kind.FILE else "")
+    cells.append(when)
+    sums = []
+    if e.sha256 is not None:
+        sums.append(f'SHA-256 <span class="hash sha256">{e.sha256.hex()}</span>')
+    if e.xet_hash is not None:
+        sums.append(f'XET <span class="hash xet">{hash_to_string(e.xet_hash)}</span>')
+    info = f'<a class="info" href="{_e(site.href(ark, "?info"))}">record</a>'
+    cells.append("<br>".join([*sums, info]))
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def _versions(site: Site, view: View) -> str:
+    if not view.versions:
+        return ""
+    shown = view.archive.version.version
+    latest = f'<a href="{_e(site.href(view.archive.ark))}">latest</a>'
+    rows = []
+    for v in reversed(view.versions):
+        ark = versioned(view.archive.ark, v.version)
+        name = f'<a href="{_e(site.href(ark))}">{v.name}</a>' + " (shown)" * (v.version == shown)
+        when = datetime.fromtimestamp(v.created, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        cells = [name, when, str(v.files), size(v.bytes), _e(v.message)]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return (
+        f'<section id="versions"><h2>Versions</h2><p>{latest} is always the newest; each '
+        'version stays as it was bound.</p><div class="wide"><table>'
+        "<tr><th>version</th><th>bound (UTC)</th><th>files</th><th>size</th><th>message</th>"
+        "</tr>" + "".join(rows) + "</table></div></section>"
+    )
+
+
+def _json_ld(site: Site, view: View, erc: Erc, files: list[Entry]) -> dict[str, Any]:
+    """schema.org Dataset of the archive, a DataDownload per file."""
+    here = site.url(view.root)
+    downloads = []
+    for f in sorted(files, key=lambda e: natural_key(e.path)):
+        item: dict[str, Any] = {
+            "@type": "DataDownload",
+            "name": f.path,
+            "contentUrl": site.url(entry_ark(view.root, f.path)),
+            "contentSize": f"{f.size} B",
+            "encodingFormat": mimetypes.guess_type(f.name)[0] or "application/octet-stream",
+        }
+        if f.sha256 is not None:
+            item["sha256"] = f.sha256.hex()
+        downloads.append(item)
+    ld: dict[str, Any] = {
+        "@context": "https://schema.org",
+        "@type": "Dataset",
+        "@id": here,
+        "identifier": str(view.root),
+        "url": here,
+        "name": erc.what or str(view.root),
+        "version": view.archive.version.name,
+        "distribution": downloads,
+    }
+    if erc.who:
+        ld["creator"] = [{"@type": "Person", "name": who.strip()} for who in erc.who.split(";")]
+    if erc.when:
+        ld["datePublished"] = erc.when
+    return ld
+
+
+def _document(
+    site: Site, title: str, here: Ark, version: int, body: list[str], ld: dict[str, Any] | None
+) -> str:
+    script = ""
+    if ld is not None:
+        text = json.dumps(ld, ensure_ascii=False).replace("<", "\\u003c")
+        script = f'<script type="application/ld+json">{text}</script>\n'
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{_STYLE}</style>
+{script}</head><body>
+<h1>{_e(title)}</h1>
+<p><code id="ark">{_e(here)}</code> (<a href="{_e(site.href(here, "?info"))}">ERC record</a>),
+version {version}</p>
+{chr(10).join(body)}
+</body></html>
+"""
+
+
+def home_page(site: Site, naans: list[str], prefix: str | None, arks: list[str]) -> str:
+    """The resolver's home: what it serves, its discovery file, and a search over bound ARKs
+    by prefix (arks: the matches, when prefix was asked for)."""
+    found = ""
+    if prefix is not None:
+        items = "".join(
+            f'<li><a class="ark" href="{_e(site.service + a)}">{_e(a)}</a></li>' for a in arks
+        )
+        found = (
+            f'<h2>Bound ARKs starting with <code>{_e(prefix)}</code></h2><p id="count">'
+            f"{len(arks)} found</p><ul>{items}</ul>"
+        )
+    return _plain_document(
+        "ARK resolver",
+        f"""<p>This is an arkfs ARK resolver (name mapping authority) for the NAAN(s)
+<code id="naans">{_e(" ".join(naans) or "none yet")}</code>. Append a Compact ARK to
+<code>{_e(site.base)}</code> to reach an archive: its landing page, its files, its metadata
+with <code>?info</code>, its versions with <code>/@vN</code>.</p>
+<p>Resolver description: <a id="well-known" href="{_e(site.service)}.well-known/ark">
+.well-known/ark</a></p>
+<form method="get" action="{_e(site.service)}"><label>Find bound ARKs by prefix
+<input name="prefix" value="{_e(prefix or "ark:")}"></label> <button>Search</button></form>
+{found}""",
+    )
+
+
+def error_page(site: Site, status: int, message: str) -> str:
+    """An error for a browser: what went wrong, and what this resolver serves."""
+    return _plain_document(
+        f"{status}: {message.split(':')[0]}",
+        f"""<p id="message">{_e(message)}</p>
+<p>This ARK resolver serves archives as <code>{_e(site.base)}ark:NAAN/Name[/path]</code>;
+see <a href="{_e(site.service)}">its home page</a> and
+<a href="{_e(site.service)}.well-known/ark">.well-known/ark</a>.</p>""",
+    )
+
+
+def _plain_document(title: str, body: str) -> str:
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{_STYLE}</style>
+</head><body>
+<h1>{_e(title)}</h1>
+{body}
+</body></html>
+"""

@@ -15,9 +15,11 @@ from arkfs.archive.manifest import Entry, Kind, build
 from arkfs.archive.record import VersionInfo
 from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
+from arkfs.ark.identifier import Ark
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.backend.base import Backend
 from arkfs.cli.common import BadInput, Interrupted, first_error
+from arkfs.cli.progress import shown
 from arkfs.cli.target import add_target, archive_ark, latest, run_on_target
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
@@ -70,7 +72,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     name.add_argument("--shoulder", help="mint a new ARK under NAAN/SHOULDER (e.g. 12345/x6)")
     add_target(p, "write")
     _add_erc(p)
-    _add_json(p)
+    _add_output(p)
     p.set_defaults(func=run_publish)
 
     b = sub.add_parser(
@@ -89,16 +91,24 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     b.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="JSON file list")
     add_target(b, "write")
     _add_erc(b)
-    _add_json(b)
+    _add_output(b)
     b.set_defaults(func=run_bind)
 
 
-def _add_json(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+def _add_output(p: argparse.ArgumentParser) -> None:
+    """--json and --quiet."""
+    out = p.add_argument_group("output")
+    out.add_argument(
         "--json",
         action="store_true",
         help="print one JSON object instead of prose: ark, version, follows, files, bytes, "
         "new_bytes, dedup_bytes, uploaded_bytes",
+    )
+    out.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print nothing but errors (and the --json object): no progress, no prose",
     )
 
 
@@ -113,10 +123,8 @@ def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | 
     """The ERC record of a new version: --erc FILE whole; else the previous version's (the
     defaults for a first one), each of --who/--what/--when/--where/--persistence replacing
     only its own field."""
-    given = {label: getattr(args, label) for label in KERNEL if getattr(args, label) is not None}
+    given = _fields(args)
     if args.erc is not None:
-        if given or args.persistence:
-            raise BadInput("give either --erc FILE or --who/--what/--when/--where/--persistence")
         try:
             erc = Erc.from_anvl(args.erc.read_text(encoding="utf-8"))
         except OSError as exc:
@@ -135,25 +143,72 @@ def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | 
     return replace(base, **given, support=support)
 
 
+def _fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The ERC fields given as options; BadInput if --erc FILE is given too."""
+    given = {label: getattr(args, label) for label in KERNEL if getattr(args, label) is not None}
+    if args.erc is not None and (given or args.persistence):
+        raise BadInput("give either --erc FILE or --who/--what/--when/--where/--persistence")
+    return given
+
+
 def _follows(follows: int | None) -> str:
     return f" (after v{follows})" if follows else ""
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    """Publish DIR as the next version of its ARK; print the ARK and how to mount it."""
-    root: Path = args.dir
-    try:
-        found, skipped = scan(root)
-    except ScanError as exc:
-        raise BadInput(str(exc)) from None
+    """Publish DIR as the next version of its ARK, showing its progress; print the ARK and
+    how to mount it."""
     given = archive_ark(args.ark) if args.ark else None
+    _fields(args)  # before a long scan
     if args.shoulder:
         try:
             parse_shoulder(args.shoulder)
         except ArkError as exc:
             raise BadInput(str(exc)) from None
-    default_what = root.resolve().name or str(root)
     progress = Progress()
+    try:
+        with shown(progress, args.quiet):
+            s = _publish(args, given, progress)
+    except BaseException as exc:  # KeyboardInterrupt, perhaps inside exception groups
+        if not isinstance(first_error(exc), KeyboardInterrupt):
+            raise
+        raise Interrupted(
+            f"interrupted: {progress.files_stored} of {progress.files} files uploaded; "
+            "run the same command again to resume"
+        ) from None
+    for line in [] if args.quiet else s.skipped:
+        print(f"arkfs: skipped {line}", file=sys.stderr)
+    if args.json:
+        _print_json(
+            s.ark, s.version, s.follows, s.files, s.bytes,
+            new_bytes=s.new_bytes, dedup_bytes=s.dedup_bytes, uploaded_bytes=s.uploaded_bytes,
+            skipped=s.skipped,
+        )  # fmt: skip
+        return 0
+    if args.quiet:
+        return 0
+    version = f"v{s.version}{_follows(s.follows)}"
+    print(f"published {s.ark} as {version}: {s.files} files, {human(s.bytes)}")
+    print(
+        f"  new data {human(s.new_bytes)} in {s.xorbs} xorbs ({human(s.uploaded_bytes)} "
+        f"uploaded), deduplicated {human(s.dedup_bytes)}"
+    )
+    if s.follows and s.bytes:
+        print(f"  only changed chunks uploaded: {s.new_bytes / s.bytes:.2%} of the data was new")
+        print(f"  {s.ark} names v{s.version} now; {s.ark}/@v{s.follows} keeps naming v{s.follows}")
+    where = f" --server {args.server}" if args.server else ""
+    print(f"mount it:  arkfs mount{where} ~/arks && ls ~/arks/{s.ark}/")
+    return 0
+
+
+def _publish(args: argparse.Namespace, given: Ark | None, progress: Progress) -> Summary:
+    """Scan DIR, then publish it to the target, counting in progress."""
+    root: Path = args.dir
+    try:
+        found, skipped = scan(root, progress)
+    except ScanError as exc:
+        raise BadInput(str(exc)) from None
+    default_what = root.resolve().name or str(root)
     journal = UploadJournal(_journal_path(args))
 
     async def job(backend: Backend) -> Summary:
@@ -179,37 +234,7 @@ def run_publish(args: argparse.Namespace) -> int:
         )
         return summary
 
-    try:
-        s = run_on_target(args, job, create=True)
-    except BaseException as exc:  # KeyboardInterrupt, perhaps inside exception groups
-        if not isinstance(first_error(exc), KeyboardInterrupt):
-            raise
-        progress.close()
-        raise Interrupted(
-            f"interrupted: {progress.files_stored} of {progress.files} files uploaded; "
-            "run the same command again to resume"
-        ) from None
-    for line in s.skipped:
-        print(f"arkfs: skipped {line}", file=sys.stderr)
-    if args.json:
-        _print_json(
-            s.ark, s.version, s.follows, s.files, s.bytes,
-            new_bytes=s.new_bytes, dedup_bytes=s.dedup_bytes, uploaded_bytes=s.uploaded_bytes,
-            skipped=s.skipped,
-        )  # fmt: skip
-        return 0
-    version = f"v{s.version}{_follows(s.follows)}"
-    print(f"published {s.ark} as {version}: {s.files} files, {human(s.bytes)}")
-    print(
-        f"  new data {human(s.new_bytes)} in {s.xorbs} xorbs ({human(s.uploaded_bytes)} "
-        f"uploaded), deduplicated {human(s.dedup_bytes)}"
-    )
-    if s.follows and s.bytes:
-        print(f"  only changed chunks uploaded: {s.new_bytes / s.bytes:.2%} of the data was new")
-        print(f"  {s.ark} names v{s.version} now; {s.ark}/@v{s.follows} keeps naming v{s.follows}")
-    where = f" --server {args.server}" if args.server else ""
-    print(f"mount it:  arkfs mount{where} ~/arks && ls ~/arks/{s.ark}/")
-    return 0
+    return run_on_target(args, job, create=True)
 
 
 def _journal_path(args: argparse.Namespace) -> Path:
@@ -281,6 +306,8 @@ def run_bind(args: argparse.Namespace) -> int:
             ark, v.version, v.follows, v.files, v.bytes,
             new_bytes=0, dedup_bytes=0, uploaded_bytes=0,
         )  # fmt: skip
+        return 0
+    if args.quiet:
         return 0
     files = f"{v.files} file{'s' * (v.files != 1)}"
     print(f"bound {ark} as v{v.version}{_follows(v.follows)}: {files}, {human(v.bytes)}")

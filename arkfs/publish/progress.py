@@ -1,53 +1,47 @@
-"""Publish progress: counters, and a one-line bar on a terminal."""
+"""Publish progress: the counters of a publish, by phase.
 
-import sys
-import time
+The publisher bumps plain ints from the trio thread; a display (arkfs.cli.progress) reads
+them from its own thread, so drawing never holds up the publish."""
+
 from dataclasses import dataclass, field
-from typing import TextIO
 
-from arkfs.util.sizes import human
+PHASES = ("scan", "hash", "upload", "bind")
+DONE = "done"
 
 
 @dataclass
 class Progress:
-    """What a publish has done so far; draws itself at most ten times a second on a TTY."""
+    """What a publish has done so far; the source of truth for every display and summary."""
 
+    files: int = 0  # files to publish (found by the scan)
     total: int = 0  # bytes of file content to hash
     hashed: int = 0
     new: int = 0  # chunk bytes that go into new xorbs
     deduplicated: int = 0  # chunk bytes referenced from xorbs already in the CAS
+    stored: int = 0  # of new, chunk bytes in xorbs the CAS has accepted
     uploaded: int = 0  # serialized xorb bytes the CAS accepted
     xorbs: int = 0
-    files: int = 0  # files to publish
     files_stored: int = 0  # files whose every chunk the CAS has acknowledged
-    stream: TextIO | None = field(default_factory=lambda: sys.stderr)
-    _drawn: float = 0.0
-    _start: float = field(default_factory=time.monotonic)
+    shard_bytes: int = 0  # bytes of the shards that register the files (known at bind)
+    shards_sent: int = 0  # of shard_bytes, sent
+    version: int | None = None  # the version bound, once it is
+    phases: list[str] = field(default_factory=lambda: [PHASES[0]])  # begun, in order
+    began: dict[str, tuple[int, int]] = field(default_factory=lambda: {PHASES[0]: (0, 1)})
 
-    def __post_init__(self) -> None:
-        if self.stream is not None and not self.stream.isatty():
-            self.stream = None
+    def begin(self, phase: str) -> None:
+        """Note that phase (one of PHASES, or DONE) has begun, and overall() then; again is a
+        no-op."""
+        if phase not in self.phases:
+            self.began[phase] = self.overall()
+            self.phases.append(phase)
 
-    def update(self, force: bool = False) -> None:
-        """Redraw the bar if due."""
-        now = time.monotonic()
-        if self.stream is None or (not force and now - self._drawn < 0.1):
-            return
-        self._drawn = now
-        share = self.hashed / self.total if self.total else 1.0
-        width = 24
-        bar = "#" * int(share * width) + "-" * (width - int(share * width))
-        rate = self.hashed / max(now - self._start, 1e-6)
-        self.stream.write(
-            f"\r[{bar}] {share:4.0%} hashed {human(self.hashed)}/{human(self.total)} "
-            f"({human(rate)}/s)  new {human(self.new)}  dedup {human(self.deduplicated)}  "
-            f"uploaded {human(self.uploaded)}\x1b[K"
-        )
-        self.stream.flush()
+    def bound(self, version: int) -> None:
+        """The ARK is bound: the publish is done."""
+        self.version = version
+        self.begin(DONE)
 
-    def close(self) -> None:
-        """Draw the final state and end the line."""
-        if self.stream is not None:
-            self.update(force=True)
-            self.stream.write("\n")
-            self.stream.flush()
+    def overall(self) -> tuple[int, int]:
+        """Work done and work known, in bytes: hashing, uploading new chunks, sending shards,
+        and one more for the bind itself, so done reaches known only once bound."""
+        done = self.hashed + self.stored + self.shards_sent + (self.version is not None)
+        return done, self.total + self.new + self.shard_bytes + 1

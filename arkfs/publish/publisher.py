@@ -94,7 +94,7 @@ class Publisher:
         journal: UploadJournal | None = None,
     ) -> None:
         self.backend = backend
-        self.progress = progress or Progress(stream=None)
+        self.progress = progress or Progress()
         self.journal = journal
         self.index = ChunkIndex()
         self._builder = XorbBuilder()
@@ -122,6 +122,7 @@ class Publisher:
         chunks are known to be stored already."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
         self.progress.files = sum(1 for f in found if f.entry.kind is Kind.FILE)
+        self.progress.begin("hash")
         if previous is not None:
             await self._seed_from(previous)
         if self.journal is not None:
@@ -151,19 +152,20 @@ class Publisher:
                     placements.append((f, digest, placer.placed))
                     self._placed(placer.placed)
                     self.progress.hashed += digest.size
-                self.progress.update()
+            self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
         for f, digest, placed in placements:
             block = _file_block(digest, placed)
             blocks.setdefault(block.file_hash, block)
             entries.append(_file_entry(f.entry, digest))
+        self.progress.begin("bind")
         shards = await self._upload_shards(list(blocks.values()))
         manifest = build(ark, entries, time.time())
         bound = await self.backend.bind(manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
-        self.progress.close()
+        self.progress.bound(bound.version)
         return Summary(
             ark=ark,
             files=len(placements),
@@ -220,7 +222,6 @@ class Publisher:
                     for chunk in chunks:
                         await placer.add(chunk, uploads)
                     self.progress.hashed += sum(c.size for c in chunks)
-                    self.progress.update()
         await placer.finish(uploads)
         return result[0], placer.placed
 
@@ -271,6 +272,7 @@ class Publisher:
     async def _seal(self, uploads: trio.Nursery) -> None:
         """Serialize and upload the xorb being built; wait while UPLOAD_SLOTS are in flight."""
         await self._slots.acquire()
+        self.progress.begin("upload")
         ref, chunks = self._ref, self._builder.chunks
         self._builder, self._ref = XorbBuilder(), XorbRef()
         self._unacked.add(id(self._ref))
@@ -279,6 +281,7 @@ class Publisher:
     async def _upload_xorb(self, ref: XorbRef, chunks: list[tuple[bytes, bytes]]) -> None:
         try:
             xorb = await trio.to_thread.run_sync(serialize_xorb, chunks)
+            size = sum(len(data) for _, data in chunks)
             del chunks  # only the serialized copy waits for the upload
             ref.hash = xorb.hash
             await self.backend.upload_xorb(xorb.hash, xorb.data)
@@ -287,9 +290,9 @@ class Publisher:
             self._built.append((xorb.footer, len(xorb.data)))
             self._unacked.discard(id(ref))
             self._placed(None)
+            self.progress.stored += size
             self.progress.uploaded += len(xorb.data)
             self.progress.xorbs += 1
-            self.progress.update()
         finally:
             self._slots.release()
 
@@ -305,9 +308,13 @@ class Publisher:
     async def _upload_shards(self, blocks: list[FileBlock]) -> int:
         """Register the files and the new xorbs' chunks, in shards under the size limit."""
         cas = [self._cas_block(footer, size) for footer, size in self._built]
-        shards = _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
+        shards = [
+            serialize_upload(s) for s in _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
+        ]
+        self.progress.shard_bytes = sum(len(s) for s in shards)
         for shard in shards:
-            await self.backend.upload_shard(serialize_upload(shard))
+            await self.backend.upload_shard(shard)
+            self.progress.shards_sent += len(shard)
         return len(shards)
 
     def _cas_block(self, footer: XorbFooter, size: int) -> CasBlock:

@@ -8,6 +8,7 @@ from pathlib import Path
 from arkfs.archive.manifest import Entry, Kind
 from arkfs.ark.errors import ArkError
 from arkfs.ark.filenames import filename_to_qualifier
+from arkfs.publish.progress import Progress
 
 
 class ScanError(Exception):
@@ -22,8 +23,9 @@ class Found:
     source: Path
 
 
-def scan(root: Path) -> tuple[list[Found], list[str]]:
-    """Every directory, file and symlink below root, sorted by path; and what was skipped."""
+def scan(root: Path, progress: Progress | None = None) -> tuple[list[Found], list[str]]:
+    """Every directory, file and symlink below root, sorted by path; and what was skipped.
+    Each file found is counted in progress, if given."""
     if not root.is_dir():
         raise ScanError(f"{root} is not a directory: publish takes a directory")
     found: list[Found] = []
@@ -49,6 +51,9 @@ def scan(root: Path) -> tuple[list[Found], list[str]]:
                 stack.append((sub, path))
             elif stat.S_ISREG(st.st_mode):
                 found.append(Found(Entry(sub, Kind.FILE, st.st_size, mode, mtime), path))
+                if progress is not None:
+                    progress.files += 1
+                    progress.total += st.st_size
             elif stat.S_ISLNK(st.st_mode):
                 target = os.readlink(path)
                 found.append(

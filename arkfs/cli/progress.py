@@ -1,0 +1,203 @@
+"""How `arkfs publish` shows its progress on stderr: rich bars on a terminal, a short plain
+line at each phase and every few seconds elsewhere, nothing with --quiet.
+
+Both displays run in their own thread and only read the publish's counters (plain ints),
+so the trio thread never waits for a terminal."""
+
+import math
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+from rich.console import Console, RenderableType
+from rich.live import Live
+from rich.progress import BarColumn, ProgressColumn, Task, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as Bars
+from rich.text import Text
+
+from arkfs.publish.progress import DONE, Progress
+from arkfs.util.sizes import human
+
+OVERALL = "publish"
+REFRESH = 10  # terminal frames a second
+PLAIN_EVERY = 5.0  # seconds between plain lines within a phase
+PLAIN_POLL = 0.2  # seconds between looks at the counters for the plain lines
+
+
+def rows(p: Progress) -> dict[str, tuple[int, int | None]]:
+    """Done and total (None: not known yet) of the whole publish and of each phase begun,
+    in bytes, in the order they began."""
+    later = len(p.phases) > 1
+    every = {
+        OVERALL: p.overall(),
+        "scan": (p.total, p.total if later else None),
+        "hash": (p.hashed, p.total),
+        "upload": (p.stored, p.new),
+        "bind": (p.shards_sent, p.shard_bytes or None),
+    }
+    return {name: every[name] for name in (OVERALL, *p.phases) if name in every}
+
+
+def percent(done: int, total: int | None) -> int | None:
+    """Whole percent, rounded down: 100 only once done reaches total."""
+    if total is None:
+        return None
+    return 100 if done >= total else math.floor(100 * done / total)
+
+
+class _Percent(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        share = percent(int(task.completed), None if task.total is None else int(task.total))
+        return Text("" if share is None else f"{share:>3}%")
+
+
+class _Bytes(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        done = human(task.completed)
+        return Text(done if task.total is None else f"{done}/{human(task.total)}")
+
+
+class _Rate(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{human(speed)}/s")
+
+
+class _Terminal:
+    """Bars for the whole publish and each phase, redrawn REFRESH times a second."""
+
+    def __init__(self, progress: Progress, stream: TextIO) -> None:
+        self.progress = progress
+        console = Console(file=stream)
+        self.bars = Bars(
+            TextColumn("{task.description:<7}"),
+            BarColumn(bar_width=28),
+            _Percent(),
+            _Bytes(),
+            _Rate(),
+            TimeRemainingColumn(),
+            console=console,
+            auto_refresh=False,
+        )
+        self.tasks: dict[str, TaskID] = {}
+        self.live = Live(
+            console=console,
+            get_renderable=self._frame,
+            refresh_per_second=REFRESH,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+
+    def _frame(self) -> RenderableType:
+        """The bars as the counters stand now (run by rich's refresh thread)."""
+        for name, (done, total) in rows(self.progress).items():
+            if name not in self.tasks:
+                self.tasks[name] = self.bars.add_task(name, total=total)
+            version = self.progress.version
+            label = f"bound v{version}" if name == "bind" and version is not None else name
+            self.bars.update(self.tasks[name], completed=done, total=total, description=label)
+        return self.bars.get_renderable()
+
+    def start(self) -> None:
+        self.live.start()
+
+    def stop(self) -> None:
+        self.live.stop()  # draws the final frame
+
+
+class _Lines:
+    """A short line as each phase begins and every PLAIN_EVERY seconds, then a summary."""
+
+    def __init__(self, progress: Progress, stream: TextIO) -> None:
+        self.progress, self.stream = progress, stream
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="arkfs-progress", daemon=True)
+        self.began = time.monotonic()
+        self.since: tuple[float, int] = (self.began, 0)  # when the phase shown began, and done
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.thread.join()
+        if self.progress.version is not None:
+            self._say(self._summary())
+
+    def _run(self) -> None:
+        told = 0  # phases already announced
+        last = time.monotonic()
+        while True:
+            stop = self.stopping.wait(PLAIN_POLL)
+            if stop and self.progress.version is None:
+                return  # failed: the error is the last word
+            phases = [p for p in self.progress.phases if p != DONE]
+            for phase in phases[told:]:
+                self.since = (time.monotonic(), rows(self.progress)[phase][0])
+                self._say(self._line(phase))
+                last = time.monotonic()
+            told = len(phases)
+            if stop:
+                return
+            if time.monotonic() - last >= PLAIN_EVERY:
+                self._say(self._line(phases[-1]))
+                last = time.monotonic()
+
+    def _line(self, phase: str) -> str:
+        """publish 37%: hash 120.0 MiB/320.0 MiB at 30.0 MiB/s, ETA 7s; a phase seen only
+        once over: the whole as it began (publish 0%: hash)."""
+        if phase != self.progress.phases[-1]:
+            return f"publish {percent(*self.progress.began[phase])}%: {phase}"
+        now = rows(self.progress)
+        share = percent(*now[OVERALL])
+        done, total = now[phase]
+        text = f"publish {share}%: {phase} {human(done)}"
+        if total is None:
+            return text
+        start, done_then = self.since
+        rate = (done - done_then) / max(time.monotonic() - start, 1e-3)
+        text += f"/{human(total)}"
+        if rate > 0 and done < total:
+            text += f" at {human(rate)}/s, ETA {duration((total - done) / rate)}"
+        return text
+
+    def _summary(self) -> str:
+        p = self.progress
+        return (
+            f"publish 100%: bound v{p.version}: {p.files} files, {human(p.hashed)} hashed, "
+            f"{human(p.new)} new ({human(p.uploaded)} uploaded), {human(p.deduplicated)} "
+            f"deduplicated, in {duration(time.monotonic() - self.began)}"
+        )
+
+    def _say(self, line: str) -> None:
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def duration(seconds: float) -> str:
+    """Seconds for people: 7s, 3m05s, 2h10m."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02}s"
+    return f"{s // 3600}h{s % 3600 // 60:02}m"
+
+
+@contextmanager
+def shown(progress: Progress, quiet: bool, stream: TextIO | None = None) -> Iterator[None]:
+    """Show progress on stream (stderr) while the block runs: bars on a terminal, plain
+    lines elsewhere, nothing when quiet."""
+    out = sys.stderr if stream is None else stream
+    if quiet:
+        yield
+        return
+    display = _Terminal(progress, out) if out.isatty() else _Lines(progress, out)
+    display.start()
+    try:
+        yield
+    finally:
+        display.stop()

@@ -34,6 +34,7 @@ from arkfs.mount.daemon import (
     run_foreground,
 )
 from arkfs.mount.latest import DEFAULT_TTL
+from arkfs.mount.stats import exposition
 from arkfs.mount.xattrs import STATS
 from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.util.sizes import human, parse_size
@@ -95,9 +96,19 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="show what a mount has read, fetched and cached",
         description="Print the counters of the arkfs mount at MOUNTPOINT: reads, chunk cache "
         "hit rate, bytes fetched, cache size.",
+        epilog="For node_exporter's textfile collector, e.g. every minute from cron:\n"
+        "  arkfs stats /arks --prometheus > /var/lib/node_exporter/arkfs.prom.$$ &&\n"
+        "    mv /var/lib/node_exporter/arkfs.prom.$$ /var/lib/node_exporter/arkfs.prom",
     )
     s.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
-    s.add_argument("--json", action="store_true", help="print the raw counters as JSON")
+    form = s.add_argument_group("output").add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="print the raw counters as JSON")
+    form.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="print them in the Prometheus text format: arkfs_mount_NAME (counters "
+        "arkfs_mount_NAME_total), labelled mountpoint=MOUNTPOINT",
+    )
     s.set_defaults(func=run_stats)
 
 
@@ -351,6 +362,8 @@ def run_stats(args: argparse.Namespace) -> int:
     data = json.loads(raw)
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
+    elif args.prometheus:
+        sys.stdout.write(exposition(data, str(mountpoint)).decode())
     else:
         print("\n".join(_stats_lines(data)))
     return 0

@@ -1,30 +1,45 @@
-"""Counters of a mount, updated from the trio thread and reported as JSON."""
+"""Counters of a mount, updated from the trio thread and reported as JSON (the root's
+user.arkfs.stats) or in the Prometheus text exposition format."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+PREFIX = "arkfs_mount_"
+
+
+def _counter(help: str) -> Any:
+    """A counter field, starting at 0, with its help text."""
+    return field(default=0, metadata={"help": help})
 
 
 @dataclass
 class MountStats:
     """What a mount has done: plain counters, cheap to bump from the trio thread."""
 
-    reads: int = 0  # read() calls answered (including failed ones)
-    bytes_read: int = 0  # bytes returned to readers
-    cache_hits: int = 0  # chunks a read found in memory or in the disk cache
-    cache_misses: int = 0  # chunks a read had to wait for from the backend
-    bytes_fetched: int = 0  # packed xorb bytes fetched for chunks (footers not included)
-    fetches: int = 0  # data fetches sent to the backend
-    errors: int = 0  # ReadErrors raised by the reader
-    prefetched_bytes: int = 0  # decoded bytes brought into memory ahead of the reader
-    memory_hits: int = 0  # chunks served from the in-memory LRU (part of cache_hits)
-    disk_hits: int = 0  # chunks loaded from the disk cache (by reads or prefetch)
-    footer_fetches: int = 0  # xorb footers fetched from the backend
-    maps_loaded: int = 0  # file maps built from the backend and verified
-    maps_from_disk: int = 0  # file maps loaded from the disk cache and verified again
-    object_fetches: int = 0  # blocks of plain HTTP objects fetched from their responders
-    object_disk_hits: int = 0  # blocks of plain HTTP objects loaded from the disk cache
-    object_prefetches: int = 0  # blocks of plain HTTP objects claimed ahead of the reader
-    url_refreshes: int = 0  # reconstructions of a run's bytes, its fetch URL missing or expired
+    reads: int = _counter("read() calls answered, failed ones included")
+    bytes_read: int = _counter("bytes returned to readers")
+    cache_hits: int = _counter("chunks a read found in memory or in the disk cache")
+    cache_misses: int = _counter("chunks a read had to wait for from the backend")
+    bytes_fetched: int = _counter("packed xorb bytes fetched for chunks, footers not included")
+    fetches: int = _counter("data fetches sent to the backend")
+    errors: int = _counter("read errors raised by the reader")
+    prefetched_bytes: int = _counter("decoded bytes brought into memory ahead of the reader")
+    memory_hits: int = _counter("chunks served from the in-memory LRU (part of cache_hits)")
+    disk_hits: int = _counter("chunks loaded from the disk cache, by reads or prefetch")
+    footer_fetches: int = _counter("xorb footers fetched from the backend")
+    maps_loaded: int = _counter("file maps built from the backend and verified")
+    maps_from_disk: int = _counter("file maps loaded from the disk cache and verified again")
+    object_fetches: int = _counter("blocks of plain HTTP objects fetched from their responders")
+    object_disk_hits: int = _counter("blocks of plain HTTP objects loaded from the disk cache")
+    object_prefetches: int = _counter("blocks of plain HTTP objects claimed ahead of the reader")
+    url_refreshes: int = _counter(
+        "reconstructions of a run's bytes, its fetch URL missing or expired"
+    )
     # Set by the ContentReader: sizes and limits of its caches, read when reporting.
     gauges: Callable[[], dict[str, int]] | None = field(default=None, repr=False, compare=False)
 
@@ -36,3 +51,51 @@ class MountStats:
         if self.gauges is not None:
             out.update(self.gauges())
         return out
+
+
+COUNTERS = {f.name: f.metadata["help"] for f in fields(MountStats) if "help" in f.metadata}
+GAUGES = {  # what the JSON holds besides the counters: sizes, limits, what the mount holds
+    "cache_bytes": "bytes of chunks in the disk cache",
+    "cache_limit": "most bytes of chunks the disk cache keeps",
+    "cache_chunks": "chunks in the disk cache",
+    "cache_bad_files": "damaged files found in the disk cache",
+    "memory_bytes": "bytes of decoded chunks in memory",
+    "object_memory_bytes": "bytes of plain HTTP object blocks in memory",
+    "memory_limit": "most bytes of decoded chunks kept in memory",
+    "maps": "file maps held",
+    "inflight_chunks": "chunks being fetched",
+    "prefetch_groups": "prefetch groups under way",
+    "write_backlog_bytes": "bytes waiting to be written to the disk cache",
+    "archives_loaded": "archive versions loaded",
+    "inodes": "inodes the kernel knows",
+}
+NOT_METRICS = {"pid"}
+
+
+def exposition(data: dict[str, object], mountpoint: str) -> bytes:
+    """The JSON counters of the mount at mountpoint in the Prometheus text format, for
+    node_exporter's textfile collector: arkfs_mount_NAME, counters ending in _total, each
+    with HELP and TYPE, labelled with the mountpoint."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Snapshot(data, mountpoint))
+    return generate_latest(registry)
+
+
+class _Snapshot(Collector):
+    """One reading of a mount's counters, as metric families."""
+
+    def __init__(self, data: dict[str, object], mountpoint: str) -> None:
+        self.data, self.mountpoint = data, mountpoint
+
+    def collect(self) -> Iterable[Metric]:
+        for name, value in sorted(self.data.items()):
+            if name in NOT_METRICS or not isinstance(value, int):
+                continue
+            family: CounterMetricFamily | GaugeMetricFamily
+            if name in COUNTERS:
+                family = CounterMetricFamily(PREFIX + name, COUNTERS[name], labels=["mountpoint"])
+            else:
+                help = GAUGES.get(name, name.replace("_", " "))
+                family = GaugeMetricFamily(PREFIX + name, help, labels=["mountpoint"])
+            family.add_metric([self.mountpoint], value)
+            yield family

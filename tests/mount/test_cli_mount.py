@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from arkfs.mount.daemon import MountError, check_fuse
 from arkfs.util.sizes import parse_size
@@ -162,6 +163,28 @@ def test_umount_and_stats_of_what_is_not_an_arkfs_mount(mount: Mounted, tmp_path
     refused(run_arkfs("umount", str(mount.path)), "is not mounted")
     refused(run_arkfs("umount", "/proc"), "not arkfs")
     refused(run_arkfs("stats", str(tmp_path)), "not an arkfs mount")
+
+
+def test_stats_for_prometheus_counts_what_was_read(mount: Mounted, store: Path) -> None:
+    """`arkfs stats --prometheus` parses as the text format, and counts the bytes read."""
+    data = (mount.path / ARK / "data/big.bin").read_bytes()
+    data += (mount.path / ARK / "readme.txt").read_bytes()
+    done = run_arkfs("stats", str(mount.path), "--prometheus")
+    assert done.returncode == 0, done.stderr
+    families = {f.name: f for f in text_string_to_metric_families(done.stdout)}
+    read = families["arkfs_mount_bytes_read"]
+    assert read.type == "counter" and read.documentation
+    [sample] = read.samples
+    assert sample.name == "arkfs_mount_bytes_read_total"
+    assert sample.labels == {"mountpoint": str(mount.path.resolve())}
+    assert sample.value == len(data)
+    assert families["arkfs_mount_cache_limit"].type == "gauge"
+    assert all(name.startswith("arkfs_mount_") for name in families)
+    assert all(f.documentation and len(f.samples) == 1 for f in families.values())
+    assert "arkfs_mount_pid" not in families
+    assert families["arkfs_mount_reads"].samples[0].value == mount_stats(mount.path)["reads"]
+    both = run_arkfs("stats", str(mount.path), "--json", "--prometheus")
+    assert both.returncode == 2 and "not allowed with" in both.stderr
 
 
 @pytest.fixture

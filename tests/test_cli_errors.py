@@ -65,16 +65,21 @@ def dying_server() -> Iterator[str]:
 
 @pytest.mark.slow  # the backend retries for a few seconds before it gives up
 def test_publish_to_a_server_that_dies_prints_one_line(tree: Path, dying_server: str) -> None:
-    out = run_arkfs("publish", str(tree), "--ark", ARK, "--server", dying_server, "--token", "t")
-    line = assert_one_line_failure(out, 1)
+    args = ("publish", str(tree), "--ark", ARK, "--server", dying_server, "--token", "t")
+    line = assert_one_line_failure(run_arkfs(*args, "--quiet"), 1)
     assert "cannot reach" in line
+    shown = run_arkfs(*args)  # without --quiet: progress lines, then the same one line
+    assert shown.returncode == 1 and shown.stderr.endswith(line), shown.stderr
+    assert all(p.startswith("publish ") for p in shown.stderr.splitlines()[:-1]), shown.stderr
 
 
 def test_publish_with_a_read_token_prints_one_line(tree: Path, tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("r-token read\n")
     with arkfs_server(tmp_path / "store", "--tokens", str(tokens)) as (url, _):
-        out = run_arkfs("publish", str(tree), "--ark", ARK, "--server", url, "--token", "r-token")
+        out = run_arkfs(
+            "publish", str(tree), "--ark", ARK, "--server", url, "--token", "r-token", "-q"
+        )
     line = assert_one_line_failure(out, 1)
     assert "token" in line
 

@@ -24,34 +24,67 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p = sub.add_parser(
         "ark",
         help="parse, normalize, check and mint ARK identifiers",
-        description="ARK identifier tools. A malformed ARK exits 2 with one line saying why.",
+        description="ARK identifier tools: normalize, parse, check and mint. A malformed ARK "
+        "exits 2 with one line saying why.",
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    a = actions.add_parser("normalize", help="print the normalized form of each ARK, in order")
-    a.add_argument("arks", nargs="+", metavar="ARK")
+    a = actions.add_parser(
+        "normalize",
+        help="print the normalized form of each ARK, in order",
+        description="Print each ARK in its normal form (the spec's Normalization and Lexical "
+        "Equivalence): the resolver part dropped, `ark:` lowercase and without its old `/`, "
+        "hyphens and whitespace removed, %-escapes in uppercase, runs and trailing `.` and "
+        "`/` trimmed. Two ARKs with the same normal form are the same ARK. Nothing is "
+        "printed if any ARK is malformed.",
+        epilog="Example:\n  arkfs ark normalize 'https://n2t.net/ARK:/12345/x6-np1wh8k/c3/'\n"
+        "  ark:12345/x6np1wh8k/c3",
+    )
+    a.add_argument("arks", nargs="+", metavar="ARK", help="ARKs in any received spelling")
     a.set_defaults(func=_normalize)
 
-    a = actions.add_parser("parse", help="print the parts of an ARK as JSON")
-    a.add_argument("ark", metavar="ARK")
+    a = actions.add_parser(
+        "parse",
+        help="print the parts of an ARK as JSON",
+        description="Normalize ARK and print its parts as one JSON object: resolver, NAAN, "
+        "Name (shoulder and blade), qualifier (components and variants), inflection, check "
+        "zone and whether its check character is right, shared NAAN, parent, variant root, "
+        "and the ARKs it implies.",
+        epilog="Example:\n  arkfs ark parse 'ark:12345/x6np1wh8k/c3/s5.v7.xsl' | jq .components",
+    )
+    a.add_argument("ark", metavar="ARK", help="an ARK in any received spelling")
     a.set_defaults(func=_parse)
 
     a = actions.add_parser(
         "check",
         help="exit 0 if the ARK ends in a correct NOID check character, 1 (and print the "
         "expected one) if not",
+        description="Check the NOID check character that ends the check zone of ARK (its NAAN "
+        "and Name): print whether it is correct, and exit 0 if it is, 1 (with the character "
+        "expected) if not. Catches a mistyped or transposed character in an ARK minted with "
+        "one (as `arkfs ark mint` and `--shoulder` do).",
+        epilog="Example:\n  arkfs ark check ark:12345/x6np1wh8k",
     )
-    a.add_argument("ark", metavar="ARK")
+    a.add_argument("ark", metavar="ARK", help="an ARK in any received spelling")
     a.set_defaults(func=_check)
 
-    a = actions.add_parser("mint", help="print new opaque ARKs with check characters")
+    a = actions.add_parser(
+        "mint",
+        help="print new opaque ARKs with check characters",
+        description="Print COUNT new opaque ARKs under a primordinal shoulder: random "
+        "betanumeric blades of --length characters, each ended by its NOID check character, "
+        "none of them in --existing.",
+        epilog="Example:\n  arkfs ark mint --shoulder 99999/fk4 -n 3 --existing assigned.txt",
+    )
     a.add_argument(
         "--shoulder",
         required=True,
         metavar="NAAN/SHOULDER",
         help="primordinal shoulder to mint under, e.g. 99999/fk4",
     )
-    a.add_argument("-n", "--count", type=_positive, default=1, help="how many (default 1)")
+    a.add_argument(
+        "-n", "--count", type=_positive, default=1, metavar="COUNT", help="how many (default 1)"
+    )
     a.add_argument(
         "--length", type=_positive, default=7, help="blade characters before the check one"
     )

@@ -12,8 +12,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "completion",
         help="print a shell completion script",
         description="Print a completion script for SHELL, generated from arkfs's own options.",
-        epilog="Example: arkfs completion bash > /etc/bash_completion.d/arkfs; "
-        "arkfs completion zsh > ~/.zfunc/_arkfs (a directory on $fpath)",
+        epilog="Examples:\n  arkfs completion bash > /etc/bash_completion.d/arkfs\n"
+        "  arkfs completion zsh > ~/.zfunc/_arkfs    # a directory on $fpath",
     )
     p.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash or zsh")
     p.set_defaults(func=run)

@@ -17,7 +17,14 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "command line overrides the config file. Takes every `arkfs mount` option.",
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    show = actions.add_parser("show", help="print the effective mount settings")
+    show = actions.add_parser(
+        "show",
+        help="print the effective mount settings",
+        description="Print `key = value  # source` for every mount setting, as `arkfs mount` "
+        "with the same options would use it: from the command line, the config file "
+        "($ARKFS_CONFIG or ~/.config/arkfs/config.toml), or the default.",
+        epilog="Example:\n  arkfs config show --cache-size 20G --allow-other",
+    )
     add_mount_options(show)
     show.set_defaults(func=run_show)
 

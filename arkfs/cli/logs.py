@@ -1,11 +1,10 @@
 """The log level options of the mount: -v and --log-level."""
 
-import argparse
-
+from arkfs.cli.helptext import Options
 from arkfs.mount.config import LOG_LEVELS
 
 
-def add_log_level_options(p: argparse.ArgumentParser) -> None:
+def add_log_level_options(p: Options) -> None:
     """-v (debug) and --log-level LEVEL."""
     p.add_argument(
         "-v",

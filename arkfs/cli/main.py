@@ -28,6 +28,7 @@ from arkfs.cli.common import (
     Interrupted,
     first_error,
 )
+from arkfs.cli.helptext import Parser
 from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 from arkfs.store.errors import StoreError
@@ -38,14 +39,13 @@ FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: e
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole `arkfs` parser, with one subparser per command module."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="arkfs",
         description="Browse and read persistent archives: ARK-named directories whose files "
         "live in XET content-addressed storage.",
         epilog="Run `arkfs COMMAND --help` for the options of each command. "
         "mount(8) may run arkfs as `arkfs SOURCE MOUNTPOINT -o OPTIONS` (SOURCE: a server URL, "
         "store:/path, or arkfs).\n\nExit codes (every command):\n" + EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"arkfs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

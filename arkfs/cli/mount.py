@@ -61,11 +61,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "the fallback are used once either is given; the fallback defaults to "
         f"{DEFAULT_FALLBACK} (--fallback off, or `fallback = false`, turns it off). A "
         "registry URL is kept under CACHE_DIR/registries, fetched again daily, and its copy "
-        "serves offline. An ARK found this way is a directory when its responder is an arkfs "
+        "serves offline.\n\nAn ARK found this way is a directory when its responder is an arkfs "
         "server, else a read-only file of what it resolves to (its ?info as user.ark.* "
         "attributes, user.ark.url the final URL). With none of these, the embedded store "
         "(--store, $ARKFS_STORE or "
-        "~/.local/share/arkfs/store). The config file ($ARKFS_CONFIG or "
+        "~/.local/share/arkfs/store).\n\nThe config file ($ARKFS_CONFIG or "
         "~/.config/arkfs/config.toml) takes `servers = [URL...]`, `store = DIR`, "
         "`metadata_ttl = SECONDS`, `registry = [PATH or URL...]`, `fallback = URL or false`, "
         "every other mount setting by its -o name (cache_dir, cache_size, log, log_level, "
@@ -75,8 +75,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "failing over, bad bytes fetched elsewhere) and a [tokens] table of `ORIGIN = "
         "TOKEN or {file = PATH}`. Tokens belong to their origin: --token goes to the "
         "--server URLs only, a [tokens] entry to its origin only, never across a redirect. "
-        "Archives already seen stay readable from the cache when their server is down. "
-        "Example: arkfs mount /mnt/ark --server http://127.0.0.1:8080",
+        "Archives already seen stay readable from the cache when their server is down.\n\n"
+        "Examples:\n  arkfs mount ~/arks\n  arkfs mount /mnt/ark --server http://127.0.0.1:8080"
+        " --cache-size 20G\n  arkfs mount /arks --allow-other --registry naan_records.json",
     )
     p.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="an empty directory")
     add_mount_options(p)
@@ -88,7 +89,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         description="Unmount MOUNTPOINT. If a process still uses it, it is detached lazily: "
         "it disappears now and goes away once the last open file closes.",
     )
-    u.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
+    u.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="where arkfs is mounted")
     u.set_defaults(func=run_umount)
 
     s = sub.add_parser(
@@ -100,7 +101,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "  arkfs stats /arks --prometheus > /var/lib/node_exporter/arkfs.prom.$$ &&\n"
         "    mv /var/lib/node_exporter/arkfs.prom.$$ /var/lib/node_exporter/arkfs.prom",
     )
-    s.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT")
+    s.add_argument("mountpoint", type=Path, metavar="MOUNTPOINT", help="where arkfs is mounted")
     form = s.add_argument_group("output").add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print the raw counters as JSON")
     form.add_argument(
@@ -112,8 +113,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     s.set_defaults(func=run_stats)
 
 
-def add_mount_options(p: argparse.ArgumentParser) -> None:
+def add_mount_options(parser: argparse.ArgumentParser) -> None:
     """Every mount setting as an option (`arkfs mount` and `arkfs config show` take them)."""
+    p = parser.add_argument_group("where the archives are")
     p.add_argument(
         "--server",
         action="append",
@@ -123,6 +125,8 @@ def add_mount_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
     add_resolver_options(p)
+    add_token_options(p, "read token for the --server URLs")
+    p = parser.add_argument_group("cache")
     p.add_argument(
         "--cache-dir",
         type=Path,
@@ -135,20 +139,21 @@ def add_mount_options(p: argparse.ArgumentParser) -> None:
         help=f"most bytes of chunks to keep on disk, e.g. 500M, 10G (default {DEFAULT_CACHE_SIZE})",
     )
     p.add_argument(
-        "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
-    )
-    add_token_options(p, "read token for the --server URLs")
-    p.add_argument(
         "--metadata-ttl",
         type=float,
         metavar="SECONDS",
         help="how often the latest version of an archive is checked again (default: the "
         f"config file's metadata_ttl, else {DEFAULT_TTL:.0f}); ARCHIVE/@vN never changes",
     )
+    p = parser.add_argument_group("process and logs")
+    p.add_argument(
+        "-f", "--foreground", action="store_true", help="serve in this process (logs to stderr)"
+    )
     p.add_argument(
         "--log", type=Path, metavar="FILE", help=f"log file (default: CACHE_DIR/{LOG_NAME})"
     )
     add_log_level_options(p)
+    p = parser.add_argument_group("sharing and permissions")
     shared = p.add_mutually_exclusive_group()
     shared.add_argument(
         "--allow-other",

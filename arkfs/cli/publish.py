@@ -30,18 +30,19 @@ from arkfs.util.sizes import human
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import string_to_hash
 
-ERC_EPILOG = (
-    "Metadata (ERC, shown by `?info` and as extended attributes in the mount) comes from "
-    "--erc FILE (a whole ANVL record: `erc:` then `who:`, `what:`, `when:`, `where:` lines), "
-    "or is carried forward from the ARK's previous version, each of --who/--what/--when/"
-    "--where/--persistence replacing only its own field. A first version's unset fields "
-    "default to (:unkn), the directory name, today and the ARK. --persistence states the "
-    "commitment made to the object (its erc-support)."
-)
+ERC_EPILOG = """\
+Metadata (ERC, shown by `?info` and as extended attributes in the mount) comes from
+--erc FILE (a whole ANVL record: `erc:` then `who:`, `what:`, `when:`, `where:` lines),
+or is carried forward from the ARK's previous version, each of
+--who/--what/--when/--where/--persistence replacing only its own field. A first
+version's unset fields default to (:unkn), the directory name, today and the ARK.
+--persistence states the commitment made to the object (its erc-support).
+"""
 
 
-def _add_erc(p: argparse.ArgumentParser) -> None:
+def _add_erc(parser: argparse.ArgumentParser) -> None:
     """The metadata of the new version: ERC fields and a message."""
+    p = parser.add_argument_group("metadata (ERC)")
     p.add_argument("--erc", type=Path, metavar="FILE", help="the whole ERC record, in ANVL")
     p.add_argument("--who", help="who made it (ERC who)")
     p.add_argument("--what", help="what it is (ERC what)")
@@ -51,6 +52,24 @@ def _add_erc(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-m", "--message", default="", help="what this version changes (shown by arkfs versions)"
     )
+
+
+PUBLISH_EXAMPLES = """
+Examples:
+  arkfs publish ./data --ark ark:12345/x6np1wh8k --who "Lab of Sines" --what "Sine tables"
+  arkfs publish ./data --ark ark:12345/x6np1wh8k --persistence "kept for 10 years"
+  ARKFS_TOKEN=... arkfs publish ./data --shoulder 12345/x6 --server http://host:8080 --json
+"""
+PROGRESS_EPILOG = """
+Progress goes to stderr: bars for the whole publish and each phase (scan, hash, upload,
+bind) with bytes, rate and ETA on a terminal, else a line as each phase begins and every
+few seconds, then a summary. The whole reaches 100% only once the ARK is bound.
+"""
+BIND_EXAMPLES = """
+Example, files.json listing files already in the CAS:
+  [{"path": "data/a.bin", "hash": "<64 hex>", "size": 1024}]
+  arkfs bind ark:12345/x6np1wh8k --manifest files.json --server http://127.0.0.1:8080
+"""
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -63,11 +82,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "through global dedup), then bind the ARK to the tree and its metadata. Publishing "
         "again under the same ARK makes its next version (v2, v3, ...) and uploads only what "
         "changed: the ARK names the latest version, ARK/@vN version N, for good.",
-        epilog=ERC_EPILOG + " Example: arkfs publish ./data --ark ark:12345/x6np1wh8k "
-        '--who "Lab of Sines" --what "Sine tables" --persistence "kept for 10 years"',
+        epilog=ERC_EPILOG + PUBLISH_EXAMPLES + PROGRESS_EPILOG,
     )
-    p.add_argument("dir", type=Path, metavar="DIR", help="directory to publish")
-    name = p.add_mutually_exclusive_group(required=True)
+    what = p.add_argument_group("what to publish")
+    what.add_argument("dir", type=Path, metavar="DIR", help="directory to publish")
+    name = what.add_mutually_exclusive_group(required=True)
     name.add_argument("--ark", help="the ARK to bind, ark:NAAN/Name")
     name.add_argument("--shoulder", help="mint a new ARK under NAAN/SHOULDER (e.g. 12345/x6)")
     add_target(p, "write")
@@ -82,13 +101,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "(hf_xet included). The manifest is a JSON list of {path, hash, size}; every hash "
         "must be in the CAS with exactly that size. Binding a bound ARK makes its next "
         "version.",
-        epilog=ERC_EPILOG
-        + " Example: arkfs bind ark:12345/x6np1wh8k --manifest files.json --server "
-        "http://127.0.0.1:8080   (files.json: "
-        '[{"path": "data/a.bin", "hash": "<64 hex>", "size": 1024}])',
+        epilog=ERC_EPILOG + BIND_EXAMPLES,
     )
-    b.add_argument("ark", metavar="ARK", help="the ARK to bind, ark:NAAN/Name")
-    b.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="JSON file list")
+    what = b.add_argument_group("what to bind")
+    what.add_argument("ark", metavar="ARK", help="the ARK to bind, ark:NAAN/Name")
+    what.add_argument("--manifest", type=Path, required=True, metavar="FILE", help="JSON file list")
     add_target(b, "write")
     _add_erc(b)
     _add_output(b)

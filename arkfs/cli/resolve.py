@@ -27,8 +27,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "service path its /.well-known/ark announces, and its ?info record. For debugging, "
         "as `dig +trace` is.",
         epilog="Registries and tokens come from --registry and the config file, as for "
-        "`arkfs mount`. Example: arkfs resolve ark:12345/x6np1wh8k --registry "
-        "naan_records.json",
+        "`arkfs mount`.\n\nExample:\n"
+        "  arkfs resolve ark:12345/x6np1wh8k --registry naan_records.json",
     )
     p.add_argument("ark", metavar="ARK", help="an ARK, ark:NAAN/Name[...]")
     p.add_argument("--json", action="store_true", help="print the trace as JSON")

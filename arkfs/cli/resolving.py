@@ -7,6 +7,7 @@ from pathlib import Path
 
 from arkfs.ark.registry import RegistryError
 from arkfs.cli.common import BadInput
+from arkfs.cli.helptext import Options
 from arkfs.mount.config import (
     CONFIG_ENV,
     ConfigError,
@@ -19,7 +20,7 @@ from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.resolve.registries import RegistryUnavailable, is_url, load_file
 
 
-def add_resolver_options(p: argparse.ArgumentParser) -> None:
+def add_resolver_options(p: Options) -> None:
     """--config, --registry (repeatable) and --fallback."""
     p.add_argument("--config", type=Path, metavar="FILE", help="resolver config file (TOML)")
     p.add_argument(

@@ -21,6 +21,27 @@ MIN_KEY_BYTES = 32
 MAX_PORT = 65535
 
 
+TOKENS_FORMAT = """\
+The tokens file (--tokens FILE) holds one token per line: the token, blanks, and its
+scope, `read` (GET the archives and the CAS) or `write` (read, upload and bind). Blank
+lines and everything after a `#` are skipped; a token may not contain `#` or spaces, nor
+start with `arkfs1.` (the server's derived tokens). Clients send a token as
+`Authorization: Bearer TOKEN` (--token, --token-file or $ARKFS_TOKEN); the server never
+logs one. For example:
+  # tokens.txt: readable by the server's user only (chmod 600)
+  3f9c2a7e5b1d48c6a0e7f2b4d9c1e8a5   read
+  b71e0d94c3a25f6e8d1c7b0a9f4e3d2c   write    # the publishing robot
+"""
+SERVE_EXAMPLES = """
+Examples:
+  arkfs serve --store ~/arkstore --port 8080 --open-read --tokens tokens.txt
+  arkfs serve --store s3://archive/arkfs --s3-endpoint https://s3.example.org \\
+      --index postgresql://arkfs@db/arkfs --key-file key
+Scaled out, the second runs on as many hosts as needed, sharing the key; readers then
+fetch xorb bytes from the bucket through pre-signed URLs.
+"""
+
+
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register `arkfs serve`."""
     p = sub.add_parser(
@@ -31,34 +52,44 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "API that hf_xet speaks, GET /v1/token[/read|/write] for short-lived tokens, and "
         "GET /v1/stats for what the CAS has served since it started (JSON counters). "
         "Reads need a read token unless --open-read; writes always need a write token.",
-        epilog="Example: arkfs serve --store ~/arkstore --port 8080 --open-read "
-        "--tokens tokens.txt   (tokens.txt: one `TOKEN read|write` per line). Scaled out: "
-        "arkfs serve --store s3://archive/arkfs --s3-endpoint https://s3.example.org "
-        "--index postgresql://arkfs@db/arkfs --key-file key, on as many hosts as needed; "
-        "readers then fetch xorb bytes from the bucket through pre-signed URLs.",
+        epilog=TOKENS_FORMAT + SERVE_EXAMPLES,
     )
-    p.add_argument(
+    store = p.add_argument_group("store")
+    store.add_argument(
         "--store",
         required=True,
         metavar="DIR|s3://BUCKET[/PREFIX]",
         help="store directory (created if missing), or a bucket with --index",
     )
-    add_store_options(p)
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
-    p.add_argument("--open-read", action="store_true", help="let anyone read without a token")
-    p.add_argument("--tokens", type=Path, help="file of `TOKEN SCOPE` lines (scope read or write)")
-    p.add_argument(
+    add_store_options(store)
+    listen = p.add_argument_group("listening")
+    listen.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    listen.add_argument(
+        "--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)"
+    )
+    access = p.add_argument_group("access")
+    access.add_argument("--open-read", action="store_true", help="let anyone read without a token")
+    access.add_argument(
+        "--tokens",
+        type=Path,
+        metavar="FILE",
+        help="the tokens file: `TOKEN read` or `TOKEN write` lines (format below)",
+    )
+    access.add_argument(
         "--key-file",
         type=Path,
         help=f"secret key (at least {MIN_KEY_BYTES} bytes) that signs derived tokens and xorb "
         "URLs, so they survive restarts and work across servers sharing it "
         "(default: a new random key at each start)",
+        metavar="FILE",
     )
-    p.add_argument(
+    access.add_argument(
         "--token-ttl",
         type=int,
         default=DEFAULT_TTL,
+        metavar="SECONDS",
         help=f"lifetime in seconds of tokens from /v1/token (default {DEFAULT_TTL})",
     )
     p.set_defaults(func=run)

@@ -11,13 +11,20 @@ from arkfs.store.errors import StoreError
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register `arkfs store`."""
-    p = sub.add_parser("store", help="inspect and check a store directory")
+    p = sub.add_parser(
+        "store",
+        help="inspect and check a store directory",
+        description="Tools for the store `arkfs serve` serves: a directory, or an s3:// "
+        "bucket with its PostgreSQL index.",
+    )
     ssub = p.add_subparsers(dest="store_command", metavar="SUBCOMMAND", required=True)
     c = ssub.add_parser(
         "check",
         help="verify every xorb, shard and index row; print one line per problem",
         description="Re-hash every xorb, check shards and the index, and report damage. "
         "Exit 0 when the store is sound, 1 when damage was found.",
+        epilog="Examples:\n  arkfs store check /srv/arkstore --sample 100\n"
+        "  arkfs store check s3://archive/arkfs --index postgresql://arkfs@db/arkfs --repair",
     )
     c.add_argument(
         "store",

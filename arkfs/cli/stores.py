@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from arkfs.cli.common import BadInput
+from arkfs.cli.helptext import Options
 from arkfs.store.base import Store
 from arkfs.store.local import LocalStore
 
@@ -13,7 +14,7 @@ S3_WORKERS = 16  # worker threads for a scaled store: its calls wait on the netw
 LOCAL_WORKERS = 4  # worker threads for a directory: its calls wait on one disk
 
 
-def add_store_options(p: argparse.ArgumentParser) -> None:
+def add_store_options(p: Options) -> None:
     """--s3-endpoint and --index, for an s3:// store (the caller adds the store itself)."""
     p.add_argument(
         "--s3-endpoint",

@@ -19,13 +19,15 @@ from arkfs.cli.tokens import add_token_options, token_from
 T = TypeVar("T")
 
 
-def add_target(p: argparse.ArgumentParser, token: str) -> None:
+def add_target(parser: argparse.ArgumentParser, token: str) -> None:
     """--server, --store, and --token or --token-file; token says what the token is for."""
+    p = parser.add_argument_group("where (default: the embedded store)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--server", help="base URL of an `arkfs serve` (default: embedded store)")
+    where.add_argument("--server", metavar="URL", help="base URL of an `arkfs serve`")
     where.add_argument(
         "--store",
         type=Path,
+        metavar="DIR",
         help="embedded store directory (default: $ARKFS_STORE or ~/.local/share/arkfs/store)",
     )
     add_token_options(p, f"{token} token for --server")

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 from arkfs.cli.common import BadInput
+from arkfs.cli.helptext import Options
 
 
-def add_token_options(p: argparse.ArgumentParser, what: str) -> None:
+def add_token_options(p: Options, what: str) -> None:
     """--token and --token-file (one or the other); what says what the token is for."""
     token = p.add_mutually_exclusive_group()
     token.add_argument(

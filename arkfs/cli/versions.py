@@ -23,7 +23,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "was bound, its message, its files and size, and the files it added, removed and "
         "changed against the version before (compared by XET hash). ARK names the latest "
         "version; ARK/@vN names version N.",
-        epilog="Example: arkfs versions ark:12345/x6np1wh8k --server http://127.0.0.1:8080",
+        epilog="Examples:\n  arkfs versions ark:12345/x6np1wh8k --server http://127.0.0.1:8080\n"
+        "  arkfs versions ark:12345/x6np1wh8k --json | jq '.versions[-1].changed'",
     )
     p.add_argument("ark", metavar="ARK", help="the archive's ARK, ark:NAAN/Name")
     p.add_argument(

@@ -11,14 +11,21 @@ from arkfs.xet.hashing import hash_to_string
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register `arkfs xet`."""
-    p = sub.add_parser("xet", help="hash files the way XET storage does (no server needed)")
+    p = sub.add_parser(
+        "xet",
+        help="hash files the way XET storage does (no server needed)",
+        description="XET tools that work on local files, with no server: the file hashes "
+        "and content-defined chunks that XET storage (hf_xet, the Hugging Face Hub, arkfs) "
+        "gives the same bytes.",
+    )
     xsub = p.add_subparsers(dest="xet_command", metavar="SUBCOMMAND", required=True)
     h = xsub.add_parser(
         "hash",
         help="print the XET file hash of each file",
         description="Print `<xet-hash>  <size>  <path>` for each file, like sha256sum. "
         "The hash is the one hf_xet and the Hugging Face Hub give the same bytes.",
-        epilog="Example: arkfs xet hash --chunks model.safetensors",
+        epilog="Examples:\n  arkfs xet hash data/*.bin\n  arkfs xet hash --chunks model.safetensors"
+        "\n  curl -s https://example.org/a.bin | arkfs xet hash -",
     )
     h.add_argument("files", nargs="+", metavar="FILE", help="files to hash ('-' for stdin)")
     h.add_argument(

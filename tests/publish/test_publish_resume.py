@@ -35,7 +35,7 @@ def test_an_interrupted_publish_resumes_where_it_stopped(tmp_path: Path) -> None
     xdg = tmp_path / "xdg"
     env = {**os.environ, "XDG_CACHE_HOME": str(xdg), "ARKFS_TOKEN": "writer"}
     with Server(tmp_path / "store", "--open-read", "--tokens", str(tmp_path / "tokens")) as srv:
-        command = [ARKFS, "publish", str(tree), "--ark", ARK, "--server", srv.url]
+        command = [ARKFS, "publish", str(tree), "--ark", ARK, "--server", srv.url, "--quiet"]
         first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)  # fmt: skip
         try:

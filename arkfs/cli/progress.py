@@ -8,13 +8,14 @@ import math
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
 from rich.console import Console, RenderableType
 from rich.live import Live
-from rich.progress import BarColumn, ProgressColumn, Task, TaskID, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, ProgressColumn, Task, TaskID, TextColumn
 from rich.progress import Progress as Bars
 from rich.text import Text
 
@@ -25,6 +26,7 @@ OVERALL = "publish"
 REFRESH = 10  # terminal frames a second
 PLAIN_EVERY = 5.0  # seconds between plain lines within a phase
 PLAIN_POLL = 0.2  # seconds between looks at the counters for the plain lines
+RATE_WINDOW = 10.0  # seconds of readings a rate is measured over
 
 
 def rows(p: Progress) -> dict[str, tuple[int, int | None]]:
@@ -48,6 +50,30 @@ def percent(done: int, total: int | None) -> int | None:
     return 100 if done >= total else math.floor(100 * done / total)
 
 
+class Speed:
+    """Bytes a second of one row, over its readings of the last RATE_WINDOW seconds (rich's
+    own estimate starts again whenever a total changes, and totals here grow as hashing
+    finds new data)."""
+
+    def __init__(self) -> None:
+        self.readings: deque[tuple[float, int]] = deque()
+
+    def reading(self, now: float, done: int) -> float | None:
+        """Note done at now; the rate, None until there is one."""
+        self.readings.append((now, done))
+        while len(self.readings) > 2 and now - self.readings[0][0] > RATE_WINDOW:
+            self.readings.popleft()
+        then, done_then = self.readings[0]
+        return (done - done_then) / (now - then) if now > then and done > done_then else None
+
+
+def eta(done: int, total: int | None, rate: float | None) -> float | None:
+    """Seconds left at rate; None when that is not known."""
+    if total is None or not rate:
+        return None
+    return max(total - done, 0) / rate
+
+
 class _Percent(ProgressColumn):
     def render(self, task: Task) -> Text:
         share = percent(int(task.completed), None if task.total is None else int(task.total))
@@ -56,14 +82,24 @@ class _Percent(ProgressColumn):
 
 class _Bytes(ProgressColumn):
     def render(self, task: Task) -> Text:
+        if task.description == OVERALL:  # work in bytes hashed, uploaded and sent: no size
+            return Text("")
         done = human(task.completed)
         return Text(done if task.total is None else f"{done}/{human(task.total)}")
 
 
 class _Rate(ProgressColumn):
     def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{human(speed)}/s")
+        rate = task.fields.get("rate")
+        return Text("" if rate is None or task.description == OVERALL else f"{human(rate)}/s")
+
+
+class _Eta(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        if task.finished:
+            return Text("done")
+        left = task.fields.get("eta")
+        return Text("ETA -" if left is None else f"ETA {duration(left)}")
 
 
 class _Terminal:
@@ -78,11 +114,12 @@ class _Terminal:
             _Percent(),
             _Bytes(),
             _Rate(),
-            TimeRemainingColumn(),
+            _Eta(),
             console=console,
             auto_refresh=False,
         )
         self.tasks: dict[str, TaskID] = {}
+        self.speeds: dict[str, Speed] = {}
         self.live = Live(
             console=console,
             get_renderable=self._frame,
@@ -93,12 +130,24 @@ class _Terminal:
 
     def _frame(self) -> RenderableType:
         """The bars as the counters stand now (run by rich's refresh thread)."""
+        now = time.monotonic()
+        version = self.progress.version
         for name, (done, total) in rows(self.progress).items():
             if name not in self.tasks:
-                self.tasks[name] = self.bars.add_task(name, total=total)
-            version = self.progress.version
+                self.tasks[name] = self.bars.add_task(name, total=total, rate=None, eta=None)
+                self.speeds[name] = Speed()
+            rate = self.bars.tasks[self.tasks[name]].fields.get("rate")
+            if rate is None or total is None or done < total:  # else: the rate it ended at
+                rate = self.speeds[name].reading(now, done)
             label = f"bound v{version}" if name == "bind" and version is not None else name
-            self.bars.update(self.tasks[name], completed=done, total=total, description=label)
+            self.bars.update(
+                self.tasks[name],
+                completed=done,
+                total=total,
+                description=label,
+                rate=rate,
+                eta=eta(done, total, rate),
+            )
         return self.bars.get_renderable()
 
     def start(self) -> None:
@@ -116,7 +165,7 @@ class _Lines:
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="arkfs-progress", daemon=True)
         self.began = time.monotonic()
-        self.since: tuple[float, int] = (self.began, 0)  # when the phase shown began, and done
+        self.speed = Speed()  # of the phase under way
 
     def start(self) -> None:
         self.thread.start()
@@ -135,33 +184,32 @@ class _Lines:
             if stop and self.progress.version is None:
                 return  # failed: the error is the last word
             phases = [p for p in self.progress.phases if p != DONE]
+            if len(phases) > told:
+                self.speed = Speed()
+            rate = self.speed.reading(time.monotonic(), rows(self.progress)[phases[-1]][0])
             for phase in phases[told:]:
-                self.since = (time.monotonic(), rows(self.progress)[phase][0])
-                self._say(self._line(phase))
+                self._say(self._line(phase, rate))
                 last = time.monotonic()
             told = len(phases)
             if stop:
                 return
             if time.monotonic() - last >= PLAIN_EVERY:
-                self._say(self._line(phases[-1]))
+                self._say(self._line(phases[-1], rate))
                 last = time.monotonic()
 
-    def _line(self, phase: str) -> str:
+    def _line(self, phase: str, rate: float | None) -> str:
         """publish 37%: hash 120.0 MiB/320.0 MiB at 30.0 MiB/s, ETA 7s; a phase seen only
         once over: the whole as it began (publish 0%: hash)."""
         if phase != self.progress.phases[-1]:
             return f"publish {percent(*self.progress.began[phase])}%: {phase}"
         now = rows(self.progress)
-        share = percent(*now[OVERALL])
         done, total = now[phase]
-        text = f"publish {share}%: {phase} {human(done)}"
-        if total is None:
-            return text
-        start, done_then = self.since
-        rate = (done - done_then) / max(time.monotonic() - start, 1e-3)
-        text += f"/{human(total)}"
-        if rate > 0 and done < total:
-            text += f" at {human(rate)}/s, ETA {duration((total - done) / rate)}"
+        text = f"publish {percent(*now[OVERALL])}%: {phase} {human(done)}"
+        if total is not None:
+            text += f"/{human(total)}"
+        left = eta(done, total, rate)
+        if rate is not None and left is not None and done < (total or 0):
+            text += f" at {human(rate)}/s, ETA {duration(left)}"
         return text
 
     def _summary(self) -> str:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from arkfs.cli import progress as display
+from arkfs.publish.progress import Progress
 from tests.support import faults
 from tests.support.cli import ARKFS, run_arkfs
 from tests.support.faults import fault_proxy
@@ -177,3 +179,19 @@ def test_quiet_prints_nothing_but_errors(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "is not a directory" in bad.stderr, bad.stderr
+
+
+def test_the_whole_is_done_only_once_bound() -> None:
+    """With every byte hashed, uploaded and sent, the whole still waits for the bind."""
+    p = Progress(files=1, total=1 << 30)
+    p.begin("hash")
+    p.hashed = p.new = p.total
+    p.begin("upload")
+    p.stored = p.new
+    p.begin("bind")
+    p.shard_bytes = p.shards_sent = 4096
+    assert display.percent(*p.overall()) == 99
+    assert list(display.rows(p)) == ["publish", *PHASES]
+    assert all(display.percent(*display.rows(p)[phase]) == 100 for phase in PHASES)
+    p.bound(3)
+    assert display.percent(*p.overall()) == 100 and p.phases[-1] == "done"

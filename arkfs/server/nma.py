@@ -61,7 +61,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from email.utils import formatdate
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import msgpack
 from starlette.requests import Request
@@ -79,6 +79,7 @@ from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.pages import archive_page, file_page, home_page
 from arkfs.server.signposting import LINKSET, link_header, links, linkset
+from arkfs.server.tarball import members, tar_bytes, tar_size
 from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
@@ -91,6 +92,7 @@ TEXT = "text/plain"
 JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
+TAR = "application/x-tar"
 MAX_BIND_BODY = MAX_MANIFEST_SIZE
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -182,6 +184,8 @@ class NmaService(Face):
             response = self.info(request, view, entry)
         elif inflection == "linkset":
             response = self.linkset(request, view, entry)
+        elif inflection == "tar":
+            response = await self.tar(request, view, entry)
         elif entry is None:
             response = await self.root(request, view)
         elif entry.kind is Kind.DIR:
@@ -190,7 +194,7 @@ class NmaService(Face):
             response = self.symlink(request, view, entry)
         else:
             response = await self.file(request, view, entry)
-        if inflection not in ("info", "?", "linkset") and response.status_code < 300:
+        if inflection not in ("info", "?", "linkset", "tar") and response.status_code < 300:
             # FAIR Signposting on the object itself (a symlink's 302 is none)
             response.headers["Link"] = link_header(links(Site.of(request), view, entry))
         if version is None and response.status_code < 300:
@@ -240,6 +244,32 @@ class NmaService(Face):
         anchor = site.url(entry_ark(view.root, entry.path if entry else ""))
         body = json.dumps(linkset(anchor, links(site, view, entry)))
         return Response(body, media_type=LINKSET)
+
+    async def tar(self, request: Request, view: View, entry: Entry | None) -> Response:
+        """`?tar`: the archive root or a directory as one tar, every file chunk-verified
+        (tarball.py); its length is exact, so a reply cut short by damage cannot pass as whole."""
+        if entry is not None and entry.kind is not Kind.DIR:
+            ark = entry_ark(view.root, entry.path)
+            raise HttpError(400, f"{ark} is no directory: ?tar downloads an archive or directory")
+        archive, path = view.archive, entry.path if entry else ""
+        top = entry.name if entry else f"{archive.ark.name}-{archive.version.name}"
+        parts = members(archive.manifest, path, top, archive.version.created)
+        headers = {
+            "Content-Length": str(tar_size(parts)),
+            "Content-Disposition": _attachment(top + ".tar"),
+            "Last-Modified": formatdate(archive.version.created, usegmt=True),
+        }
+        if request.method == "HEAD":
+            return Response(b"", headers=headers, media_type=TAR)
+        pieces = tar_bytes(self.service, parts)
+        ark = entry_ark(view.root, path)
+        try:  # the first piece before the headers, so damage there is a clean 500
+            with _naming(ark):
+                first = await self.run(next, pieces, b"")
+        except BaseException:
+            pieces.close()
+            raise
+        return StreamingResponse(self._stream(first, pieces), headers=headers, media_type=TAR)
 
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
@@ -410,6 +440,11 @@ def _literal_path(request: Request, past_version: bool) -> str:
     if any(n in ("", ".", "..") or "/" in n or "\0" in n for n in names):
         return ""
     return "/".join(names)
+
+
+def _attachment(filename: str) -> str:
+    """A Content-Disposition that saves the reply as filename (RFC 6266, any characters)."""
+    return f"attachment; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def _service_path(request: Request) -> str:

@@ -11,6 +11,7 @@ import trio
 
 from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.stores import add_store_options, open_store, workers
+from arkfs.server.accesslog import open_access_log
 from arkfs.server.app import run_server
 from arkfs.server.auth import Authorizer, TokensFileError
 from arkfs.server.signing import UrlSigner
@@ -61,6 +62,12 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         default=DEFAULT_TTL,
         help=f"lifetime in seconds of tokens from /v1/token (default {DEFAULT_TTL})",
     )
+    p.add_argument(
+        "--access-log",
+        metavar="FILE|-",
+        help="append one Combined Log Format line per request to FILE (`-`: stdout); "
+        "tokens and signed URLs' signatures are never written",
+    )
     p.set_defaults(func=run)
 
 
@@ -87,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
     # the one line of a failed open or a 503 says (psycopg_pool's reconnection warnings).
     logging.getLogger("botocore").setLevel(logging.WARNING)
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    try:
+        access_log = open_access_log(args.access_log) if args.access_log else None
+    except OSError as exc:
+        raise BadInput(f"cannot open access log {args.access_log}: {exc.strerror or exc}") from None
     store = open_store(args, args.store)  # before logging: a failure is one line, not a log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     stopped_by: list[str] = []
@@ -99,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
                 return
 
     async def main() -> None:
-        server = functools.partial(run_server, shutdown_trigger=until_signalled)
+        server = functools.partial(
+            run_server, shutdown_trigger=until_signalled, access_log=access_log
+        )
         async with trio.open_nursery() as nursery:
             try:
                 binds = await nursery.start(

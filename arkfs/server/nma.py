@@ -100,8 +100,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 class _ArkRoute(Route):
     """Matches `/ark:...` with the label in any letter case (The ARK Label Part)."""
 
-    def __init__(self, endpoint: Handler, methods: list[str]) -> None:
-        super().__init__("/ark:{rest:path}", endpoint, methods=methods)
+    def __init__(self, endpoint: Handler, methods: list[str], name: str | None = None) -> None:
+        super().__init__("/ark:{rest:path}", endpoint, methods=methods, name=name)
         self.path_regex = re.compile(r"^/ark:(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 
 
@@ -115,7 +115,8 @@ class NmaService(Face):
             Route("/", self.home),
             Route("/.well-known/ark", self.well_known),
             Route("/arks", self.list_arks),
-            _ArkRoute(self.ark, methods=["GET", "PUT"]),
+            _ArkRoute(self.ark, methods=["GET"]),
+            _ArkRoute(self.bind, methods=["PUT"], name="upload:bind"),
         ]
 
     # --- discovery ---------------------------------------------------------------------
@@ -155,10 +156,8 @@ class NmaService(Face):
     # --- ARKs --------------------------------------------------------------------------
 
     async def ark(self, request: Request) -> Response:
-        """GET (or HEAD) an ARK-named object or its metadata; PUT binds an archive."""
+        """GET (or HEAD) an ARK-named object or its metadata."""
         ark = _request_ark(request)
-        if request.method == "PUT":
-            return await self.bind(request, ark)
         self.auth.require(request.headers.get("authorization"), Scope.READ)
         try:
             inner, version = split_version(ark)
@@ -365,17 +364,21 @@ class NmaService(Face):
         mapping (app.py) logs it, the connection is dropped, and the client sees an
         incomplete body.
         """
+        served = self.metrics.served.labels("file")
         try:
             yield first
+            served.inc(len(first))
             while (piece := await self.run(next, pieces, None)) is not None:
                 yield piece
+                served.inc(len(piece))
         finally:
             pieces.close()
 
     # --- binding -----------------------------------------------------------------------
 
-    async def bind(self, request: Request, ark: Ark) -> Response:
+    async def bind(self, request: Request) -> Response:
         """PUT: bind an archive, once the service has checked it against the store."""
+        ark = _request_ark(request)
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         if ark.components or ark.variants:
             raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")

@@ -75,11 +75,11 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_MARK, info_response
 from arkfs.ark.versions import split_version, versioned
+from arkfs.server import tarball
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.pages import archive_page, file_page, home_page
 from arkfs.server.signposting import LINKSET, link_header, links, linkset
-from arkfs.server.tarball import members, tar_bytes, tar_size
 from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
@@ -92,7 +92,6 @@ TEXT = "text/plain"
 JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
-TAR = "application/x-tar"
 MAX_BIND_BODY = MAX_MANIFEST_SIZE
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -183,7 +182,7 @@ class NmaService(Face):
             response = self.info(request, view, entry)
         elif inflection == "linkset":
             response = self.linkset(request, view, entry)
-        elif inflection == "tar":
+        elif inflection == tarball.INFLECTION:
             response = await self.tar(request, view, entry)
         elif entry is None:
             response = await self.root(request, view)
@@ -193,7 +192,10 @@ class NmaService(Face):
             response = self.symlink(request, view, entry)
         else:
             response = await self.file(request, view, entry)
-        if inflection not in ("info", "?", "linkset", "tar") and response.status_code < 300:
+        if (
+            inflection not in ("info", "?", "linkset", tarball.INFLECTION)
+            and response.status_code < 300
+        ):
             # FAIR Signposting on the object itself (a symlink's 302 is none)
             response.headers["Link"] = link_header(links(Site.of(request), view, entry))
         if version is None and response.status_code < 300:
@@ -252,15 +254,15 @@ class NmaService(Face):
             raise HttpError(400, f"{ark} is no directory: ?tar downloads an archive or directory")
         archive, path = view.archive, entry.path if entry else ""
         top = entry.name if entry else f"{archive.ark.name}-{archive.version.name}"
-        parts = members(archive.manifest, path, top, archive.version.created)
+        parts = tarball.members(archive.manifest, path, top, archive.version.created)
         headers = {
-            "Content-Length": str(tar_size(parts)),
+            "Content-Length": str(tarball.tar_size(parts)),
             "Content-Disposition": _attachment(top + ".tar"),
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
         }
         if request.method == "HEAD":
-            return Response(b"", headers=headers, media_type=TAR)
-        pieces = tar_bytes(self.service, parts)
+            return Response(b"", headers=headers, media_type=tarball.MEDIA_TYPE)
+        pieces = tarball.tar_bytes(self.service, parts)
         ark = entry_ark(view.root, path)
         try:  # the first piece before the headers, so damage there is a clean 500
             with _naming(ark):
@@ -268,7 +270,9 @@ class NmaService(Face):
         except BaseException:
             pieces.close()
             raise
-        return StreamingResponse(self._stream(first, pieces), headers=headers, media_type=TAR)
+        return StreamingResponse(
+            self._stream(first, pieces), headers=headers, media_type=tarball.MEDIA_TYPE
+        )
 
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""

@@ -16,6 +16,8 @@ from arkfs.service.archive import ArchiveService
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
 
+INFLECTION = "tar"  # the query (`ark:NAAN/Name?tar`) that asks for the tar
+MEDIA_TYPE = "application/x-tar"
 BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE  # the end of a tar is padded to a whole record, as tar(1) writes
 FLUSH_BYTES = 1024 * 1024  # headers and small files are gathered up to this before a send

@@ -23,6 +23,8 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
     when the version was bound.
   - `?linkset`: the FAIR Signposting links as an RFC 9264 linkset; archive, directory and
     file replies carry the same links as `Link` headers (signposting.py).
+  - `?tar` on the archive root or a directory: all of it as one tar (tarball.py); 400 on
+    a file.
   - `?info` asked for as text/html (a browser): the landing page of what it describes.
   - A directory: an HTML listing, or `{"ark", "entries"}` JSON when asked.
   - A file: its bytes, every chunk verified, with Range (206, 416), ETag (the XET hash),

@@ -94,6 +94,7 @@ TEXT = "text/plain"
 JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
+TAR = tarball.MEDIA_TYPE
 MAX_BIND_BODY = MAX_MANIFEST_SIZE
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -263,18 +264,9 @@ class NmaService(Face):
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
         }
         if request.method == "HEAD":
-            return Response(b"", headers=headers, media_type=tarball.MEDIA_TYPE)
+            return Response(b"", headers=headers, media_type=TAR)
         pieces = tarball.tar_bytes(self.service, parts)
-        ark = entry_ark(view.root, path)
-        try:  # the first piece before the headers, so damage there is a clean 500
-            with _naming(ark):
-                first = await self.run(next, pieces, b"")
-        except BaseException:
-            pieces.close()
-            raise
-        return StreamingResponse(
-            self._stream(first, pieces), headers=headers, media_type=tarball.MEDIA_TYPE
-        )
+        return await self._verified(entry_ark(view.root, path), pieces, 200, headers, TAR)
 
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
@@ -352,7 +344,19 @@ class NmaService(Face):
         if request.method == "HEAD" or start == end:
             return Response(b"", status_code=status, headers=headers, media_type=media)
         pieces = read_file(self.service.store, record, start, end)
-        try:  # the first piece before the headers, so damage there is a clean 500
+        return await self._verified(ark, pieces, status, headers, media)
+
+    async def _verified(
+        self,
+        ark: Ark,
+        pieces: Generator[bytes, None, None],
+        status: int,
+        headers: dict[str, str],
+        media: str,
+    ) -> Response:
+        """A reply streaming pieces of verified bytes of ark. The first piece is read before
+        the headers go out, so damage found there is a clean 500 naming ark."""
+        try:
             with _naming(ark):
                 first = await self.run(next, pieces, b"")
         except BaseException:

@@ -11,7 +11,7 @@ import trio
 
 from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.stores import add_store_options, open_store, workers
-from arkfs.server.accesslog import open_access_log
+from arkfs.server.accesslog import AccessLog
 from arkfs.server.app import run_server
 from arkfs.server.auth import Authorizer, TokensFileError
 from arkfs.server.signing import UrlSigner
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("botocore").setLevel(logging.WARNING)
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
-        access_log = open_access_log(args.access_log) if args.access_log else None
+        access_log = AccessLog(args.access_log) if args.access_log else None
     except OSError as exc:
         raise BadInput(f"cannot open access log {args.access_log}: {exc.strerror or exc}") from None
     store = open_store(args, args.store)  # before logging: a failure is one line, not a log
@@ -129,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
         trio.run(main)
     finally:
         store.close()
+        if access_log is not None:
+            access_log.close()
     if stopped_by:
         print(f"arkfs: {stopped_by[0]}: stopped serving", file=sys.stderr)
     return 0

@@ -9,6 +9,7 @@ status 499, as nginx does.
 
 import logging
 import logging.handlers
+import queue
 import sys
 import time
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
@@ -17,6 +18,9 @@ from starlette.types import Scope
 
 from arkfs.server.signing import SIGNATURE
 
+log = logging.getLogger("arkfs.serve")
+
+MAX_PENDING = 100_000  # lines waiting for the writer thread
 NO_REPLY = 499  # the status logged for a request whose client left before any reply
 SECRET_PARAMS = frozenset(
     {SIGNATURE, "token", "access_token", "x-amz-signature", "x-amz-credential",
@@ -25,19 +29,38 @@ SECRET_PARAMS = frozenset(
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
-def open_access_log(target: str) -> logging.Logger:
-    """A logger that writes bare lines to target: a file (appended to, reopened when
-    logrotate moves it) or `-` for stdout. OSError if the file cannot be opened."""
-    handler: logging.Handler
-    if target == "-":
-        handler = logging.StreamHandler(sys.stdout)
-    else:
-        handler = logging.handlers.WatchedFileHandler(target, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger = logging.Logger("arkfs.access")  # not the global one: one per server
-    logger.addHandler(handler)
-    logger.propagate = False
-    return logger
+class AccessLog:
+    """Lines written to target, a file (appended to, reopened when logrotate moves it) or `-`
+    (stdout), by a thread of their own: a slow disk or a full pipe never stalls the server.
+    Up to MAX_PENDING lines wait; past that, lines are dropped and a warning says so once.
+
+    OSError if the file cannot be opened. close() writes what is pending and closes it.
+    """
+
+    def __init__(self, target: str) -> None:
+        self._handler: logging.Handler
+        if target == "-":
+            self._handler = logging.StreamHandler(sys.stdout)
+        else:
+            self._handler = logging.handlers.WatchedFileHandler(target, encoding="utf-8")
+        self._handler.setFormatter(logging.Formatter("%(message)s"))
+        self._pending: queue.Queue[logging.LogRecord] = queue.Queue(MAX_PENDING)
+        self._writer = logging.handlers.QueueListener(self._pending, self._handler)
+        self._writer.start()
+        self._dropping = False
+
+    def write(self, line: str) -> None:
+        """Queue one line; never blocks."""
+        try:
+            self._pending.put_nowait(logging.makeLogRecord({"msg": line}))
+        except queue.Full:
+            if not self._dropping:
+                log.warning("the access log is not keeping up: dropping lines")
+            self._dropping = True
+
+    def close(self) -> None:
+        self._writer.stop()
+        self._handler.close()
 
 
 def without_secrets(url: str) -> str:

@@ -29,6 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
+from arkfs.server.accesslog import AccessLog
 from arkfs.server.auth import AuthError, Authorizer, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.http import HttpError
@@ -168,7 +169,7 @@ def build_app(
     auth: Authorizer,
     signer: UrlSigner | None = None,
     workers: int = 4,
-    access_log: logging.Logger | None = None,
+    access_log: AccessLog | None = None,
 ) -> Starlette:
     """The whole service: CAS API, token route, metrics and NMA over store, with auth and
     signed URLs; each face runs up to workers blocking store calls at once, in its own worker
@@ -216,7 +217,7 @@ async def run_server(
     workers: int = 4,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
-    access_log: logging.Logger | None = None,
+    access_log: AccessLog | None = None,
 ) -> None:
     """Serve until cancelled, or until shutdown_trigger returns (then requests in flight
     get GRACEFUL_TIMEOUT to finish); report the base URL through task_status once

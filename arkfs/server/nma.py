@@ -257,11 +257,12 @@ class NmaService(Face):
             raise HttpError(400, f"{ark} is no directory: ?tar downloads an archive or directory")
         archive, path = view.archive, entry.path if entry else ""
         top = entry.name if entry else f"{archive.ark.name}-{archive.version.name}"
-        parts = tarball.members(archive.manifest, path, top, archive.version.created)
+        created = archive.version.created
+        parts = await self.run(tarball.members, archive.manifest, path, top, created)
         headers = {
             "Content-Length": str(tarball.tar_size(parts)),
             "Content-Disposition": _attachment(top + ".tar"),
-            "Last-Modified": formatdate(archive.version.created, usegmt=True),
+            "Last-Modified": formatdate(created, usegmt=True),
         }
         if request.method == "HEAD":
             return Response(b"", headers=headers, media_type=TAR)

@@ -5,13 +5,12 @@ It sits outside the error mapping (app.py), so error replies are seen with their
 Uploads are known by their route's name (`upload:KIND`), given where the route is declared.
 """
 
-import logging
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from arkfs.server.accesslog import NO_REPLY, clf_line
+from arkfs.server.accesslog import NO_REPLY, AccessLog, clf_line
 from arkfs.server.metrics import UNMATCHED, Metrics, upload_outcome
 
 UPLOAD = "upload:"  # the prefix of the names of upload routes
@@ -20,7 +19,7 @@ UPLOAD = "upload:"  # the prefix of the names of upload routes
 class Observer:
     """Counts each HTTP request in metrics and writes its line to access_log (if any)."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, access_log: logging.Logger | None) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, access_log: AccessLog | None) -> None:
         self.app, self.metrics, self.access_log = app, metrics, access_log
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
@@ -61,4 +60,4 @@ class Observer:
         if name.startswith(UPLOAD) and scope["method"] in methods:
             self.metrics.uploads.labels(name[len(UPLOAD) :], upload_outcome(status)).inc()
         if self.access_log is not None:
-            self.access_log.info(clf_line(scope, status, sent, at))
+            self.access_log.write(clf_line(scope, status, sent, at))

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import httpx
 import trio
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
@@ -20,6 +23,7 @@ from tests.support.server import arkfs_server, put_archive
 ARK = "ark:b5072/m3tr1c5"
 READ, WRITE = {"Authorization": "Bearer reader"}, {"Authorization": "Bearer writer"}
 ARK_ROUTE = "/ark:{rest:path}"
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 FILES = {"a.bin": bytes(range(256)) * 400, "b.txt": b"metrics\n" * 50, "c/a-again.bin": b""}
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -122,9 +126,13 @@ def test_counts_move_by_exactly_the_requests_bytes_and_uploads_made(tmp_path: Pa
     assert ratio == 2 * total / xorb_bytes(store) and ratio > 2
 
 
-def test_open_read_lets_anyone_scrape(tmp_path: Path) -> None:
+def test_open_read_lets_anyone_scrape_in_either_format(tmp_path: Path) -> None:
     with arkfs_server(tmp_path / "store", "--open-read") as (url, _):
         samples = scrape(url, {})
+        om = httpx.get(f"{url}/metrics", headers={"Accept": OPENMETRICS}, timeout=30)
+    assert om.headers["content-type"].startswith("application/openmetrics-text")
+    names = {f.name for f in openmetrics_families(om.text)}
+    assert {"arkfs_http_requests", "arkfs_served_bytes", "arkfs_store_objects"} <= names
     assert value(samples, "arkfs_store_objects", kind="xorb") == 0
     assert ("arkfs_store_dedup_ratio", ()) not in samples  # nothing stored: no ratio
 

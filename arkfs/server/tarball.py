@@ -33,8 +33,9 @@ class Member:
     file: Entry | None
 
 
-def _padding(size: int) -> int:
-    return -size % BLOCK
+def _padded(size: int) -> int:
+    """size rounded up to whole blocks."""
+    return size + -size % BLOCK
 
 
 def _header(name: str, kind: Kind, mode: int, mtime: float, size: int, target: str) -> bytes:
@@ -61,48 +62,49 @@ def members(manifest: Manifest, path: str, top: str, mtime: float) -> list[Membe
     return out
 
 
+def _content_size(parts: list[Member]) -> int:
+    """The bytes of the members: headers, and file bytes padded to whole blocks."""
+    return sum(len(m.header) + (_padded(m.file.size) if m.file else 0) for m in parts)
+
+
 def tar_size(parts: list[Member]) -> int:
-    """The length of the tar of parts: headers, padded file bytes, end blocks, padded to a
-    whole record."""
-    size = 2 * BLOCK  # two zero blocks end the archive
-    for m in parts:
-        size += len(m.header)
-        if m.file is not None:
-            size += m.file.size + _padding(m.file.size)
+    """The length of the tar of parts: its members, two zero blocks that end it, and zeros
+    up to a whole record."""
+    size = _content_size(parts) + 2 * BLOCK
     return size + -size % RECORD
 
 
 def tar_bytes(service: ArchiveService, parts: list[Member]) -> Generator[bytes, None, None]:
     """The tar of parts, in pieces of about FLUSH_BYTES or one decoded xorb range; blocking
     (call next() from a worker thread). StoreCorrupt when stored bytes are damaged."""
+    end = tar_size(parts) - _content_size(parts)
     pending = bytearray()
-    written = 0
     for m in parts:
         pending += m.header
         if m.file is not None:
-            assert m.file.xet_hash is not None  # Manifest guarantees it for files
-            record = service.bound_file(m.file.xet_hash)
-            got = 0
-            for piece in read_file(service.store, record):
-                got += len(piece)
+            for piece in _file_bytes(service, m.file):
                 if len(pending) + len(piece) < FLUSH_BYTES:
                     pending += piece
                     continue
-                written += len(pending) + len(piece)
                 if pending:
                     yield bytes(pending)
                     pending.clear()
                 yield piece
-            if got != m.file.size:
-                raise StoreCorrupt(
-                    f"{m.file.path}: {got} bytes stored, {m.file.size} bound; "
-                    "run `arkfs store check`"
-                )
-            pending += bytes(_padding(got))
+            pending += bytes(_padded(m.file.size) - m.file.size)
         if len(pending) >= FLUSH_BYTES:
-            written += len(pending)
             yield bytes(pending)
             pending.clear()
-    end = written + len(pending) + 2 * BLOCK
-    pending += bytes(2 * BLOCK + -end % RECORD)
-    yield bytes(pending)
+    yield bytes(pending + bytes(end))
+
+
+def _file_bytes(service: ArchiveService, entry: Entry) -> Generator[bytes, None, None]:
+    """A bound file's bytes, chunk-verified, and exactly entry.size of them."""
+    assert entry.xet_hash is not None  # Manifest guarantees it for files
+    got = 0
+    for piece in read_file(service.store, service.bound_file(entry.xet_hash)):
+        got += len(piece)
+        yield piece
+    if got != entry.size:
+        raise StoreCorrupt(
+            f"{entry.path}: {got} bytes stored, {entry.size} bound; run `arkfs store check`"
+        )

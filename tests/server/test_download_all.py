@@ -70,6 +70,9 @@ def test_archive_directory_and_version_unpack_to_what_was_published(tmp_path: Pa
         same_tree(src, v1 / "t4r9z-v1")
         head = httpx.head(f"{url}/{ARK}?tar", timeout=30)
         assert head.headers["content-type"] == "application/x-tar"
+        whole = httpx.get(f"{url}/{ARK}?tar", timeout=60).content
+        assert len(whole) == int(head.headers["content-length"]) and len(whole) % 10240 == 0
+        assert whole.endswith(bytes(1024))  # the two zero blocks that end a tar
         assert "t4r9z-v1.tar" in head.headers["content-disposition"]
         data = unpacked(f"{url}/{ARK}/data?tar", tmp_path / "data")
         same_tree(src / "data", data / "data")

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, hash_param, parse_range, read_body
+from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
 from arkfs.service.archive import DEDUP_KEY_TTL, MAX_SHARD_SIZE
 from arkfs.store.errors import NotFound
@@ -60,9 +61,12 @@ class CasService(Face):
             Route("/v2/reconstructions/{file_id}", self.reconstruction_v2),
             Route("/v1/chunks/{prefix}/{chunk}", self.dedup),
             Route(
-                "/v1/xorbs/{prefix}/{xorb}", self.upload_xorb, methods=["POST"], name="upload:xorb"
+                "/v1/xorbs/{prefix}/{xorb}",
+                self.upload_xorb,
+                methods=["POST"],
+                name=upload_route("xorb"),
             ),
-            Route("/v1/shards", self.upload_shard, methods=["POST"], name="upload:shard"),
+            Route("/v1/shards", self.upload_shard, methods=["POST"], name=upload_route("shard")),
             Route("/v1/telemetry", self.telemetry, methods=["POST"]),
             Route("/v1/xorb-data/{xorb}", self.xorb_data, methods=["GET", "HEAD"]),
             Route("/v1/stats", self.stats_route),

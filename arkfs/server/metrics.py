@@ -24,7 +24,14 @@ from arkfs.service.archive import ArchiveService
 SERVED_KINDS = ("xorb", "file")  # xorb data through signed URLs; file (and tar) bodies
 UPLOAD_KINDS = ("xorb", "shard", "bind")
 UNMATCHED = "unmatched"  # the route label of a request no route matched
+UPLOAD = "upload:"  # the prefix of the names of upload routes, before their kind
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+
+
+def upload_route(kind: str) -> str:
+    """The name an upload route of kind (one of UPLOAD_KINDS) is declared with."""
+    assert kind in UPLOAD_KINDS, kind
+    return UPLOAD + kind
 
 
 def upload_outcome(status: int) -> str:

@@ -80,6 +80,7 @@ from arkfs.ark.versions import split_version, versioned
 from arkfs.server import tarball
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
+from arkfs.server.metrics import upload_route
 from arkfs.server.pages import archive_page, file_page, home_page
 from arkfs.server.signposting import LINKSET, link_header, links, linkset
 from arkfs.server.view import Site, View
@@ -118,7 +119,7 @@ class NmaService(Face):
             Route("/.well-known/ark", self.well_known),
             Route("/arks", self.list_arks),
             _ArkRoute(self.ark, methods=["GET"]),
-            _ArkRoute(self.bind, methods=["PUT"], name="upload:bind"),
+            _ArkRoute(self.bind, methods=["PUT"], name=upload_route("bind")),
         ]
 
     # --- discovery ---------------------------------------------------------------------

@@ -2,7 +2,7 @@
 and duration, for the metrics and the access log.
 
 It sits outside the error mapping (app.py), so error replies are seen with their status.
-Uploads are known by their route's name (`upload:KIND`), given where the route is declared.
+Uploads are known by their route's name (metrics.upload_route), given where it is declared.
 """
 
 import time
@@ -11,9 +11,7 @@ from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from arkfs.server.accesslog import NO_REPLY, AccessLog, clf_line
-from arkfs.server.metrics import UNMATCHED, Metrics, upload_outcome
-
-UPLOAD = "upload:"  # the prefix of the names of upload routes
+from arkfs.server.metrics import UNMATCHED, UPLOAD, Metrics, upload_outcome
 
 
 class Observer:

@@ -458,8 +458,10 @@ def _literal_path(request: Request, past_version: bool) -> str:
 
 
 def _attachment(filename: str) -> str:
-    """A Content-Disposition that saves the reply as filename (RFC 6266, any characters)."""
-    return f"attachment; filename*=UTF-8''{quote(filename, safe='')}"
+    """A Content-Disposition that saves the reply as filename (RFC 6266): in UTF-8, and in
+    ASCII (other characters as '_') for clients that read only that, such as `curl -J`."""
+    plain = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in filename)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def _service_path(request: Request) -> str:

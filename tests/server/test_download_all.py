@@ -76,6 +76,13 @@ def test_archive_directory_and_version_unpack_to_what_was_published(tmp_path: Pa
         assert "t4r9z-v1.tar" in head.headers["content-disposition"]
         data = unpacked(f"{url}/{ARK}/data?tar", tmp_path / "data")
         same_tree(src / "data", data / "data")
+        (tmp_path / "named").mkdir()  # curl -OJ saves it under the name the server gives
+        named = subprocess.run(
+            ["curl", "-sS", "--fail", "-OJ", f"{url}/{ARK}/donn%C3%A9es?tar"],
+            cwd=tmp_path / "named", capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert named.returncode == 0, named.stderr
+        assert [p.name for p in (tmp_path / "named").iterdir()] == ["donn_es.tar"]
         (src / "readme.txt").write_text("changed in v2\n")
         (src / "data" / "big.bin").unlink()
         publish(src, ARK, "--server", url, "--token", "w")

@@ -27,3 +27,17 @@ def test_the_secret_check_finds_tokens_and_signatures(tmp_path: Path) -> None:
             assert len(leaks([log], tokens_in(tmp_path))) == 1, secret
     finally:
         log.unlink()  # the session's own check reads every log left behind
+
+
+def test_the_secret_check_reads_access_logs_and_servers_stdout(tmp_path: Path) -> None:
+    """`serve --access-log FILE` (named *.log in the tests) and `--access-log -` (the
+    server's stdout, kept as serve-PID.out.log by tests/support/server.py) are scanned."""
+    line = '127.0.0.1 - - [24/Nov/2026:00:00:41 +0000] "GET /v1/xorb-data/ab?expires=1&sig='
+    for name in ("access.log", "serve-123.out.log"):
+        log = tmp_path / name
+        try:
+            log.write_text(line + "0f" * 32 + ' HTTP/1.1" 200 184 "-" "curl/8"\n')
+            assert logs_under(tmp_path) == [log]
+            assert len(leaks([log])) == 1
+        finally:
+            log.unlink()

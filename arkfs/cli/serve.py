@@ -5,12 +5,14 @@ import functools
 import logging
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import trio
 
 from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.stores import add_store_options, open_store, workers
+from arkfs.server.accesslog import AccessLog
 from arkfs.server.app import run_server
 from arkfs.server.auth import Authorizer, TokensFileError
 from arkfs.server.signing import UrlSigner
@@ -50,7 +52,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         description="Serve a store directory on one base URL: the ARK resolver "
         "(GET /ark:NAAN/Name..., ?info, PUT to bind, /arks, /.well-known/ark), the XET CAS "
         "API that hf_xet speaks, GET /v1/token[/read|/write] for short-lived tokens, and "
-        "GET /v1/stats for what the CAS has served since it started (JSON counters). "
+        "GET /v1/stats for what the CAS has served since it started (JSON counters), and "
+        "GET /metrics for Prometheus. "
         "Reads need a read token unless --open-read; writes always need a write token.",
         epilog=TOKENS_FORMAT + SERVE_EXAMPLES,
     )
@@ -92,6 +95,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         metavar="SECONDS",
         help=f"lifetime in seconds of tokens from /v1/token (default {DEFAULT_TTL})",
     )
+    logs = p.add_argument_group("logging")
+    logs.add_argument(
+        "--access-log",
+        metavar="FILE|-",
+        help="append one Combined Log Format line per request to FILE (`-`: stdout); "
+        "tokens and signed URLs' signatures are never written",
+    )
     p.set_defaults(func=run)
 
 
@@ -118,35 +128,47 @@ def run(args: argparse.Namespace) -> int:
     # the one line of a failed open or a 503 says (psycopg_pool's reconnection warnings).
     logging.getLogger("botocore").setLevel(logging.WARNING)
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    try:
+        access_log = AccessLog(args.access_log) if args.access_log else None
+    except OSError as exc:
+        raise BadInput(f"cannot open access log {args.access_log}: {exc.strerror or exc}") from None
     store = open_store(args, args.store)  # before logging: a failure is one line, not a log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     stopped_by: list[str] = []
 
-    async def until_signalled() -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    async def main() -> None:
+        stop = trio.Event()
+
+        async def watch(signals: AsyncIterator[int]) -> None:
             async for signum in signals:
                 stopped_by.append(signal.Signals(signum).name)
                 notify("STOPPING=1")
+                stop.set()
                 return
 
-    async def main() -> None:
-        server = functools.partial(run_server, shutdown_trigger=until_signalled)
-        async with trio.open_nursery() as nursery:
-            try:
-                binds = await nursery.start(
-                    server, store, auth, args.host, args.port, signer, workers(args.store)
-                )
-            except* OSError as group:
-                why = first_error(group)
-                reason = why.strerror if isinstance(why, OSError) and why.strerror else why
-                raise BadInput(f"cannot listen on {args.host}:{args.port}: {reason}") from None
-            print(f"arkfs: serving {args.store} on {binds[0]}", flush=True)
-            notify("READY=1", f"STATUS=serving {args.store} on {binds[0]}")
+        server = functools.partial(run_server, shutdown_trigger=stop.wait, access_log=access_log)
+        # The signals are caught before READY=1 is sent: a SIGTERM that follows READY at
+        # once must stop the server cleanly, not kill it with the default handler.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch, signals)
+                try:
+                    binds = await nursery.start(
+                        server, store, auth, args.host, args.port, signer, workers(args.store)
+                    )
+                except* OSError as group:
+                    why = first_error(group)
+                    reason = why.strerror if isinstance(why, OSError) and why.strerror else why
+                    raise BadInput(f"cannot listen on {args.host}:{args.port}: {reason}") from None
+                print(f"arkfs: serving {args.store} on {binds[0]}", flush=True)
+                notify("READY=1", f"STATUS=serving {args.store} on {binds[0]}")
 
     try:
         trio.run(main)
     finally:
         store.close()
+        if access_log is not None:
+            access_log.close()
     if stopped_by:
         print(f"arkfs: {stopped_by[0]}: stopped serving", file=sys.stderr)
     return 0

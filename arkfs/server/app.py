@@ -2,8 +2,9 @@
 hypercorn on trio.
 
 Routes: the CAS API and its counters, `GET /v1/stats` (cas.py), `GET /v1/token[/{scope}]`
-(below), and the NMA (nma.py), all over one ArchiveService. Other paths get 404 (hf_xet
-relies on that to fall back from routes a CAS may lack).
+(below), `GET /metrics` (metrics.py), and the NMA (nma.py), all over one ArchiveService.
+Every request is counted, and logged when an access log is given (observe.py). Other paths
+get 404 (hf_xet relies on that to fall back from routes a CAS may lack).
 
 Every error is answered here, once, in the format of its route's face: JSON `{"error"}` on
 the CAS and token routes (`/v1/...`, `/v2/...`), one line of text/plain elsewhere (the
@@ -28,10 +29,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
+from arkfs.server.accesslog import AccessLog
 from arkfs.server.auth import AuthError, Authorizer, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.http import HttpError
+from arkfs.server.metrics import Metrics
 from arkfs.server.nma import NmaService, negotiate
+from arkfs.server.observe import Observer
 from arkfs.server.pages import error_page
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import SCOPES, derive_key
@@ -161,17 +165,24 @@ def token_routes(auth: Authorizer) -> list[Route]:
 
 
 def build_app(
-    store: Store, auth: Authorizer, signer: UrlSigner | None = None, workers: int = 4
+    store: Store,
+    auth: Authorizer,
+    signer: UrlSigner | None = None,
+    workers: int = 4,
+    access_log: AccessLog | None = None,
 ) -> Starlette:
-    """The whole service: CAS API, token route and NMA over store, with auth and signed URLs;
-    each face runs up to workers blocking store calls at once, in its own worker threads."""
+    """The whole service: CAS API, token route, metrics and NMA over store, with auth and
+    signed URLs; each face runs up to workers blocking store calls at once, in its own worker
+    threads. Every request is counted, and written to access_log if given."""
     signer = signer or UrlSigner()
     service = ArchiveService(store, derive_key(signer.key, "dedup"), "on this server")
-    cas = CasService(service, auth, trio.CapacityLimiter(workers), signer)
-    nma = NmaService(service, auth, trio.CapacityLimiter(workers))
+    metrics = Metrics(service)
+    cas = CasService(service, auth, trio.CapacityLimiter(workers), metrics, signer)
+    nma = NmaService(service, auth, trio.CapacityLimiter(workers), metrics)
+    scrape = metrics.route(auth, trio.CapacityLimiter(1))
     return Starlette(
-        routes=[*cas.routes(), *token_routes(auth), *nma.routes()],
-        middleware=[Middleware(ErrorReplies)],
+        routes=[*cas.routes(), *token_routes(auth), scrape, *nma.routes()],
+        middleware=[Middleware(Observer, metrics, access_log), Middleware(ErrorReplies)],
         exception_handlers={HTTPException: _starlette_error},
     )
 
@@ -206,14 +217,15 @@ async def run_server(
     workers: int = 4,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    access_log: AccessLog | None = None,
 ) -> None:
     """Serve until cancelled, or until shutdown_trigger returns (then requests in flight
     get GRACEFUL_TIMEOUT to finish); report the base URL through task_status once
-    listening."""
-    app = build_app(store, auth, signer, workers)
+    listening. access_log: where each request's line goes (accesslog.py), if anywhere."""
+    app = build_app(store, auth, signer, workers, access_log)
     config = Config()
     config.bind = [f"{host}:{port}"]
-    config.accesslog = None  # request lines can carry signed URLs; never log tokens
+    config.accesslog = None  # hypercorn's would log signed URLs; accesslog.py strips them
     config.errorlog = log
     config.keep_alive_timeout = 30
     config.graceful_timeout = GRACEFUL_TIMEOUT

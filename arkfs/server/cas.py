@@ -16,7 +16,8 @@ from starlette.routing import Route
 
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, hash_param, parse_range, read_body
-from arkfs.server.signing import UrlSigner
+from arkfs.server.metrics import upload_route
+from arkfs.server.signing import SIGNATURE, UrlSigner
 from arkfs.service.archive import DEDUP_KEY_TTL, MAX_SHARD_SIZE
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
@@ -59,8 +60,13 @@ class CasService(Face):
             Route("/v1/reconstructions/{file_id}", self.reconstruction_v1),
             Route("/v2/reconstructions/{file_id}", self.reconstruction_v2),
             Route("/v1/chunks/{prefix}/{chunk}", self.dedup),
-            Route("/v1/xorbs/{prefix}/{xorb}", self.upload_xorb, methods=["POST"]),
-            Route("/v1/shards", self.upload_shard, methods=["POST"]),
+            Route(
+                "/v1/xorbs/{prefix}/{xorb}",
+                self.upload_xorb,
+                methods=["POST"],
+                name=upload_route("xorb"),
+            ),
+            Route("/v1/shards", self.upload_shard, methods=["POST"], name=upload_route("shard")),
             Route("/v1/telemetry", self.telemetry, methods=["POST"]),
             Route("/v1/xorb-data/{xorb}", self.xorb_data, methods=["GET", "HEAD"]),
             Route("/v1/stats", self.stats_route),
@@ -104,9 +110,8 @@ class CasService(Face):
         """Xorb bytes behind a signed URL, with Range and bounded caching (HTTP Caching Headers)."""
         name = request.path_params["xorb"]
         try:
-            left = self.signer.check(
-                name, request.query_params.get("expires", ""), request.query_params.get("sig", "")
-            )
+            query = request.query_params
+            left = self.signer.check(name, query.get("expires", ""), query.get(SIGNATURE, ""))
         except PermissionError as exc:
             raise HttpError(403, str(exc)) from None
         xh = hash_param(name, "xorb hash")
@@ -135,6 +140,7 @@ class CasService(Face):
             else:
                 self.stats.xorb_requests += 1
                 self.stats.xorb_bytes_served += len(body)
+            self.metrics.served.labels("xorb").inc(len(body))
         headers["Content-Length"] = str(end - start)
         return Response(
             body,

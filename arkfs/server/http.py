@@ -13,6 +13,7 @@ import trio
 from starlette.requests import Request
 
 from arkfs.server.auth import Authorizer
+from arkfs.server.metrics import Metrics
 from arkfs.service.archive import ArchiveService, clip_range
 from arkfs.store.errors import OutOfRange
 from arkfs.xet.errors import HashStringError
@@ -34,11 +35,12 @@ class HttpError(Exception):
 @dataclass
 class Face:
     """What the routes of one face (CAS or resolver) share: the archive service, the token
-    rules, and the worker threads that run blocking service calls."""
+    rules, the worker threads that run blocking service calls, and the server's metrics."""
 
     service: ArchiveService
     auth: Authorizer
     limiter: trio.CapacityLimiter
+    metrics: Metrics
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run blocking work in a worker thread."""

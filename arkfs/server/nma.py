@@ -23,6 +23,8 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
     when the version was bound.
   - `?linkset`: the FAIR Signposting links as an RFC 9264 linkset; archive, directory and
     file replies carry the same links as `Link` headers (signposting.py).
+  - `?tar` on the archive root or a directory: all of it as one tar (tarball.py); 400 on
+    a file.
   - `?info` asked for as text/html (a browser): the landing page of what it describes.
   - A directory: an HTML listing, or `{"ark", "entries"}` JSON when asked.
   - A file: its bytes, every chunk verified, with Range (206, 416), ETag (the XET hash),
@@ -61,7 +63,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from email.utils import formatdate
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import msgpack
 from starlette.requests import Request
@@ -75,8 +77,10 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_MARK, info_response
 from arkfs.ark.versions import split_version, versioned
+from arkfs.server import tarball
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
+from arkfs.server.metrics import upload_route
 from arkfs.server.pages import archive_page, file_page, home_page
 from arkfs.server.signposting import LINKSET, link_header, links, linkset
 from arkfs.server.view import Site, View
@@ -91,6 +95,7 @@ TEXT = "text/plain"
 JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
+TAR = tarball.MEDIA_TYPE
 MAX_BIND_BODY = MAX_MANIFEST_SIZE
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -98,8 +103,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 class _ArkRoute(Route):
     """Matches `/ark:...` with the label in any letter case (The ARK Label Part)."""
 
-    def __init__(self, endpoint: Handler, methods: list[str]) -> None:
-        super().__init__("/ark:{rest:path}", endpoint, methods=methods)
+    def __init__(self, endpoint: Handler, methods: list[str], name: str | None = None) -> None:
+        super().__init__("/ark:{rest:path}", endpoint, methods=methods, name=name)
         self.path_regex = re.compile(r"^/ark:(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 
 
@@ -113,7 +118,8 @@ class NmaService(Face):
             Route("/", self.home),
             Route("/.well-known/ark", self.well_known),
             Route("/arks", self.list_arks),
-            _ArkRoute(self.ark, methods=["GET", "PUT"]),
+            _ArkRoute(self.ark, methods=["GET"]),
+            _ArkRoute(self.bind, methods=["PUT"], name=upload_route("bind")),
         ]
 
     # --- discovery ---------------------------------------------------------------------
@@ -153,10 +159,8 @@ class NmaService(Face):
     # --- ARKs --------------------------------------------------------------------------
 
     async def ark(self, request: Request) -> Response:
-        """GET (or HEAD) an ARK-named object or its metadata; PUT binds an archive."""
+        """GET (or HEAD) an ARK-named object or its metadata."""
         ark = _request_ark(request)
-        if request.method == "PUT":
-            return await self.bind(request, ark)
         self.auth.require(request.headers.get("authorization"), Scope.READ)
         try:
             inner, version = split_version(ark)
@@ -182,6 +186,8 @@ class NmaService(Face):
             response = self.info(request, view, entry)
         elif inflection == "linkset":
             response = self.linkset(request, view, entry)
+        elif inflection == tarball.INFLECTION:
+            response = await self.tar(request, view, entry)
         elif entry is None:
             response = await self.root(request, view)
         elif entry.kind is Kind.DIR:
@@ -190,7 +196,10 @@ class NmaService(Face):
             response = self.symlink(request, view, entry)
         else:
             response = await self.file(request, view, entry)
-        if inflection not in ("info", "?", "linkset") and response.status_code < 300:
+        if (
+            inflection not in ("info", "?", "linkset", tarball.INFLECTION)
+            and response.status_code < 300
+        ):
             # FAIR Signposting on the object itself (a symlink's 302 is none)
             response.headers["Link"] = link_header(links(Site.of(request), view, entry))
         if version is None and response.status_code < 300:
@@ -240,6 +249,26 @@ class NmaService(Face):
         anchor = site.url(entry_ark(view.root, entry.path if entry else ""))
         body = json.dumps(linkset(anchor, links(site, view, entry)))
         return Response(body, media_type=LINKSET)
+
+    async def tar(self, request: Request, view: View, entry: Entry | None) -> Response:
+        """`?tar`: the archive root or a directory as one tar, every file chunk-verified
+        (tarball.py); its length is exact, so a reply cut short by damage cannot pass as whole."""
+        if entry is not None and entry.kind is not Kind.DIR:
+            ark = entry_ark(view.root, entry.path)
+            raise HttpError(400, f"{ark} is no directory: ?tar downloads an archive or directory")
+        archive, path = view.archive, entry.path if entry else ""
+        top = entry.name if entry else f"{archive.ark.name}-{archive.version.name}"
+        created = archive.version.created
+        parts = await self.run(tarball.members, archive.manifest, path, top, created)
+        headers = {
+            "Content-Length": str(tarball.tar_size(parts)),
+            "Content-Disposition": _attachment(top + ".tar"),
+            "Last-Modified": formatdate(created, usegmt=True),
+        }
+        if request.method == "HEAD":
+            return Response(b"", headers=headers, media_type=TAR)
+        pieces = tarball.tar_bytes(self.service, parts)
+        return await self._verified(entry_ark(view.root, path), pieces, 200, headers, TAR)
 
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
@@ -317,7 +346,19 @@ class NmaService(Face):
         if request.method == "HEAD" or start == end:
             return Response(b"", status_code=status, headers=headers, media_type=media)
         pieces = read_file(self.service.store, record, start, end)
-        try:  # the first piece before the headers, so damage there is a clean 500
+        return await self._verified(ark, pieces, status, headers, media)
+
+    async def _verified(
+        self,
+        ark: Ark,
+        pieces: Generator[bytes, None, None],
+        status: int,
+        headers: dict[str, str],
+        media: str,
+    ) -> Response:
+        """A reply streaming pieces of verified bytes of ark. The first piece is read before
+        the headers go out, so damage found there is a clean 500 naming ark."""
+        try:
             with _naming(ark):
                 first = await self.run(next, pieces, b"")
         except BaseException:
@@ -335,17 +376,21 @@ class NmaService(Face):
         mapping (app.py) logs it, the connection is dropped, and the client sees an
         incomplete body.
         """
+        served = self.metrics.served.labels("file")
         try:
             yield first
+            served.inc(len(first))
             while (piece := await self.run(next, pieces, None)) is not None:
                 yield piece
+                served.inc(len(piece))
         finally:
             pieces.close()
 
     # --- binding -----------------------------------------------------------------------
 
-    async def bind(self, request: Request, ark: Ark) -> Response:
+    async def bind(self, request: Request) -> Response:
         """PUT: bind an archive, once the service has checked it against the store."""
+        ark = _request_ark(request)
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         if ark.components or ark.variants:
             raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")
@@ -410,6 +455,13 @@ def _literal_path(request: Request, past_version: bool) -> str:
     if any(n in ("", ".", "..") or "/" in n or "\0" in n for n in names):
         return ""
     return "/".join(names)
+
+
+def _attachment(filename: str) -> str:
+    """A Content-Disposition that saves the reply as filename (RFC 6266): in UTF-8, and in
+    ASCII (other characters as '_') for clients that read only that, such as `curl -J`."""
+    plain = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in filename)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 def _service_path(request: Request) -> str:

@@ -16,6 +16,7 @@ from arkfs.archive.manifest import Entry, Kind, entry_ark
 from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.identifier import Ark
 from arkfs.ark.versions import versioned
+from arkfs.server.tarball import INFLECTION, MEDIA_TYPE
 from arkfs.server.view import Site, View
 from arkfs.util.sizes import human
 from arkfs.xet.hashing import hash_to_string
@@ -28,6 +29,7 @@ _STYLE = (
     ".citation{border-left:3px solid #888;padding-left:.8em}"
 )
 _DIGITS = re.compile(r"(\d+)")
+TAR_QUERY = "?" + INFLECTION  # download all
 
 
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
@@ -68,7 +70,9 @@ def archive_page(site: Site, view: View, path: str, entry: Entry | None, erc: Er
     body = [
         _kernel(erc, "About"),
         _citation(site, erc, here),
-        f'<p id="totals">{len(files)} file{"s" * (len(files) != 1)}, {size(total)} in all</p>',
+        f'<p id="totals">{len(files)} file{"s" * (len(files) != 1)}, {size(total)} in all. '
+        f'<a id="download-all" href="{_e(site.href(here, TAR_QUERY))}">Download all</a> '
+        "(one tar, every chunk verified)</p>",
         '<h2>Contents</h2><div class="wide"><table id="files">',
         "<tr><th>name</th><th>size</th><th>modified (UTC)</th><th>checksums</th></tr>",
         *rows,
@@ -78,7 +82,7 @@ def archive_page(site: Site, view: View, path: str, entry: Entry | None, erc: Er
         body.append(_kernel(erc.support, "Persistence statement", "persistence"))
     if entry is None:
         body.append(_versions(site, view))
-    ld = _json_ld(site, view, erc, files) if entry is None else None
+    ld = _json_ld(site, view, here, erc, files)
     return _document(site, erc.what or str(here), here, archive.version.version, body, ld)
 
 
@@ -123,9 +127,10 @@ def _citation(site: Site, erc: Erc, ark: Ark) -> str:
 
 def _checksum_items(entry: Entry) -> Iterable[str]:
     if entry.sha256 is not None:
-        yield f'<dt>SHA-256</dt><dd class="hash sha256">{entry.sha256.hex()}</dd>'
+        yield f'<dt>SHA-256</dt><dd class="hash sha256" id="sha256">{entry.sha256.hex()}</dd>'
     if entry.xet_hash is not None:
-        yield f'<dt>XET hash</dt><dd class="hash xet">{hash_to_string(entry.xet_hash)}</dd>'
+        xet = hash_to_string(entry.xet_hash)
+        yield f'<dt>XET hash</dt><dd class="hash xet" id="xet">{xet}</dd>'
 
 
 def _row(site: Site, root: Ark, e: Entry) -> str:
@@ -137,12 +142,16 @@ def _row(site: Site, root: Ark, e: Entry) -> str:
     cells = [f'<a class="entry" href="{_e(site.href(ark))}">{_e(name)}</a>']
     cells.append(size(e.size) if e.kind is Kind.FILE else "")
     cells.append(when)
-    sums = []
+    record = site.href(ark, "?info")
+    sums = []  # each checksum links to itself on the file's record page
     if e.sha256 is not None:
-        sums.append(f'SHA-256 <span class="hash sha256">{e.sha256.hex()}</span>')
+        sums.append(
+            f'SHA-256 <a class="hash sha256" href="{_e(record)}#sha256">{e.sha256.hex()}</a>'
+        )
     if e.xet_hash is not None:
-        sums.append(f'XET <span class="hash xet">{hash_to_string(e.xet_hash)}</span>')
-    info = f'<a class="info" href="{_e(site.href(ark, "?info"))}">record</a>'
+        xet = hash_to_string(e.xet_hash)
+        sums.append(f'XET <a class="hash xet" href="{_e(record)}#xet">{xet}</a>')
+    info = f'<a class="info" href="{_e(record)}">record</a>'
     cells.append("<br>".join([*sums, info]))
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
@@ -167,9 +176,10 @@ def _versions(site: Site, view: View) -> str:
     )
 
 
-def _json_ld(site: Site, view: View, erc: Erc, files: list[Entry]) -> dict[str, Any]:
-    """schema.org Dataset of the archive, a DataDownload per file."""
-    here = site.url(view.root)
+def _json_ld(site: Site, view: View, here: Ark, erc: Erc, files: list[Entry]) -> dict[str, Any]:
+    """schema.org Dataset of the archive or directory here: a DataDownload per file, and one
+    for the whole as a tar."""
+    url = site.url(here)
     downloads = []
     for f in sorted(files, key=lambda e: natural_key(e.path)):
         item: dict[str, Any] = {
@@ -182,16 +192,26 @@ def _json_ld(site: Site, view: View, erc: Erc, files: list[Entry]) -> dict[str, 
         if f.sha256 is not None:
             item["sha256"] = f.sha256.hex()
         downloads.append(item)
+    downloads.append(
+        {
+            "@type": "DataDownload",
+            "name": "all files (tar)",
+            "contentUrl": url + TAR_QUERY,
+            "encodingFormat": MEDIA_TYPE,
+        }
+    )
     ld: dict[str, Any] = {
         "@context": "https://schema.org",
         "@type": "Dataset",
-        "@id": here,
-        "identifier": str(view.root),
-        "url": here,
-        "name": erc.what or str(view.root),
+        "@id": url,
+        "identifier": str(here),
+        "url": url,
+        "name": erc.what or str(here),
         "version": view.archive.version.name,
         "distribution": downloads,
     }
+    if here != view.root:
+        ld["isPartOf"] = {"@type": "Dataset", "@id": site.url(view.root)}
     if erc.who:
         ld["creator"] = [{"@type": "Person", "name": who.strip()} for who in erc.who.split(";")]
     if erc.when:

@@ -10,6 +10,8 @@ import secrets
 import time
 from urllib.parse import urlencode
 
+SIGNATURE = "sig"  # the query parameter of a signed URL that holds its signature
+
 
 class UrlSigner:
     """Signs and checks (xorb hash string, expiry) pairs with a secret key."""
@@ -24,7 +26,7 @@ class UrlSigner:
     def sign(self, base_url: str, name: str, now: float | None = None) -> tuple[str, int]:
         """The signed URL of xorb `name` under base_url, and when it expires (Unix seconds)."""
         expires = int(now if now is not None else time.time()) + self.ttl
-        query = urlencode({"expires": expires, "sig": self._mac(name, expires)})
+        query = urlencode({"expires": expires, SIGNATURE: self._mac(name, expires)})
         return f"{base_url.rstrip('/')}/v1/xorb-data/{name}?{query}", expires
 
     def check(self, name: str, expires: str, sig: str, now: float | None = None) -> int:

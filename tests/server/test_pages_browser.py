@@ -3,8 +3,10 @@ links that resolve, schema.org JSON-LD; a screenshot of each page kind is kept i
 """
 
 import hashlib
+import io
 import json
 import re
+import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html import unescape
@@ -19,6 +21,7 @@ from tests.support.server import arkfs_server
 
 pytestmark = pytest.mark.slow
 ARK = "ark:b5072/p4g3s"
+ALL = "all files (tar)"  # the name of the JSON-LD DataDownload of the whole, as a tar
 FILES = {  # written in an order that text sort would keep: part10 before part2
     "part10.csv": b"ten\n" * 3000,
     "part1.csv": b"one\n" * 10,
@@ -94,7 +97,10 @@ def test_archive_root_page(site: Site) -> None:
     ld = json.loads(ld_text)
     assert ld["@type"] == "Dataset" and ld["name"] == WHAT and ld["identifier"] == ARK
     downloads = {d["name"]: d for d in ld["distribution"]}
-    assert set(downloads) == set(FILES)
+    assert set(downloads) == {*FILES, ALL}
+    assert tar_files(httpx.get(downloads.pop(ALL)["contentUrl"], timeout=30)) == {
+        f"p4g3s-v1/{name}": data for name, data in FILES.items()
+    }
     for name, data in FILES.items():
         d = downloads[name]
         assert d["@type"] == "DataDownload" and d["sha256"] == hashlib.sha256(data).hexdigest()
@@ -103,6 +109,32 @@ def test_archive_root_page(site: Site) -> None:
     for href in hrefs(dom):
         url = href if href.startswith("http") else site.url + href
         assert httpx.get(url, timeout=30, follow_redirects=True).status_code == 200, href
+    whole = httpx.get(site.url + by_id_href(dom, "download-all"), timeout=30)
+    assert tar_files(whole) == {f"p4g3s-v1/{name}": data for name, data in FILES.items()}
+
+
+def test_each_checksum_links_to_itself_on_the_file_record(site: Site) -> None:
+    dom = site.dom(f"/{ARK}")
+    data = FILES["part2.csv"]
+    for cls, digest in (("sha256", hashlib.sha256(data).hexdigest()), ("xet", None)):
+        links = re.findall(rf'<a class="hash {cls}" href="([^"]+)">([0-9a-f]{{64}})</a>', dom)
+        assert len(links) == 3, cls  # one per file shown, each its own link
+        [(href, shown)] = [(unescape(h), t) for h, t in links if "part2" in h]
+        assert href == f"/{ARK}/part2%2Ecsv?info#{cls}"
+        assert digest in (None, shown)
+        target = site.dom(href)  # the record page, the checksum there under that id
+        assert by_id(target, cls) == shown
+
+
+def tar_files(reply: httpx.Response) -> dict[str, bytes]:
+    """The files of a tar reply, by member name."""
+    assert reply.status_code == 200 and reply.headers["content-type"] == "application/x-tar"
+    with tarfile.open(fileobj=io.BytesIO(reply.content)) as tar:
+        return {
+            m.name: tar.extractfile(m).read()  # type: ignore[union-attr]
+            for m in tar.getmembers()
+            if m.isfile()
+        }
 
 
 def test_directory_page(site: Site) -> None:
@@ -112,6 +144,18 @@ def test_directory_page(site: Site) -> None:
     assert by_id(dom, "totals").startswith("1 file, ")
     assert texts(dom, "sha256") == [hashlib.sha256(FILES["sub/notes v2.txt"]).hexdigest()]
     assert by_id(dom, "citation").endswith(f". {ARK}/sub")
+    [ld_text] = re.findall(r'<script type="application/ld\+json">(.*?)</script>', dom, re.S)
+    ld = json.loads(ld_text)
+    assert ld["@type"] == "Dataset" and ld["identifier"] == f"{ARK}/sub"
+    assert ld["isPartOf"]["@id"] == f"{site.url}/{ARK}"
+    downloads = {d["name"]: d for d in ld["distribution"]}
+    assert set(downloads) == {"sub/notes v2.txt", ALL}
+    assert all(d["@type"] == "DataDownload" for d in downloads.values())
+    notes = httpx.get(downloads["sub/notes v2.txt"]["contentUrl"], timeout=30)
+    assert notes.content == FILES["sub/notes v2.txt"]
+    expected = {"sub/notes v2.txt": FILES["sub/notes v2.txt"]}
+    assert tar_files(httpx.get(downloads[ALL]["contentUrl"], timeout=30)) == expected
+    assert tar_files(httpx.get(site.url + by_id_href(dom, "download-all"), timeout=30)) == expected
     for href in hrefs(dom):
         url = href if href.startswith("http") else site.url + href
         assert httpx.get(url, timeout=30, follow_redirects=True).status_code == 200, href

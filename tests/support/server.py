@@ -59,11 +59,13 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _keep_log(proc: subprocess.Popen[str]) -> None:
-    """Keep what the server logged (and no test read) for the session's check for secrets."""
+    """Keep what the server logged and printed (`--access-log -`), and no test read, for the
+    session's check for secrets."""
     folder = os.environ.get(SERVER_LOGS)
-    if folder and proc.stderr is not None and not proc.stderr.closed:
-        with contextlib.suppress(OSError, ValueError):
-            Path(folder, f"serve-{proc.pid}.log").write_text(proc.stderr.read())
+    for stream, name in ((proc.stderr, "log"), (proc.stdout, "out.log")):
+        if folder and stream is not None and not stream.closed:
+            with contextlib.suppress(OSError, ValueError):
+                Path(folder, f"serve-{proc.pid}.{name}").write_text(stream.read())
 
 
 @contextmanager

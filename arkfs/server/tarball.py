@@ -1,0 +1,110 @@
+"""'Download all': a tar of an archive version or of one of its directories, streamed from
+verified chunks, with no temporary file.
+
+Each member's header is the stdlib's (tarfile.TarInfo in pax format: long or non-ASCII
+names get a pax header), so the whole length is known before the first byte goes out. File
+bytes come from read_file, every chunk checked against its hash, so damage can only cut
+the reply short, never change a byte.
+"""
+
+import tarfile
+from collections.abc import Generator
+from dataclasses import dataclass
+
+from arkfs.archive.manifest import Entry, Kind, Manifest
+from arkfs.service.archive import ArchiveService
+from arkfs.store.errors import StoreCorrupt
+from arkfs.store.files import read_file
+
+INFLECTION = "tar"  # the query (`ark:NAAN/Name?tar`) that asks for the tar
+MEDIA_TYPE = "application/x-tar"
+BLOCK = tarfile.BLOCKSIZE
+RECORD = tarfile.RECORDSIZE  # the end of a tar is padded to a whole record, as tar(1) writes
+FLUSH_BYTES = 1024 * 1024  # headers and small files are gathered up to this before a send
+DIR_MODE = 0o755  # the top directory of an archive root's tar, which has no entry of its own
+_TYPES = {Kind.DIR: tarfile.DIRTYPE, Kind.FILE: tarfile.REGTYPE, Kind.SYMLINK: tarfile.SYMTYPE}
+
+
+@dataclass(frozen=True)
+class Member:
+    """One tar member: its header blocks, and the file entry whose bytes follow (if any)."""
+
+    header: bytes
+    file: Entry | None
+
+
+def _padded(size: int) -> int:
+    """size rounded up to whole blocks."""
+    return size + -size % BLOCK
+
+
+def _header(name: str, kind: Kind, mode: int, mtime: float, size: int, target: str) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.type = _TYPES[kind]
+    info.mode, info.mtime, info.size, info.linkname = mode, int(mtime), size, target
+    return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+
+
+def members(manifest: Manifest, path: str, top: str, mtime: float) -> list[Member]:
+    """The members of directory path ('' the archive root) of manifest, all under the
+    directory top; mtime is top's when path is the root."""
+    d = manifest.entry(path) if path else None
+    mode, mtime = (d.mode, d.mtime_ns / 1e9) if d else (DIR_MODE, mtime)
+    out = [Member(_header(top, Kind.DIR, mode, mtime, 0, ""), None)]
+    prefix = path + "/" if path else ""
+    for e in manifest.entries:
+        if not e.path.startswith(prefix):
+            continue
+        size = e.size if e.kind is Kind.FILE else 0
+        name = f"{top}/{e.path[len(prefix) :]}"
+        header = _header(name, e.kind, e.mode, e.mtime_ns / 1e9, size, e.target or "")
+        out.append(Member(header, e if e.kind is Kind.FILE else None))
+    return out
+
+
+def _content_size(parts: list[Member]) -> int:
+    """The bytes of the members: headers, and file bytes padded to whole blocks."""
+    return sum(len(m.header) + (_padded(m.file.size) if m.file else 0) for m in parts)
+
+
+def tar_size(parts: list[Member]) -> int:
+    """The length of the tar of parts: its members, two zero blocks that end it, and zeros
+    up to a whole record."""
+    size = _content_size(parts) + 2 * BLOCK
+    return size + -size % RECORD
+
+
+def tar_bytes(service: ArchiveService, parts: list[Member]) -> Generator[bytes, None, None]:
+    """The tar of parts, in pieces of about FLUSH_BYTES or one decoded xorb range; blocking
+    (call next() from a worker thread). StoreCorrupt when stored bytes are damaged."""
+    end = tar_size(parts) - _content_size(parts)
+    pending = bytearray()
+    for m in parts:
+        pending += m.header
+        if m.file is not None:
+            for piece in _file_bytes(service, m.file):
+                if len(pending) + len(piece) < FLUSH_BYTES:
+                    pending += piece
+                    continue
+                if pending:
+                    yield bytes(pending)
+                    pending.clear()
+                yield piece
+            pending += bytes(_padded(m.file.size) - m.file.size)
+        if len(pending) >= FLUSH_BYTES:
+            yield bytes(pending)
+            pending.clear()
+    yield bytes(pending + bytes(end))
+
+
+def _file_bytes(service: ArchiveService, entry: Entry) -> Generator[bytes, None, None]:
+    """A bound file's bytes, chunk-verified, and exactly entry.size of them."""
+    assert entry.xet_hash is not None  # Manifest guarantees it for files
+    got = 0
+    for piece in read_file(service.store, service.bound_file(entry.xet_hash)):
+        got += len(piece)
+        yield piece
+    if got != entry.size:
+        raise StoreCorrupt(
+            f"{entry.path}: {got} bytes stored, {entry.size} bound; run `arkfs store check`"
+        )

@@ -29,7 +29,7 @@ CASES = {
 
 def publish(url: str, tree: Path) -> tuple[int, str]:
     done = run_arkfs(
-        "publish", str(tree), "--ark", ARK, "--server", url, "--token", "writer",
+        "publish", "-q", str(tree), "--ark", ARK, "--server", url, "--token", "writer",
         "--who", "w", "--what", "w", "--persistence", "p", timeout=300,
     )  # fmt: skip
     return done.returncode, done.stderr

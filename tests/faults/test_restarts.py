@@ -66,7 +66,7 @@ def test_server_killed_during_a_read_then_restarted(tmp_path: Path) -> None:
 
 def publish_in_child(url: str, tree: Path, ark: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [ARKFS, "publish", str(tree), "--ark", ark, "--server", url,
+        [ARKFS, "publish", "-q", str(tree), "--ark", ark, "--server", url,
          "--who", "w", "--what", "w", "--persistence", "p"],
         env=os.environ | {"ARKFS_TOKEN": "writer"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -91,8 +91,10 @@ class ArkOperations(ReadOnlyOperations):
         stats: MountStats,
         cache: ChunkCache,
         owner: Ownership | None = None,
+        xattrs: bool = True,
     ) -> None:
         super().__init__()
+        self.xattrs = xattrs  # False (-o noxattr): EOPNOTSUPP, and the kernel stops asking
         self.ns = namespace
         self.reader = reader
         self.stats = stats
@@ -284,12 +286,18 @@ class ArkOperations(ReadOnlyOperations):
         out["pid"] = os.getpid()
         return out
 
-    @guarded
     async def getxattr(
         self, inode: pyfuse3.InodeT, name: pyfuse3.XAttrNameT, ctx: pyfuse3.RequestContext
     ) -> bytes:
-        if not name.startswith(b"user."):  # ls asks every file for security.* and system.*
+        # The fast path (`ls -l` asks every file for security.* and system.*) awaits nothing.
+        if not self.xattrs:
+            raise pyfuse3.FUSEError(errno.EOPNOTSUPP)
+        if not name.startswith(b"user."):
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
+        return await self._user_xattr(inode, name)
+
+    @guarded
+    async def _user_xattr(self, inode: pyfuse3.InodeT, name: pyfuse3.XAttrNameT) -> bytes:
         value = (await self._xattrs(self.ns.inodes.get(inode))).get(os.fsdecode(name))
         if value is None:
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
@@ -299,5 +307,7 @@ class ArkOperations(ReadOnlyOperations):
     async def listxattr(
         self, inode: pyfuse3.InodeT, ctx: pyfuse3.RequestContext
     ) -> list[pyfuse3.XAttrNameT]:
+        if not self.xattrs:
+            raise pyfuse3.FUSEError(errno.EOPNOTSUPP)
         names = await self._xattrs(self.ns.inodes.get(inode))
         return [pyfuse3.XAttrNameT(os.fsencode(n)) for n in names]

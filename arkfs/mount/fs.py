@@ -110,7 +110,7 @@ class ArkOperations(ReadOnlyOperations):
         self, parent_inode: pyfuse3.InodeT, name: pyfuse3.FileNameT, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         node = await self.ns.lookup(self.ns.inodes.get(parent_inode), os.fsdecode(name))
-        attrs = await self.attrs.of(node)
+        attrs = self.attrs.at_hand(node) or await self.attrs.of(node)
         self.ns.inodes.remember(node)
         return attrs
 
@@ -237,12 +237,14 @@ class ArkOperations(ReadOnlyOperations):
             raise pyfuse3.FUSEError(errno.EBADF)
         # Offsets are positions in the listing taken at opendir, so a resumed readdir
         # continues exactly where the kernel's buffer filled up.
-        for i in range(start_id, len(listing.names)):
-            child = listing.make(i)
-            attrs = await self.attrs.of(child, provisional=True)
-            if not pyfuse3.readdir_reply(token, os.fsencode(listing.names[i]), attrs, i + 1):
+        names, make, remember = listing.names, listing.make, self.ns.inodes.remember
+        at_hand = self.attrs.at_hand
+        for i in range(start_id, len(names)):
+            child = make(i)
+            attrs = at_hand(child, True) or await self.attrs.of(child, provisional=True)
+            if not pyfuse3.readdir_reply(token, os.fsencode(names[i]), attrs, i + 1):
                 return
-            self.ns.inodes.remember(child)  # readdirplus: the kernel counts a lookup per entry
+            remember(child)  # readdirplus: the kernel counts a lookup per entry
 
     @guarded
     async def releasedir(self, fh: pyfuse3.FileHandleT) -> None:

@@ -88,23 +88,18 @@ def bench_fio(archive: Archive, local: Path) -> list[Figure]:
         peaks["cached"] = mount.peak_rss() / MIB
     figures = [
         compare(
-            "fio randread 4 KiB, cached chunks",
+            f"fio randread 4 KiB, {kind}",
             "IOPS",
-            value(got["mount 4 KiB"], "iops"),
+            value(got[side], "iops"),
             value(got["trivial 4 KiB"], "iops"),
             TRIVIAL,
-            ">= 0.7",
+            target,
             RANDOM,
-        ),
-        compare(
-            "fio randread 4 KiB, cold (empty chunk cache)",
-            "IOPS",
-            value(got["cold 4 KiB"], "iops"),
-            value(got["trivial 4 KiB"], "iops"),
-            TRIVIAL,
-            None,
-            RANDOM,
-        ),
+        )
+        for kind, side, target in (
+            ("cached chunks", "mount 4 KiB", ">= 0.7"),
+            ("cold (empty chunk cache)", "cold 4 KiB", None),
+        )
     ]
     for label in BLOCKS:
         ours, local_side = got[f"mount {label}"], got[f"local {label}"]

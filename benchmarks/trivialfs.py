@@ -38,63 +38,17 @@ def _attr(ino: int, mode: int, size: int, nlink: int) -> pyfuse3.EntryAttributes
     return attr
 
 
-class MemoryFile(pyfuse3.Operations):
-    """A root directory holding one read-only file whose bytes are in memory."""
-
-    def __init__(self, data: bytes) -> None:
-        super().__init__()
-        self.data = memoryview(data)
-        self.attrs = {
-            pyfuse3.ROOT_INODE: _attr(pyfuse3.ROOT_INODE, stat.S_IFDIR | 0o555, 0, 2),
-            FILE_INODE: _attr(FILE_INODE, stat.S_IFREG | 0o444, len(data), 1),
-        }
-
-    async def getattr(
-        self, inode: pyfuse3.InodeT, ctx: pyfuse3.RequestContext | None = None
-    ) -> pyfuse3.EntryAttributes:
-        if inode not in self.attrs:
-            raise pyfuse3.FUSEError(errno.ENOENT)
-        return self.attrs[inode]
-
-    async def lookup(
-        self, parent: pyfuse3.InodeT, name: bytes, ctx: pyfuse3.RequestContext | None = None
-    ) -> pyfuse3.EntryAttributes:
-        if parent != pyfuse3.ROOT_INODE or name != NAME:
-            raise pyfuse3.FUSEError(errno.ENOENT)
-        return self.attrs[FILE_INODE]
-
-    async def opendir(
-        self, inode: pyfuse3.InodeT, ctx: pyfuse3.RequestContext
-    ) -> pyfuse3.FileHandleT:
-        return pyfuse3.FileHandleT(inode)
-
-    async def readdir(
-        self, fh: pyfuse3.FileHandleT, start_id: int, token: pyfuse3.ReaddirToken
-    ) -> None:
-        if start_id == 0:
-            pyfuse3.readdir_reply(token, pyfuse3.FileNameT(NAME), self.attrs[FILE_INODE], 1)
-
-    async def open(
-        self, inode: pyfuse3.InodeT, flags: int, ctx: pyfuse3.RequestContext
-    ) -> pyfuse3.FileInfo:
-        if inode != FILE_INODE:
-            raise pyfuse3.FUSEError(errno.EISDIR)
-        return pyfuse3.FileInfo(fh=pyfuse3.FileHandleT(inode), keep_cache=True)
-
-    async def read(self, fh: pyfuse3.FileHandleT, off: int, size: int) -> bytes:
-        return bytes(self.data[off : off + size])
-
-
 class MemoryTree(pyfuse3.Operations):
     """A directory tree whose names and attributes are all in memory, built once."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         super().__init__()
         self.attrs: dict[int, pyfuse3.EntryAttributes] = {}
         self.paths: dict[int, str] = {}  # file inode -> its path under root
         self.children: dict[int, list[tuple[bytes, int]]] = {}  # dir inode -> (name, inode)
         self.names: dict[int, dict[bytes, int]] = {}
-        self._add(pyfuse3.ROOT_INODE, str(root))
+        if root is not None:
+            self._add(pyfuse3.ROOT_INODE, str(root))
 
     def _add(self, ino: int, path: str) -> int:
         """Enter the directory at path as ino, and everything under it; the next free inode."""
@@ -110,10 +64,13 @@ class MemoryTree(pyfuse3.Operations):
                 size = entry.stat(follow_symlinks=False).st_size
                 self.attrs[child] = _attr(child, stat.S_IFREG | 0o444, size, 1)
                 self.paths[child] = entry.path
+        self._directory(ino, listing, subdirs)
+        return next_ino
+
+    def _directory(self, ino: int, listing: list[tuple[bytes, int]], subdirs: int) -> None:
         self.attrs[ino] = _attr(ino, stat.S_IFDIR | 0o555, 0, 2 + subdirs)
         self.children[ino] = listing
         self.names[ino] = dict(listing)
-        return next_ino
 
     async def getattr(
         self, inode: pyfuse3.InodeT, ctx: pyfuse3.RequestContext | None = None
@@ -150,7 +107,7 @@ class MemoryTree(pyfuse3.Operations):
     async def open(
         self, inode: pyfuse3.InodeT, flags: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.FileInfo:
-        if inode not in self.paths:
+        if inode in self.children:
             raise pyfuse3.FUSEError(errno.EISDIR)
         return pyfuse3.FileInfo(fh=pyfuse3.FileHandleT(inode), keep_cache=True)
 
@@ -158,6 +115,19 @@ class MemoryTree(pyfuse3.Operations):
         with open(self.paths[fh], "rb") as f:
             f.seek(off)
             return f.read(size)
+
+
+class MemoryFile(MemoryTree):
+    """A root directory holding one read-only file whose bytes are in memory."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self.data = memoryview(data)
+        self.attrs[FILE_INODE] = _attr(FILE_INODE, stat.S_IFREG | 0o444, len(data), 1)
+        self._directory(pyfuse3.ROOT_INODE, [(NAME, FILE_INODE)], 0)
+
+    async def read(self, fh: pyfuse3.FileHandleT, off: int, size: int) -> bytes:
+        return bytes(self.data[off : off + size])
 
 
 def _bdi(mountpoint: Path) -> str:

@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 
 NAME_MAX = 255
 SMALL_READ = 128 * 1024  # reads below this are not kernel readahead: offer the pages around
+# ENOSYS, not EOPNOTSUPP: only ENOSYS makes the kernel stop sending getxattr (listxattr) for
+# the rest of the mount, answering EOPNOTSUPP itself (measured: README, Performance).
+NO_XATTRS = errno.ENOSYS
 
 
 P = ParamSpec("P")
@@ -94,7 +97,7 @@ class ArkOperations(ReadOnlyOperations):
         xattrs: bool = True,
     ) -> None:
         super().__init__()
-        self.xattrs = xattrs  # False (-o noxattr): EOPNOTSUPP, and the kernel stops asking
+        self.xattrs = xattrs  # False (-o noxattr): no xattrs, and the kernel stops asking
         self.ns = namespace
         self.reader = reader
         self.stats = stats
@@ -293,7 +296,7 @@ class ArkOperations(ReadOnlyOperations):
     ) -> bytes:
         # The fast path (`ls -l` asks every file for security.* and system.*) awaits nothing.
         if not self.xattrs:
-            raise pyfuse3.FUSEError(errno.EOPNOTSUPP)
+            raise pyfuse3.FUSEError(NO_XATTRS)
         if not name.startswith(b"user."):
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
         return await self._user_xattr(inode, name)
@@ -310,6 +313,6 @@ class ArkOperations(ReadOnlyOperations):
         self, inode: pyfuse3.InodeT, ctx: pyfuse3.RequestContext
     ) -> list[pyfuse3.XAttrNameT]:
         if not self.xattrs:
-            raise pyfuse3.FUSEError(errno.EOPNOTSUPP)
+            raise pyfuse3.FUSEError(NO_XATTRS)
         names = await self._xattrs(self.ns.inodes.get(inode))
         return [pyfuse3.XAttrNameT(os.fsencode(n)) for n in names]

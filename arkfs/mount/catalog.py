@@ -357,11 +357,10 @@ class Catalog:
         else from its backends (then written to disk: as the latest's copy if as_latest)."""
         cached = await self._from_disk(key, version)
         if cached is None:
-            cached = await self._from_disk(key, None)
-            if cached is None or cached.version != version:
-                cached = None
-            else:  # already the latest's copy: latest() must not write it again
-                self._latest_on_disk[key] = version
+            latest = await self._from_disk(key, None)
+            if latest is not None and latest.version == version:
+                self._latest_on_disk[key] = version  # so latest() does not write it again
+                cached = latest
         if cached is not None:
             return cached
         archive, backend = await self._ask(

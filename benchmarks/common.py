@@ -24,11 +24,12 @@ MIB = 1024 * 1024
 ARKFS = str(Path(sys.executable).parent / "arkfs")
 QUICK = os.environ.get("ARKFS_BENCH_QUICK") == "1"  # small corpora, for developing
 REPEAT = 3  # runs per figure; each figure is their median
+NOISY_LOAD = 1.0  # a 1-minute load average above this marks a figure (and a run) noisy
 # The report's sections, in its order.
 INGEST, SEQUENTIAL, RANDOM = "hash and ingest", "sequential reads", "random reads (fio, 4 jobs)"
 LATENCY, METADATA = "first byte and read amplification", "metadata (small-file tree)"
-MEMORY = "memory (peak RSS)"
-SECTIONS = (INGEST, SEQUENTIAL, RANDOM, LATENCY, METADATA, MEMORY)
+MEMORY, SCALE = "memory (peak RSS)", "1,000,000-file archive"
+SECTIONS = (INGEST, SEQUENTIAL, RANDOM, LATENCY, METADATA, MEMORY, SCALE)
 T = TypeVar("T")
 
 
@@ -50,6 +51,13 @@ class Figure:
     section: str = ""
     error: str | None = None
     note: str = ""  # how it was measured, when the name cannot say
+    spread: tuple[float, float] | None = None  # arkfs: lowest and highest of the runs
+    reference_spread: tuple[float, float] | None = None
+    load: float | None = None  # the highest 1-minute load average seen around it
+
+    @property
+    def noisy(self) -> bool:
+        return self.load is not None and self.load > NOISY_LOAD
 
     @property
     def ratio(self) -> float | None:
@@ -83,6 +91,24 @@ def attempt(what: str, run: Callable[[], T]) -> T | Failed:
         return Failed(f"{what}: {type(exc).__name__}: {exc}"[:400])
 
 
+class Spread(float):
+    """A median that keeps the lowest and highest of the runs it is the median of (any
+    arithmetic on it gives a plain float)."""
+
+    low: float
+    high: float
+
+    def __new__(cls, median: float, low: float, high: float) -> "Spread":
+        out = super().__new__(cls, median)
+        out.low, out.high = low, high
+        return out
+
+
+def spread_of(x: float | None) -> tuple[float, float] | None:
+    """(lowest, highest) of a Spread, else None."""
+    return (x.low, x.high) if isinstance(x, Spread) else None
+
+
 Result = dict[str, float] | Failed
 
 
@@ -103,16 +129,20 @@ def compare(
 ) -> Figure:
     """A Figure from measured sides, either of which may have failed."""
     errors = [side.why for side in (arkfs, reference) if isinstance(side, Failed)]
+    ours = None if isinstance(arkfs, Failed) else arkfs
+    theirs = None if isinstance(reference, Failed) else reference
     return Figure(
         name,
         unit,
-        None if isinstance(arkfs, Failed) else arkfs,
-        None if isinstance(reference, Failed) else reference,
+        None if ours is None else float(ours),
+        None if theirs is None else float(theirs),
         reference_name,
         target,
         section,
         "; ".join(errors) or None,
         note,
+        spread_of(ours),
+        spread_of(theirs),
     )
 
 
@@ -120,8 +150,9 @@ def interleaved(
     sides: dict[str, Callable[[], dict[str, float]]], repeat: int = REPEAT
 ) -> dict[str, Result]:
     """Run each side repeat times, taking turns, so a drift in the machine's load hits
-    every side alike. Per side: the median of each number it reports (the maximum of
-    peak_* numbers), or its first failure (after which that side is not run again)."""
+    every side alike. Per side: the median of each number it reports, as a Spread (the
+    maximum of peak_* numbers), or its first failure (after which that side is not run
+    again)."""
     results: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     failures: dict[str, Failed] = {}
     for _ in range(repeat):
@@ -136,10 +167,14 @@ def interleaved(
 
 
 def _summary(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {
-        key: (max if key.startswith("peak_") else statistics.median)(r[key] for r in runs)
-        for key in runs[0]
-    }
+    out: dict[str, float] = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs]
+        peak = key.startswith("peak_")
+        out[key] = (
+            max(values) if peak else Spread(statistics.median(values), min(values), max(values))
+        )
+    return out
 
 
 def random_file(path: Path, size: int, seed: int) -> Path:
@@ -286,8 +321,9 @@ class Mount:
 
 
 @contextmanager
-def arkfs_mount(url: str, token: str, cache: Path) -> Iterator[Mount]:
-    """A fresh `arkfs mount` of the server at url, on a new temporary mountpoint.
+def arkfs_mount(url: str, token: str, cache: Path, *extra: str) -> Iterator[Mount]:
+    """A fresh `arkfs mount` of the server at url (with options extra), on a new temporary
+    mountpoint.
 
     Afterwards it is unmounted (`arkfs umount`, else `fusermount3 -uz`) and its daemon
     waited for, so that its cache writes are done before the next mount uses the cache.
@@ -296,7 +332,7 @@ def arkfs_mount(url: str, token: str, cache: Path) -> Iterator[Mount]:
     pid = None
     try:
         done = subprocess.run(
-            [ARKFS, "mount", str(mountpoint), "--server", url, "--cache-dir", str(cache)],
+            [ARKFS, "mount", str(mountpoint), "--server", url, "--cache-dir", str(cache), *extra],
             env=os.environ | {"ARKFS_TOKEN": token},
             capture_output=True,
             text=True,

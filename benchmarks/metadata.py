@@ -1,9 +1,12 @@
-"""Metadata over the small-file tree: `find | wc -l` and `ls -lR` through the mount
-against the same commands on the local tree.
+"""Metadata over the small-file tree: `find | wc -l` and `ls -lR` through the mount against
+the same commands on a trivial pyfuse3 filesystem serving the same tree from memory (the
+floor of any pyfuse3 filesystem) and on the local tree.
 
-First: a fresh mount with an empty cache directory, page cache dropped. Warm: a remount
-on the cache directory the first one filled (its manifest is on disk). The local tree is
-timed cold (page cache, dentries and inodes dropped) and warm (right after).
+First: a fresh mount with an empty cache directory, page cache dropped; also with
+`--no-xattrs` for `ls -lR`. Warm: a remount on the cache directory the first one filled
+(its manifest is on disk). The trivial filesystem runs for the whole benchmark; dentries
+and inodes are dropped before each of its runs. The local tree is timed cold (page cache,
+dentries and inodes dropped) and warm (right after).
 """
 
 import subprocess
@@ -11,10 +14,17 @@ import time
 from pathlib import Path
 
 from benchmarks.common import METADATA, Figure, compare, drop_caches, interleaved, value
-from benchmarks.mountbench import Archive
+from benchmarks.mountbench import Archive, trivial_mount
 
 COMMANDS = {"find": "find {} | wc -l", "ls -lR": "ls -lR {} > /dev/null"}
 CACHE = "metadata"
+NO_XATTRS = "--no-xattrs"
+TRIVIAL = "trivial tree FS (pyfuse3, from memory)"
+TARGETS = {  # issue #17: against the trivial tree FS, and ls -lR --no-xattrs against local
+    "find": "<= 1.5",
+    "ls -lR": "<= 1.1",
+    NO_XATTRS: "<= 3",
+}
 
 
 def timed(command: str, tree: Path) -> tuple[float, str]:
@@ -31,41 +41,61 @@ def timed(command: str, tree: Path) -> tuple[float, str]:
 
 
 def bench_metadata(archive: Archive) -> list[Figure]:
-    """Median seconds of each command on a first mount, a warm remount and the local tree."""
+    """Median seconds of each command on a first mount, a warm remount, the trivial tree
+    FS and the local tree."""
     tree = archive.corpora.tree
     expected = timed(COMMANDS["find"], tree)[1]
 
-    def on_mount(command: str, fresh: bool) -> dict[str, float]:
+    def counted(command: str, where: Path) -> dict[str, float]:
+        seconds, printed = timed(command, where)
+        if command.startswith("find") and printed != expected:
+            raise RuntimeError(f"find counted {printed} entries in {where}, {expected} locally")
+        return {"s": seconds}
+
+    def on_mount(command: str, fresh: bool, *extra: str) -> dict[str, float]:
         if fresh:
             drop_caches()
-        with archive.mount(CACHE, fresh=fresh) as mount:
-            seconds, printed = timed(command, archive.in_mount(mount, tree))
-        if command.startswith("find") and printed != expected:
-            raise RuntimeError(f"find counted {printed} entries in the mount, {expected} locally")
-        return {"s": seconds}
+        with archive.mount(CACHE, fresh, *extra) as mount:
+            return counted(command, archive.in_mount(mount, tree))
+
+    def on_trivial(command: str, root: Path) -> dict[str, float]:
+        drop_caches()
+        return counted(command, root)
 
     def on_local(command: str) -> dict[str, float]:
         drop_caches()
         cold = timed(command, tree)[0]
         return {"cold": cold, "warm": timed(command, tree)[0]}
 
-    sides = {}
-    for name, command in COMMANDS.items():
-        sides[f"first {name}"] = lambda c=command: on_mount(c, fresh=True)
-        sides[f"warm {name}"] = lambda c=command: on_mount(c, fresh=False)
-        sides[f"local {name}"] = lambda c=command: on_local(c)
-    got = interleaved(sides)
+    with trivial_mount(tree) as trivial:
+        sides = {}
+        for name, command in COMMANDS.items():
+            sides[f"first {name}"] = lambda c=command: on_mount(c, True)
+            sides[f"warm {name}"] = lambda c=command: on_mount(c, False)
+            sides[f"trivial {name}"] = lambda c=command: on_trivial(c, trivial)
+            sides[f"local {name}"] = lambda c=command: on_local(c)
+        sides[NO_XATTRS] = lambda: on_mount(COMMANDS["ls -lR"], True, NO_XATTRS)
+        got = interleaved(sides)
     figures = []
     for name in COMMANDS:
-        local = got[f"local {name}"]
+        first, local = value(got[f"first {name}"], "s"), got[f"local {name}"]
         figures += [
             compare(
                 f"{name}, first mount (empty cache)",
                 "s",
-                value(got[f"first {name}"], "s"),
+                first,
+                value(got[f"trivial {name}"], "s"),
+                TRIVIAL,
+                TARGETS[name],
+                METADATA,
+            ),
+            compare(
+                f"{name}, first mount (empty cache)",
+                "s",
+                first,
                 value(local, "cold"),
                 "local tree, cold",
-                "<= 5" if name == "find" else None,
+                None,
                 METADATA,
             ),
             compare(
@@ -78,4 +108,15 @@ def bench_metadata(archive: Archive) -> list[Figure]:
                 METADATA,
             ),
         ]
+    figures.append(
+        compare(
+            f"ls -lR, first mount with {NO_XATTRS}",
+            "s",
+            value(got[NO_XATTRS], "s"),
+            value(got["local ls -lR"], "cold"),
+            "local tree, cold",
+            TARGETS[NO_XATTRS],
+            METADATA,
+        )
+    )
     return figures

@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.common import QUICK, REPEAT, SECTIONS, Figure
+from benchmarks.common import NOISY_LOAD, QUICK, REPEAT, SECTIONS, Figure
 
 RESULTS = Path(__file__).parent / "results"
 THROUGHPUT_UNITS = ("MB/s", "IOPS")
@@ -24,10 +24,24 @@ def _number(x: float | None) -> str:
     return f"{x:.3g}"
 
 
+def _spread(x: float | None, spread: tuple[float, float] | None) -> str:
+    """A median with the lowest and highest of its runs: 1.23 (1.1–1.4)."""
+    if spread is None or spread[0] == spread[1]:
+        return _number(x)
+    return f"{_number(x)} ({_number(spread[0])}–{_number(spread[1])})"
+
+
 def _result(f: Figure) -> str:
     if f.error and (f.arkfs is None or (f.reference_name and f.reference is None)):
         return "**missing**"
-    return {True: "met", False: "**missed**", None: "—"}[f.met]
+    verdict = {True: "met", False: "**missed**", None: "—"}[f.met]
+    return f"{verdict}, noisy (load {f.load:.1f})" if f.noisy else verdict
+
+
+def noisy_run(figures: list[Figure], run: dict[str, object]) -> bool:
+    """Whether the load average went above NOISY_LOAD before, during or after the run."""
+    loads = [run["load_before"][0], run["load_after"][0]]  # type: ignore[index]
+    return max([*loads, *(f.load for f in figures if f.load is not None)]) > NOISY_LOAD
 
 
 def machine() -> dict[str, object]:
@@ -45,8 +59,10 @@ def write_json(figures: list[Figure], run: dict[str, object]) -> Path:
     record = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine(),
-        "run": run | {"quick": QUICK, "repeat": REPEAT},
-        "figures": [asdict(f) | {"ratio": f.ratio, "met": f.met} for f in figures],
+        "run": run | {"quick": QUICK, "repeat": REPEAT, "noisy": noisy_run(figures, run)},
+        "figures": [
+            asdict(f) | {"ratio": f.ratio, "met": f.met, "noisy": f.noisy} for f in figures
+        ],
     }
     out = RESULTS / "latest.json"
     out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
@@ -64,9 +80,15 @@ def write_markdown(figures: list[Figure], run: dict[str, object]) -> Path:
         f"{memory:.0f} GiB of memory, Linux {m['kernel']}, Python {m['python']}. "
         f"The whole run took {run['seconds'] / 60:.1f} min"  # type: ignore[operator]
         + (" (**quick mode: small corpora, not comparable**)" if QUICK else "")
-        + f". Each number is the median of {REPEAT} runs (peak RSS: their maximum). "
+        + f". Each number is the median of {REPEAT} runs, their lowest and highest in "
+        "parentheses (peak RSS: their maximum). "
         f"Load average before and after: {run['load_before'][0]:.1f}, "  # type: ignore[index]
         f"{run['load_after'][0]:.1f}; other work on the machine adds noise.",  # type: ignore[index]
+        "",
+        f"**Noisy run**: the 1-minute load average went above {NOISY_LOAD:g} (other work on "
+        "the machine); figures taken then say so and their ratios are not reliable."
+        if noisy_run(figures, run)
+        else f"Quiet run: the load average stayed at or below {NOISY_LOAD:g}.",
         "",
         "Ratio is arkfs / reference. The target bounds the ratio, or the arkfs value itself "
         "where there is no reference. Higher is better for MB/s and IOPS; lower for "
@@ -86,12 +108,14 @@ def write_markdown(figures: list[Figure], run: dict[str, object]) -> Path:
             "|---|---:|---|---:|---|---|",
         ]
         for f in (f for f in figures if f.section == section):
-            ref = f"{_number(f.reference)} ({f.reference_name})" if f.reference_name else "—"
+            ref = "—"
+            if f.reference_name:
+                ref = f"{_spread(f.reference, f.reference_spread)} ({f.reference_name})"
             name = f"{f.name} ({f.unit})"
             for text in filter(None, (f.note, f.error)):
                 name += f" [{notes.setdefault(text, len(notes) + 1)}]"
             lines.append(
-                f"| {name} | {_number(f.arkfs)} | {ref} | {_number(f.ratio)} "
+                f"| {name} | {_spread(f.arkfs, f.spread)} | {ref} | {_number(f.ratio)} "
                 f"| {f.target or '—'} | {_result(f)} |"
             )
     if notes:
@@ -138,7 +162,7 @@ def print_table(figures: list[Figure]) -> None:
     for f in figures:
         print(
             f"{f.name[:57]:<58}{_number(f.arkfs):>10}{_number(f.reference):>11}"
-            f"{_number(f.ratio):>8}  {f.target or '—':<7} {_result(f).strip('*')}"
+            f"{_number(f.ratio):>8}  {f.target or '—':<7} {_result(f).replace('*', '')}"
             f"  ({f.unit}{'; vs ' + f.reference_name if f.reference_name else ''})"
         )
         if f.error:

@@ -3,7 +3,9 @@
 Each figure compares arkfs with a reference measured in the same run on the same data.
 Corpora are built from fixed seeds under $ARKFS_BENCH_DIR (default: a temporary
 directory; set it to keep the corpora between runs). ARKFS_BENCH_QUICK=1 shrinks them.
-A benchmark that fails is reported as missing, with its error; the others still run.
+ARKFS_BENCH_ONLY=name[,name] runs only those benchmarks (the names of WORKDIR_BENCHES and
+MOUNT_BENCHES). A benchmark that fails is reported as missing, with its error; the others
+still run. Each figure keeps the highest load average seen around its benchmark.
 """
 
 import os
@@ -19,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import corpora
 from benchmarks.common import Failed, Figure, attempt
+from benchmarks.corpora import Corpora
 from benchmarks.fio import bench_fio
 from benchmarks.hashing import bench_hash
 from benchmarks.metadata import bench_metadata
@@ -34,18 +37,36 @@ from benchmarks.publish import bench_publish
 from benchmarks.report import print_table, write_chart, write_json, write_markdown
 from benchmarks.s3read import bench_s3_cold
 
-MountBench = Callable[[Archive], list[Figure]]
-MOUNT_BENCHES: dict[str, MountBench] = {
-    "cold sequential read, random": lambda a: bench_cold(a, a.corpora.random, "random", WARM_CACHE),
-    "cold sequential read, float32": lambda a: bench_cold(
-        a, a.corpora.floats, "float32", "floats-cache"
-    ),
-    "warm and hot sequential reads": lambda a: bench_warm_hot(a, a.corpora.random),
-    "fio random reads": lambda a: bench_fio(a, a.corpora.random),
-    "first byte and read amplification": lambda a: bench_latency(a, a.corpora.random),
-    "metadata": bench_metadata,
-    "cold sequential read, S3 store": lambda a: bench_s3_cold(a, a.corpora.random),
+# Benchmarks that build what they need under the work directory (the 1,000,000-file
+# archive registers here: "scale": bench_scale).
+WORKDIR_BENCHES: dict[str, Callable[[Path, Corpora], list[Figure]]] = {
+    "hash": lambda _, data: bench_hash(data.random),
+    "ingest": lambda workdir, _: bench_publish(workdir),
 }
+# Benchmarks through mounts of the corpora, published once on one server.
+MOUNT_BENCHES: dict[str, Callable[[Archive], list[Figure]]] = {
+    "cold-random": lambda a: bench_cold(a, a.corpora.random, "random", WARM_CACHE),
+    "cold-float32": lambda a: bench_cold(a, a.corpora.floats, "float32", "floats-cache"),
+    "warm-hot": lambda a: bench_warm_hot(a, a.corpora.random),
+    "fio": lambda a: bench_fio(a, a.corpora.random),
+    "latency": lambda a: bench_latency(a, a.corpora.random),
+    "metadata": bench_metadata,
+    "s3": lambda a: bench_s3_cold(a, a.corpora.random),
+}
+ONLY_ENV = "ARKFS_BENCH_ONLY"
+
+
+def chosen() -> set[str]:
+    """The benchmarks to run: $ARKFS_BENCH_ONLY's names, else all of them."""
+    known = [*WORKDIR_BENCHES, *MOUNT_BENCHES]
+    only = os.environ.get(ONLY_ENV)
+    if not only:
+        return set(known)
+    names = {n.strip() for n in only.split(",") if n.strip()}
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise SystemExit(f"{ONLY_ENV}: unknown benchmark {unknown[0]!r} ({', '.join(known)})")
+    return names
 
 
 def missing(name: str, failure: Failed) -> list[Figure]:
@@ -54,18 +75,24 @@ def missing(name: str, failure: Failed) -> list[Figure]:
 
 
 def run(name: str, bench: Callable[[], list[Figure]]) -> list[Figure]:
-    """A benchmark's figures, or one missing figure saying why it failed."""
-    started = time.perf_counter()
-    print(f"running {name}", flush=True)
-    figures = attempt(name, bench)
-    print(f"  {name}: {time.perf_counter() - started:.0f} s", flush=True)
-    return missing(name, figures) if isinstance(figures, Failed) else figures
+    """A benchmark's figures, or one missing figure saying why it failed; each with the
+    highest 1-minute load average seen before and after it."""
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    print(f"running {name} (load {load:.1f})", flush=True)
+    got = attempt(name, bench)
+    figures = missing(name, got) if isinstance(got, Failed) else got
+    load = max(load, os.getloadavg()[0])
+    print(f"  {name}: {time.perf_counter() - started:.0f} s (load {load:.1f})", flush=True)
+    for figure in figures:
+        figure.load = load
+    return figures
 
 
 def main() -> int:
     """Run everything; exit 0 even when a target is missed (the report says so)."""
     # SIGTERM unwinds like Ctrl-C: every mount and server is stopped, temp dirs removed.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    names = chosen()
     started = time.perf_counter()
     load = os.getloadavg()
     keep = os.environ.get("ARKFS_BENCH_DIR")
@@ -79,11 +106,14 @@ def main() -> int:
         if isinstance(data, Failed):
             figures += missing("all benchmarks", data)
         else:
-            figures += run("hash", lambda: bench_hash(data.random))
-            figures += run("ingest", lambda: bench_publish(workdir))
-            print("publishing the corpora for the mount benchmarks", flush=True)
-            archive = attempt("publish", lambda: stack.enter_context(published(workdir, data)))
-            for name, bench in MOUNT_BENCHES.items():
+            for name, bench in WORKDIR_BENCHES.items():
+                if name in names:
+                    figures += run(name, lambda bench=bench: bench(workdir, data))
+            mounts = [(n, b) for n, b in MOUNT_BENCHES.items() if n in names]
+            if mounts:
+                print("publishing the corpora for the mount benchmarks", flush=True)
+                archive = attempt("publish", lambda: stack.enter_context(published(workdir, data)))
+            for name, bench in mounts:
                 if isinstance(archive, Failed):
                     figures += missing(name, archive)
                 else:

@@ -179,6 +179,12 @@ def add_mount_options(parser: argparse.ArgumentParser) -> None:
         help="permission bits to clear from every file's mode, e.g. 027",
     )
     p.add_argument("--noexec", action="store_true", help="mount with noexec")
+    p.add_argument(
+        "--no-xattrs",
+        action="store_true",
+        help="answer every getxattr with 'not supported', so the kernel stops asking: "
+        "`ls -l` gets faster, but no user.ark.* metadata and no `arkfs stats`",
+    )
 
 
 def run_mount(args: argparse.Namespace) -> int:
@@ -235,6 +241,7 @@ def _mount(args: argparse.Namespace) -> int:
         sharing=sharing,
         owner=_ownership(value["uid"], value["gid"], value["umask"]),
         noexec=bool(value["noexec"]),
+        xattrs=not value["noxattr"],
         log_level=int(getattr(logging, str(value["log_level"]).upper())),
     )
     if opts.foreground:
@@ -357,6 +364,11 @@ def run_stats(args: argparse.Namespace) -> int:
     try:
         raw = os.getxattr(mountpoint, STATS)
     except OSError as exc:
+        if exc.errno == errno.ENOTSUP and mounted().get(mountpoint) == FSTYPE:
+            raise BadInput(
+                f"{mountpoint} was mounted with --no-xattrs (-o noxattr), so it has no "
+                f"{STATS}: remount it without that option to see its stats"
+            ) from None
         if exc.errno in (errno.ENODATA, errno.ENOTSUP):
             raise BadInput(f"{mountpoint} is not an arkfs mount (it has no {STATS})") from None
         if exc.errno == errno.ENOTCONN:

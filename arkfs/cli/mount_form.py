@@ -17,6 +17,7 @@ FLAGS = {  # -o NAME -> `arkfs mount` flag
     "allow_other": "--allow-other",
     "allow_root": "--allow-root",
     "noexec": "--noexec",
+    "noxattr": "--no-xattrs",
     "debug": "--log-level=debug",
 }
 VALUES = {  # -o NAME=VALUE -> `arkfs mount` option

@@ -29,6 +29,7 @@ def defaults() -> dict[str, object]:
         "gid": None,
         "umask": 0,
         "noexec": False,
+        "noxattr": False,
         "token_file": None,
     }
 
@@ -48,6 +49,7 @@ def given(args: argparse.Namespace) -> dict[str, object]:
         "gid": args.gid,
         "umask": args.umask,
         "noexec": True if args.noexec else None,
+        "noxattr": True if args.no_xattrs else None,
         "token_file": args.token_file,
     }
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyfuse3
 
-from arkfs.archive.manifest import Kind, entry_erc
+from arkfs.archive.manifest import Entry, Kind, entry_erc
 from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.namespace import Namespace, Node, NodeKind
 
@@ -75,21 +75,37 @@ class Attributes:
     async def of(self, node: Node, provisional: bool = False) -> pyfuse3.EntryAttributes:
         """The attributes of node; provisional ones (not cached by the kernel) for an
         archive root whose manifest is not fetched yet, so readdir needs no manifests."""
+        a = self.at_hand(node, provisional)
+        if a is None:  # an archive root: its latest version, checked again when due
+            a = self._of_loaded(node, await self.ns.loaded(node))
+            a.attr_timeout = self.ns.latest.time_left(node.key)
+        return a
+
+    def at_hand(self, node: Node, provisional: bool = False) -> pyfuse3.EntryAttributes | None:
+        """The attributes of node when they need no wait (all but a loaded archive root's),
+        else None: readdir and lookup answer from memory without awaiting."""
+        if node.kind is NodeKind.ENTRY:  # first: the per-entry path of readdir
+            assert node.archive is not None
+            entry = node.archive.entry(node.index)
+            a = self._of_entry(node, node.archive, entry)
+            if node.follows_latest_at(entry.path):
+                a.entry_timeout = self.ns.latest.time_left(node.key)
+            return a
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN):
             return self._base(node, DIR_MODE, 0, self.started_ns)
         if node.obj is not None:  # may change at its responder: asked again after a while
             a = self._base(node, INFO_MODE, node.obj.size, self.started_ns)
             a.entry_timeout = a.attr_timeout = OBJECT_TIMEOUT
             return a
-        if node.kind is NodeKind.ARCHIVE and node.archive is None and provisional:
+        if node.kind is NodeKind.ARCHIVE:
+            if node.archive is not None or not provisional:
+                return None
             a = self._base(node, DIR_MODE, 0, self.started_ns)
             a.attr_timeout = 0
             return a
-        archive = await self.ns.loaded(node)
-        a = self._of_loaded(node, archive)
-        if node.kind is NodeKind.ARCHIVE:
-            a.attr_timeout = self.ns.latest.time_left(node.key)
-        elif node.follows_latest:
+        assert node.archive is not None, node
+        a = self._of_loaded(node, node.archive)
+        if node.follows_latest:
             a.entry_timeout = self.ns.latest.time_left(node.key)
         return a
 
@@ -100,7 +116,11 @@ class Attributes:
             a = self._base(node, DIR_MODE, 0, self._mtime(node))
             a.st_nlink = 2 + archive.subdirs("")
             return a
-        entry = archive.entry(node.index)
+        return self._of_entry(node, archive, archive.entry(node.index))
+
+    def _of_entry(
+        self, node: Node, archive: IndexedArchive, entry: Entry
+    ) -> pyfuse3.EntryAttributes:
         size = entry.size
         if entry.kind is Kind.SYMLINK and entry.target is not None:
             size = len(os.fsencode(entry.target))

@@ -309,7 +309,7 @@ class Catalog:
             if cached is None:
                 raise
             return self._keep(cached), None
-        found = await self.archive(key, versions[-1].version)
+        found = await self.archive(key, versions[-1].version, as_latest=True)
         if self._latest_on_disk.get(key) != found.version:
             try:
                 await trio.to_thread.run_sync(
@@ -320,13 +320,17 @@ class Catalog:
                 log.error("cannot cache %s on disk: %s", key, exc)
         return found, versions
 
-    async def archive(self, key: str, version: int | None = None) -> IndexedArchive:
+    async def archive(
+        self, key: str, version: int | None = None, as_latest: bool = False
+    ) -> IndexedArchive:
         """Version version of the archive bound to a normalized ark:NAAN/Name (None: the
         latest, as latest() finds it).
 
         A version never changes, so it comes from memory or disk when it is there, and
-        from its backends only once. Raises NotBound, Unreachable when there is no copy,
-        or the backend's error.
+        from its backends only once. as_latest: it is the latest version, so the copy on
+        disk a fetch leaves is the latest's (one copy, not two: a 100,000-file manifest
+        takes a second to write). Raises NotBound, Unreachable when there is no copy, or
+        the backend's error.
         """
         if version is None:
             return (await self.latest(key))[0]
@@ -337,7 +341,7 @@ class Catalog:
         lock = self._locks.setdefault(named, trio.Lock())
         try:
             async with lock:
-                found = self._memory.peek(named) or await self._load(key, version)
+                found = self._memory.peek(named) or await self._load(key, version, as_latest)
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._locks.pop(named, None)
@@ -348,22 +352,24 @@ class Catalog:
         self._memory.put(f"{found.key}/{version_name(found.version)}", found)
         return found
 
-    async def _load(self, key: str, version: int) -> IndexedArchive:
-        """A version from disk, else from its backends (then written to disk)."""
+    async def _load(self, key: str, version: int, as_latest: bool) -> IndexedArchive:
+        """A version from disk (its own copy, or the latest's if that is this version),
+        else from its backends (then written to disk: as the latest's copy if as_latest)."""
         cached = await self._from_disk(key, version)
+        if cached is None:
+            latest = await self._from_disk(key, None)
+            if latest is not None and latest.version == version:
+                self._latest_on_disk[key] = version  # so latest() does not write it again
+                cached = latest
         if cached is not None:
             return cached
+        archive, backend = await self._ask(
+            f"{key}/{version_name(version)}", lambda b: b.archive(key, version)
+        )
         try:
-            archive, backend = await self._ask(
-                f"{key}/{version_name(version)}", lambda b: b.archive(key, version)
-            )
-        except Unreachable:
-            cached = await self._from_disk(key, None)  # the latest seen may be that version
-            if cached is None or cached.version != version:
-                raise
-            return cached
-        try:
-            await trio.to_thread.run_sync(self.disk.write, archive, backend.name)
+            await trio.to_thread.run_sync(self.disk.write, archive, backend.name, as_latest)
+            if as_latest:
+                self._latest_on_disk[key] = version
         except OSError as exc:
             log.error("cannot cache %s on disk: %s", key, exc)
         reads = self._reads_from(archive, backend, backend.name)

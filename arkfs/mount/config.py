@@ -10,7 +10,7 @@ arkfs's XDG config directory (~/.config/arkfs):
     cache_size = "20G"                               # named as its -o option:
     log = "/var/log/arkfs.log"                       # log_level, allow_other, allow_root,
     allow_other = true                               # uid, gid, umask ("027"), noexec,
-    umask = "022"                                    # token_file
+    umask = "022"                                    # token_file, noxattr
     [naans]
     12345 = "https://archive.example.org"
     b1234 = ["https://a.example.org", "https://b.example.org"]  # mirrors
@@ -38,7 +38,7 @@ from arkfs.util.sizes import parse_size
 CONFIG_ENV = "ARKFS_CONFIG"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 PATH_SETTINGS = ("cache_dir", "log", "token_file")  # relative to the config file
-FLAG_SETTINGS = ("allow_other", "allow_root", "noexec")
+FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr")
 ID_SETTINGS = ("uid", "gid")
 SETTINGS = (*PATH_SETTINGS, *FLAG_SETTINGS, *ID_SETTINGS, "cache_size", "log_level", "umask")
 KEYS = ("servers", "naans", "store", "metadata_ttl", "registry", "fallback", "tokens", *SETTINGS)

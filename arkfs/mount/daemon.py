@@ -92,6 +92,7 @@ class MountOptions:
     sharing: str | None = None  # one of SHARING, or None: the mounting user only
     owner: Ownership | None = None  # None: the mounting user's, no mask
     noexec: bool = False
+    xattrs: bool = True  # False: getxattr answers EOPNOTSUPP (-o noxattr)
     log_level: int = logging.INFO
 
 
@@ -310,7 +311,7 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
         stats = MountStats()
         reader = ContentReader(cache, stats)
         ns = Namespace(catalog, opts.metadata_ttl)
-        ops = ArkOperations(ns, reader, stats, cache, opts.owner)
+        ops = ArkOperations(ns, reader, stats, cache, opts.owner, opts.xattrs)
         try:
             pyfuse3.init(ops, str(opts.mountpoint), fuse_options(opts))
         except RuntimeError as exc:

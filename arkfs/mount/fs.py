@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 
 NAME_MAX = 255
 SMALL_READ = 128 * 1024  # reads below this are not kernel readahead: offer the pages around
+# ENOSYS, not EOPNOTSUPP: only ENOSYS makes the kernel stop sending getxattr (listxattr) for
+# the rest of the mount, answering EOPNOTSUPP itself (measured: README, Performance).
+NO_XATTRS = errno.ENOSYS
 
 
 P = ParamSpec("P")
@@ -91,8 +94,10 @@ class ArkOperations(ReadOnlyOperations):
         stats: MountStats,
         cache: ChunkCache,
         owner: Ownership | None = None,
+        xattrs: bool = True,
     ) -> None:
         super().__init__()
+        self.xattrs = xattrs  # False (-o noxattr): no xattrs, and the kernel stops asking
         self.ns = namespace
         self.reader = reader
         self.stats = stats
@@ -108,7 +113,7 @@ class ArkOperations(ReadOnlyOperations):
         self, parent_inode: pyfuse3.InodeT, name: pyfuse3.FileNameT, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         node = await self.ns.lookup(self.ns.inodes.get(parent_inode), os.fsdecode(name))
-        attrs = await self.attrs.of(node)
+        attrs = self.attrs.at_hand(node) or await self.attrs.of(node)
         self.ns.inodes.remember(node)
         return attrs
 
@@ -235,12 +240,14 @@ class ArkOperations(ReadOnlyOperations):
             raise pyfuse3.FUSEError(errno.EBADF)
         # Offsets are positions in the listing taken at opendir, so a resumed readdir
         # continues exactly where the kernel's buffer filled up.
-        for i in range(start_id, len(listing.names)):
-            child = listing.make(i)
-            attrs = await self.attrs.of(child, provisional=True)
-            if not pyfuse3.readdir_reply(token, os.fsencode(listing.names[i]), attrs, i + 1):
+        names, make, remember = listing.names, listing.make, self.ns.inodes.remember
+        at_hand = self.attrs.at_hand
+        for i in range(start_id, len(names)):
+            child = make(i)
+            attrs = at_hand(child, True) or await self.attrs.of(child, provisional=True)
+            if not pyfuse3.readdir_reply(token, os.fsencode(names[i]), attrs, i + 1):
                 return
-            self.ns.inodes.remember(child)  # readdirplus: the kernel counts a lookup per entry
+            remember(child)  # readdirplus: the kernel counts a lookup per entry
 
     @guarded
     async def releasedir(self, fh: pyfuse3.FileHandleT) -> None:
@@ -284,12 +291,18 @@ class ArkOperations(ReadOnlyOperations):
         out["pid"] = os.getpid()
         return out
 
-    @guarded
     async def getxattr(
         self, inode: pyfuse3.InodeT, name: pyfuse3.XAttrNameT, ctx: pyfuse3.RequestContext
     ) -> bytes:
-        if not name.startswith(b"user."):  # ls asks every file for security.* and system.*
+        # The fast path (`ls -l` asks every file for security.* and system.*) awaits nothing.
+        if not self.xattrs:
+            raise pyfuse3.FUSEError(NO_XATTRS)
+        if not name.startswith(b"user."):
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
+        return await self._user_xattr(inode, name)
+
+    @guarded
+    async def _user_xattr(self, inode: pyfuse3.InodeT, name: pyfuse3.XAttrNameT) -> bytes:
         value = (await self._xattrs(self.ns.inodes.get(inode))).get(os.fsdecode(name))
         if value is None:
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
@@ -299,5 +312,7 @@ class ArkOperations(ReadOnlyOperations):
     async def listxattr(
         self, inode: pyfuse3.InodeT, ctx: pyfuse3.RequestContext
     ) -> list[pyfuse3.XAttrNameT]:
+        if not self.xattrs:
+            raise pyfuse3.FUSEError(NO_XATTRS)
         names = await self._xattrs(self.ns.inodes.get(inode))
         return [pyfuse3.XAttrNameT(os.fsencode(n)) for n in names]

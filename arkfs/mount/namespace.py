@@ -132,7 +132,11 @@ class Node:
         """Does the kernel reach this node by a name whose meaning moves to the next
         version (a name in the archive root, or the root's `?info`)? Those are cached
         only until the latest version is checked again."""
-        in_root = self.kind in (NodeKind.ENTRY, NodeKind.INFO) and "/" not in self.path
+        return self.follows_latest_at(self.path)
+
+    def follows_latest_at(self, path: str) -> bool:
+        """follows_latest, for a node whose manifest path is known."""
+        in_root = self.kind in (NodeKind.ENTRY, NodeKind.INFO) and "/" not in path
         return in_root and not self.pinned
 
 
@@ -269,14 +273,26 @@ class Namespace:
             lambda i: Node(i, NodeKind.VERSION, archive.ark.naan, key, -1, archive, True),
         )
 
-    def entry_node(self, archive: IndexedArchive, index: int, pinned: bool) -> Node:
-        ino = self._view(archive.key, archive.version, pinned) + 1 + index
-        return self._node(
-            ino,
-            lambda i: Node(
-                i, NodeKind.ENTRY, archive.ark.naan, archive.key, index, archive, pinned
-            ),
-        )
+    def entry_node(self, parent: Node, archive: IndexedArchive, index: int) -> Node:
+        """Entry index of archive, the version parent (a directory of it) shows."""
+        base = self._view(parent.key, archive.version, parent.pinned)
+        return self._entry_at(base, parent, archive, index)
+
+    def _entry_at(self, base: int, parent: Node, archive: IndexedArchive, index: int) -> Node:
+        """Entry index under parent, whose version view starts at inode base (the per-entry
+        path of readdir: no ARK is spelled out)."""
+        node = self.inodes.find(base + 1 + index)
+        if node is None:
+            node = Node(
+                base + 1 + index,
+                NodeKind.ENTRY,
+                parent.naan,
+                parent.key,
+                index,
+                archive,
+                parent.pinned,
+            )
+        return node
 
     def info_node(self, subject: Node) -> Node:
         """The `?info` file of an archive, version or entry node (its archive loaded)."""
@@ -372,12 +388,12 @@ class Namespace:
     def _lookup_entry(self, parent: Node, archive: IndexedArchive, name: str) -> Node:
         found = self._child_index(parent, archive, name)
         if found is not None:
-            return self.entry_node(archive, found, parent.pinned)
+            return self.entry_node(parent, archive, found)
         base, inflection = _split_inflection(name)
         if inflection:
             found = self._child_index(parent, archive, base)
             if found is not None:
-                return self.info_node(self.entry_node(archive, found, parent.pinned))
+                return self.info_node(self.entry_node(parent, archive, found))
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     def _child_index(self, parent: Node, archive: IndexedArchive, name: str) -> int | None:
@@ -421,7 +437,8 @@ class Namespace:
         names = [archive.entry(i).name for i in positions]
         if node.kind is NodeKind.ARCHIVE:
             self._hand(node.key, node.ino, names)
-        return Listing(names, lambda i: self.entry_node(archive, positions[i], node.pinned))
+        base = self._view(node.key, archive.version, node.pinned)
+        return Listing(names, lambda i: self._entry_at(base, node, archive, positions[i]))
 
 
 def _naan(text: str) -> str:

@@ -27,8 +27,10 @@ class Link:
     type: str | None = None
 
 
-def links(site: Site, view: View, entry: Entry | None) -> list[Link]:
-    """Every signpost of the archive root (entry None), a directory or a file."""
+def links(site: Site, view: View, entry: Entry | None, items: int | None = None) -> list[Link]:
+    """Every signpost of the archive root (entry None), a directory or a file; at most
+    items `item` links when a limit is given (a header's, so that a manifest GET of a
+    100,000-file archive does not spell out 100,000 ARKs to send 50)."""
     path = entry.path if entry else ""
     here = site.url(entry_ark(view.root, path))
     out = [
@@ -40,7 +42,10 @@ def links(site: Site, view: View, entry: Entry | None) -> list[Link]:
         return [*out, Link(site.url(view.root), "collection", "text/html")]
     out += [Link(DATASET, "type"), Link(ABOUT_PAGE, "type")]
     prefix = path + "/" if path else ""
+    end = len(out) + items if items is not None else None
     for e in view.archive.manifest.entries:
+        if len(out) == end:
+            break
         if e.kind is Kind.FILE and e.path.startswith(prefix):
             media = mimetypes.guess_type(e.name)[0] or "application/octet-stream"
             out.append(Link(site.url(entry_ark(view.root, e.path)), "item", media))

@@ -50,8 +50,8 @@ from arkfs.util.lru import LRU
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
 from arkfs.xet.hashing import chunk_hash, hash_to_string, string_to_hash
-from arkfs.xet.trust import named_footer
-from arkfs.xet.xorb import XorbFooter
+from arkfs.xet.trust import recorded_footer
+from arkfs.xet.xorb import XorbFooter, footer_record
 
 log = logging.getLogger(__name__)
 
@@ -403,10 +403,7 @@ class ChunkCache:
         if data is None:
             return None
         try:
-            # Stored as the chunk region's length (u64) and the footer: parse_footer
-            # checks the footer's offsets against the size of the xorb it ends.
-            region = int.from_bytes(data[:8], "little")
-            footer = named_footer(memoryview(data)[8:], region + len(data) - 8, xorb_hash)
+            footer = recorded_footer(data, xorb_hash)
         except XetError as exc:
             self._reject(key, f"is not a valid footer ({exc})")
             return None
@@ -417,7 +414,7 @@ class ChunkCache:
         """Store a verified footer under its xorb hash."""
         key = _FOOTER_TAG + footer.xorb_hash
         if key not in self._index.files:
-            self._write(key, footer.packed_ends[-1].to_bytes(8, "little") + footer.pack())
+            self._write(key, footer_record(footer))
 
     def get_map(self, file_hash: bytes) -> FileMap | None:
         """The stored map of file_hash, checked again (unpack_map); None if absent or bad."""

@@ -4,7 +4,8 @@ A file's map (file_map.py) comes from a bounded LRU in memory (MAP_CHUNKS chunks
 from the disk cache (checked again as it loads), else it is built and checked against the
 file hash, then written to the disk cache. Building it takes one reconstruction of the
 whole file (metadata only: no chunk data) and each xorb footer once (FOOTERS_IN_MEMORY in
-memory, then the disk cache, then the backend). It must be the whole file: the file hash
+memory, then those the reconstruction carries (an arkfs server sends them: no round trip
+per xorb), then the disk cache, then the backend). It must be the whole file: the file hash
 is the Merkle root of every chunk hash, so no smaller set of terms can be checked against
 it, and unchecked terms could name any xorb. It happens once per file, not per mount: the
 map stays on disk. A map loads once however many reads ask for it at the same time; a
@@ -14,7 +15,7 @@ failure is not remembered, so the next read tries again.
 import trio
 
 from arkfs.backend.base import Backend
-from arkfs.mount.backend_calls import FetchUrls, call_backend
+from arkfs.mount.backend_calls import BadBytes, FetchUrls, call_backend
 from arkfs.mount.file_map import FileMap, build_map
 from arkfs.mount.jobs import Pending, ReadError
 from arkfs.mount.parts import Parts
@@ -22,11 +23,18 @@ from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import Reconstruction
+from arkfs.xet.trust import recorded_footer
 from arkfs.xet.xorb import XorbFooter
 
 MAP_CHUNKS = 1 << 20  # chunks of all file maps in memory (~56 MB, ~64 GiB of files)
 MAP_OVERHEAD = 64  # what a map costs beyond its chunks, in chunks
 FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
+
+
+def _sent_footers(rec: Reconstruction, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
+    """The footers of xorbs that rec carries, each checked against its xorb hash (blocking).
+    Raises XetError."""
+    return {xh: recorded_footer(rec.footers[xh], xh) for xh in xorbs if xh in rec.footers}
 
 
 class MapLoader:
@@ -107,13 +115,24 @@ class MapLoader:
         need = [xh for xh in xorbs if xh not in footers]
         fetched: dict[bytes, XorbFooter] = {}
         if need:
+            try:
+                fetched = await trio.to_thread.run_sync(
+                    _sent_footers, rec, need, limiter=self._parts.limiters.cpu
+                )
+            except XetError as exc:
+                raise BadBytes(f"{what}: {backend.name} sent a footer that fails: {exc}") from None
+            footers |= fetched
+            self._parts.stats.footers_sent += len(fetched)
+            need = [xh for xh in need if xh not in footers]
+        if need:
             footers |= await trio.to_thread.run_sync(
                 self._disk_footers, need, limiter=self._parts.limiters.disk
             )
-            fetched = await self._fetch_footers(
+            more = await self._fetch_footers(
                 backend, what, rec, [xh for xh in need if xh not in footers]
             )
-            footers |= fetched
+            footers |= more
+            fetched |= more
         try:
             fmap = await trio.to_thread.run_sync(
                 build_map, file_hash, size, rec.terms, footers, limiter=self._parts.limiters.cpu

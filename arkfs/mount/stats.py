@@ -19,6 +19,7 @@ class MountStats:
     memory_hits: int = 0  # chunks served from the in-memory LRU (part of cache_hits)
     disk_hits: int = 0  # chunks loaded from the disk cache (by reads or prefetch)
     footer_fetches: int = 0  # xorb footers fetched from the backend
+    footers_sent: int = 0  # xorb footers a reconstruction carried (no fetch)
     maps_loaded: int = 0  # file maps built from the backend and verified
     maps_from_disk: int = 0  # file maps loaded from the disk cache and verified again
     object_fetches: int = 0  # blocks of plain HTTP objects fetched from their responders

@@ -42,7 +42,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -98,9 +98,9 @@ def _pread_all(fd: int, start: int, end: int) -> bytes:
     return data
 
 
-def _pack(chunks: list[tuple[bytes, bytes]]) -> tuple[bytes, list[_Listed]]:
-    """A pack file: magic, count, (hash, size, checksum) per chunk, then the chunks' bytes;
-    and where each chunk is in it."""
+def _pack(chunks: list[tuple[bytes, bytes]]) -> tuple[list[bytes], list[_Listed]]:
+    """A pack file's parts: magic, count, (hash, size, checksum) per chunk, then the chunks'
+    bytes (written one after another: no copy of up to 8 MiB); and where each chunk is."""
     checks = [_checksum(data) for _, data in chunks]
     head = [PACK_MAGIC, _COUNT.pack(len(chunks))]
     head += [_ENTRY.pack(h, len(data), c) for (h, data), c in zip(chunks, checks, strict=True)]
@@ -109,12 +109,12 @@ def _pack(chunks: list[tuple[bytes, bytes]]) -> tuple[bytes, list[_Listed]]:
     for (h, data), c in zip(chunks, checks, strict=True):
         listed.append((h, at, len(data), c))
         at += len(data)
-    return b"".join(head + [data for _, data in chunks]), listed
+    return [b"".join(head), *(data for _, data in chunks)], listed
 
 
 def pack_bytes(chunks: list[tuple[bytes, bytes]]) -> bytes:
     """A pack file of (hash, data) pairs (_pack)."""
-    return _pack(chunks)[0]
+    return b"".join(_pack(chunks)[0])
 
 
 def _pack_header(fd: int) -> list[_Listed]:
@@ -370,12 +370,15 @@ class ChunkCache:
         self._index.forget(key)
         path.unlink(missing_ok=True)
 
-    def _write(self, key: bytes, data: bytes | memoryview, listed: Iterable[_Listed] = ()) -> None:
-        """Write a file whole and index it; delete what that evicts."""
+    def _write(
+        self, key: bytes, data: bytes | Sequence[bytes], listed: Iterable[_Listed] = ()
+    ) -> None:
+        """Write a file whole (data, or its parts) and index it; delete what that evicts."""
         path = _path(self.root, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data, durable=False)
-        _delete(self.root, self._index.add(key, len(data), list(listed)))
+        size = len(data) if isinstance(data, bytes) else sum(map(len, data))
+        _delete(self.root, self._index.add(key, size, list(listed)))
 
     def get_chunks(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
         """The chunks of hashes that are in the cache and pass their check; the others
@@ -405,11 +408,11 @@ class ChunkCache:
         new = dict((h, data) for h, data in chunks if not self._index.has(h))
         if not new:
             return
-        data, listed = _pack(list(new.items()))
-        if len(data) > self.max_bytes:
+        parts, listed = _pack(list(new.items()))
+        if sum(map(len, parts)) > self.max_bytes:
             return
         key = _PACK_TAG + blake3.blake3(b"".join(new)).digest()
-        self._write(key, data, listed)
+        self._write(key, parts, listed)
 
     def get_footer(self, xorb_hash: bytes) -> XorbFooter | None:
         """A stored footer of xorb_hash, checked against the xorb hash; None if absent or bad."""

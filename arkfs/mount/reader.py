@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Hashable
 import trio
 
 from arkfs.backend.base import Backend
+from arkfs.mount.allocator import limit_arenas
 from arkfs.mount.backend_calls import FetchUrls
 from arkfs.mount.cache_writer import CacheWriter
 from arkfs.mount.chunk_cache import ChunkCache
@@ -54,6 +55,7 @@ class ContentReader:
         max_parallel_fetches: int = 16,
         memory_bytes: int = MEMORY_BYTES,
     ) -> None:
+        limit_arenas()
         self._cache = cache
         self.stats = stats
         stats.gauges = self._gauges

@@ -20,6 +20,7 @@ class MountStats:
     disk_hits: int = 0  # chunks loaded from the disk cache (by reads or prefetch)
     footer_fetches: int = 0  # xorb footers fetched from the backend
     footers_sent: int = 0  # xorb footers a reconstruction carried (no fetch)
+    early_loads: int = 0  # chunks a read claimed by its file's map while it was checked
     maps_loaded: int = 0  # file maps built from the backend and verified
     maps_from_disk: int = 0  # file maps loaded from the disk cache and verified again
     object_fetches: int = 0  # blocks of plain HTTP objects fetched from their responders

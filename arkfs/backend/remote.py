@@ -40,7 +40,7 @@ from arkfs.backend.ranged import RangedGetter, RangedReply
 from arkfs.backend.retry import FAIL_FAST, DownOrigins, RetryPolicy
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import FetchRange, Reconstruction
+from arkfs.xet.reconstruction import FOOTERS_HEADER, FetchRange, Reconstruction
 from arkfs.xet.shard import Shard, parse_shard
 from arkfs.xet.trust import named_footer
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter
@@ -296,7 +296,9 @@ class RemoteBackend:
     async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
         name = hash_to_string(file_hash)
         what = f"reconstruction of file {name}"
-        resp = await self._reconstruction_reply(name, {"Range": f"bytes={start}-{end - 1}"})
+        resp = await self._reconstruction_reply(
+            name, {"Range": f"bytes={start}-{end - 1}", FOOTERS_HEADER: "1"}
+        )
         where = origin(str(resp.request.url))
         if resp.status_code == 404:
             raise NotBound(f"the CAS at {where} holds no file {name}")

@@ -80,6 +80,15 @@ def build_map(
     Raises what verify_terms raises (the trust chain).
     """
     verify_terms(file_hash, size, terms, footers)
+    return layout_map(file_hash, size, terms, footers)
+
+
+def layout_map(
+    file_hash: bytes, size: int, terms: Sequence[Term], footers: Mapping[bytes, XorbFooter]
+) -> FileMap:
+    """The map build_map returns, unchecked: a plan to fetch by while it is being checked,
+    never the truth about a file until build_map's checks pass. Raises KeyError, IndexError
+    on terms the footers do not cover."""
     ends, xorb_of, index = array("Q"), array("I"), array("I")
     packed_start, packed_end = array("I"), array("I")
     hashes: list[bytes] = []

@@ -4,29 +4,56 @@ A file's map (file_map.py) comes from a bounded LRU in memory (MAP_CHUNKS chunks
 from the disk cache (checked again as it loads), else it is built and checked against the
 file hash, then written to the disk cache. Building it takes one reconstruction of the
 whole file (metadata only: no chunk data) and each xorb footer once (FOOTERS_IN_MEMORY in
-memory, then the disk cache, then the backend). It must be the whole file: the file hash
+memory, then those the reconstruction carries (an arkfs server sends them: no round trip
+per xorb), then the disk cache, then the backend). It must be the whole file: the file hash
 is the Merkle root of every chunk hash, so no smaller set of terms can be checked against
 it, and unchecked terms could name any xorb. It happens once per file, not per mount: the
 map stays on disk. A map loads once however many reads ask for it at the same time; a
 failure is not remembered, so the next read tries again.
 """
 
+from collections.abc import Callable, Mapping, Sequence
+
 import trio
 
 from arkfs.backend.base import Backend
-from arkfs.mount.backend_calls import FetchUrls, call_backend
-from arkfs.mount.file_map import FileMap, build_map
+from arkfs.mount.backend_calls import BadBytes, FetchUrls, call_backend
+from arkfs.mount.file_map import FileMap, build_map, layout_map
 from arkfs.mount.jobs import Pending, ReadError
 from arkfs.mount.parts import Parts
 from arkfs.util.lru import LRU
-from arkfs.xet.errors import XetError
+from arkfs.xet.errors import ReconstructionError, XetError
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import Reconstruction
-from arkfs.xet.xorb import XorbFooter
+from arkfs.xet.reconstruction import Reconstruction, Term
+from arkfs.xet.trust import check_named, verify_terms
+from arkfs.xet.xorb import XorbFooter, footer_tail, parse_footer
 
 MAP_CHUNKS = 1 << 20  # chunks of all file maps in memory (~56 MB, ~64 GiB of files)
 MAP_OVERHEAD = 64  # what a map costs beyond its chunks, in chunks
 FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
+
+
+Early = Callable[[FileMap], None]  # told the unchecked map, to start fetching by it
+
+
+def _sent_footers(rec: Reconstruction, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
+    """The footers of xorbs that rec carries, parsed, not yet checked (blocking).
+    Raises XetError."""
+    return {xh: parse_footer(*footer_tail(rec.footers[xh])) for xh in xorbs if xh in rec.footers}
+
+
+def _check_sent(
+    file_hash: bytes,
+    size: int,
+    terms: Sequence[Term],
+    footers: Mapping[bytes, XorbFooter],
+    sent: Mapping[bytes, XorbFooter],
+) -> None:
+    """The trust chain for a map laid out from sent footers: each against its xorb hash,
+    then the terms against them, the size and the file hash (blocking). Raises XetError."""
+    for xh, footer in sent.items():
+        check_named(footer, xh)
+    verify_terms(file_hash, size, terms, footers)
 
 
 class MapLoader:
@@ -55,34 +82,47 @@ class MapLoader:
         """The map in memory, leaving the LRU order alone; None if it is not there."""
         return self._maps.peek((file_hash, size))
 
-    async def load(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
-        """The file's map, loaded once however many reads ask for it at the same time."""
+    async def load(
+        self, backend: Backend, file_hash: bytes, size: int, early: Early | None = None
+    ) -> FileMap:
+        """The file's map, loaded once however many reads ask for it at the same time.
+
+        early, if this call starts the load and the map is built from footers the
+        reconstruction carried, is told the map before it is checked, so the read can
+        fetch meanwhile (its chunks are checked against their own hashes either way, and
+        the read uses them only through the checked map)."""
         key = (file_hash, size)
         p = self._loads.get(key)
         if p is None:
             nursery = self._parts.host.nursery()
             p = self._loads[key] = Pending()
-            nursery.start_soon(self._load, backend, key, p)
+            nursery.start_soon(self._load, backend, key, p, early)
         return await p.wait()
 
     async def _load(
-        self, backend: Backend, key: tuple[bytes, int], pending: Pending[FileMap]
+        self,
+        backend: Backend,
+        key: tuple[bytes, int],
+        pending: Pending[FileMap],
+        early: Early | None,
     ) -> None:
         try:
             await pending.settle(
-                f"mapping file {hash_to_string(key[0])}", lambda: self._get(backend, *key)
+                f"mapping file {hash_to_string(key[0])}", lambda: self._get(backend, *key, early)
             )
         finally:
             del self._loads[key]
 
-    async def _get(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
+    async def _get(
+        self, backend: Backend, file_hash: bytes, size: int, early: Early | None
+    ) -> FileMap:
         """The map from the disk cache, else built from the backend and written there;
         kept in memory either way."""
         fmap = await trio.to_thread.run_sync(
             self._parts.cache.get_map, file_hash, limiter=self._parts.limiters.disk
         )
         if fmap is None:
-            fmap = await self._build(backend, file_hash, size)
+            fmap = await self._build(backend, file_hash, size, early)
             self._parts.stats.maps_loaded += 1
             self._parts.writer.write_map(fmap)
         elif fmap.size != size:
@@ -95,7 +135,9 @@ class MapLoader:
         self._maps.put((file_hash, size), fmap, len(fmap) + MAP_OVERHEAD)
         return fmap
 
-    async def _build(self, backend: Backend, file_hash: bytes, size: int) -> FileMap:
+    async def _build(
+        self, backend: Backend, file_hash: bytes, size: int, early: Early | None
+    ) -> FileMap:
         """File Reconstruction of the whole file, footers, then the checks of build_map."""
         what = f"file {hash_to_string(file_hash)}"
         rec = await call_backend(what, backend.reconstruction, file_hash, 0, size)
@@ -105,6 +147,15 @@ class MapLoader:
         xorbs = list(dict.fromkeys(t.xorb_hash for t in rec.terms))
         footers = {xh: f for xh in xorbs if (f := self._footers.peek(xh)) is not None}
         need = [xh for xh in xorbs if xh not in footers]
+        cpu = self._parts.limiters.cpu
+        sent: dict[bytes, XorbFooter] = {}
+        if need:
+            try:
+                sent = await trio.to_thread.run_sync(_sent_footers, rec, need, limiter=cpu)
+            except XetError as exc:
+                raise BadBytes(f"{what}: {backend.name} sent a malformed footer: {exc}") from None
+            footers |= sent
+            need = [xh for xh in need if xh not in footers]
         fetched: dict[bytes, XorbFooter] = {}
         if need:
             footers |= await trio.to_thread.run_sync(
@@ -115,11 +166,27 @@ class MapLoader:
             )
             footers |= fetched
         try:
-            fmap = await trio.to_thread.run_sync(
-                build_map, file_hash, size, rec.terms, footers, limiter=self._parts.limiters.cpu
-            )
+            if not sent:
+                fmap = await trio.to_thread.run_sync(
+                    build_map, file_hash, size, rec.terms, footers, limiter=cpu
+                )
+            else:
+                # First Byte: lay the map out and let the read fetch by it, then check it.
+                try:
+                    fmap = await trio.to_thread.run_sync(
+                        layout_map, file_hash, size, rec.terms, footers, limiter=cpu
+                    )
+                except (KeyError, IndexError):
+                    raise ReconstructionError("its terms name chunks its footers lack") from None
+                if early is not None and len(fmap) and fmap.ends[-1] == size:
+                    early(fmap)  # not for a size the manifest and terms disagree on
+                await trio.to_thread.run_sync(
+                    _check_sent, file_hash, size, rec.terms, footers, sent, limiter=cpu
+                )
         except XetError as exc:
             raise ReadError(f"{what} from {backend.name} fails verification: {exc}") from None
+        self._parts.stats.footers_sent += len(sent)
+        fetched |= sent
         # Only footers that gave a verified map are kept: a wrong one must not outlive
         # the failed read it caused.
         for xh in xorbs:

@@ -2,7 +2,8 @@
 
 One read, and the module that does each part:
 1. The file's map: map_loader.py (memory, the disk cache, else built from the backend and
-   checked against the file hash).
+   checked against the file hash; while it is checked, the read's chunks are already
+   being fetched, by the map laid out from the footers the server sent).
 2. The chunks that cover the range, found by bisection. If all of them are in the memory
    LRU of decoded chunks, the answer is sliced and joined on the trio thread: no thread
    hop.
@@ -27,6 +28,7 @@ from collections.abc import Awaitable, Callable, Hashable
 import trio
 
 from arkfs.backend.base import Backend
+from arkfs.mount.allocator import limit_arenas
 from arkfs.mount.backend_calls import FetchUrls
 from arkfs.mount.cache_writer import CacheWriter
 from arkfs.mount.chunk_cache import ChunkCache
@@ -54,6 +56,7 @@ class ContentReader:
         max_parallel_fetches: int = 16,
         memory_bytes: int = MEMORY_BYTES,
     ) -> None:
+        limit_arenas()
         self._cache = cache
         self.stats = stats
         stats.gauges = self._gauges
@@ -182,7 +185,9 @@ class ContentReader:
     ) -> bytes:
         fmap = self._maps.find(file_hash, size)
         if fmap is None:
-            fmap = await self._maps.load(backend, file_hash, size)
+            fmap = await self._maps.load(
+                backend, file_hash, size, lambda m: self._claim_early(backend, m, offset, end)
+            )
         first, last = fmap.span(offset, end)
         memory = self._chunks.memory
         chunks: list[bytes] = []  # b"" for a chunk not in memory: no chunk is empty
@@ -206,6 +211,16 @@ class ContentReader:
         for i in missing:
             chunks[i - first] = got[fmap.chunk_hash(i)]
         return _assemble(fmap, first, chunks, offset, end)
+
+    def _claim_early(self, backend: Backend, fmap: FileMap, offset: int, end: int) -> None:
+        """Start loading the chunks of bytes [offset, end) by a map still being checked
+        (map_loader.py): a cold read's first bytes need not wait for every hash. The read
+        then joins these loads through the checked map."""
+        first, last = fmap.span(offset, end)
+        memory = self._chunks.memory
+        todo = [i for i in range(first, last) if fmap.chunk_hash(i) not in memory]
+        self._chunks.claim(backend, fmap, todo)
+        self.stats.early_loads += len(todo)
 
     def _prefetch(
         self, backend: Backend, fmap: FileMap, stream: Hashable, offset: int, end: int

@@ -22,6 +22,7 @@ from arkfs.service.archive import DEDUP_KEY_TTL, MAX_SHARD_SIZE
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.reconstruction import FOOTERS_HEADER
 from arkfs.xet.shard import serialize_stored
 
 MAX_TELEMETRY = 64 * 1024  # hf_xet's upload summaries are about 1.3 KiB of JSON
@@ -100,7 +101,8 @@ class CasService(Face):
             direct = self.service.store.xorb_url(xh, self.signer.ttl)
             return direct or self.signer.sign(base_url, hash_to_string(xh))[0]
 
-        rec = await self.run(self.service.reconstruction, record, start, end, url_for)
+        with_footers = request.headers.get(FOOTERS_HEADER) == "1"
+        rec = await self.run(self.service.reconstruction, record, start, end, url_for, with_footers)
         self.stats.reconstructions += 1
         self.stats.reconstruction_bytes += end - start
         body = rec.to_v2() if v2 else rec.to_v1()

@@ -33,7 +33,7 @@ from arkfs.xet.shard import (
     keyed_dedup_shard,
     parse_shard,
 )
-from arkfs.xet.xorb import XorbFooter, stored_xorb
+from arkfs.xet.xorb import XorbFooter, footer_record, stored_xorb
 
 MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
 DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed hashes may be matched
@@ -232,10 +232,16 @@ class ArchiveService:
         return record
 
     def reconstruction(
-        self, record: FileRecord, start: int, end: int, url_for: Callable[[bytes], str]
+        self,
+        record: FileRecord,
+        start: int,
+        end: int,
+        url_for: Callable[[bytes], str],
+        with_footers: bool = False,
     ) -> Reconstruction:
         """Get File Reconstruction for bytes [start, end) of a file: the terms that overlap
-        them, trimmed to whole chunks, and their fetch ranges (merged per xorb).
+        them, trimmed to whole chunks, and their fetch ranges (merged per xorb); with_footers,
+        the footers of those xorbs too (the arkfs extension, reconstruction.py).
 
         [start, end) must be the whole file (0, size) or hold one of its bytes (clip_range).
         url_for names where a xorb's bytes can be fetched (a signed URL, or any key).
@@ -268,7 +274,8 @@ class ArchiveService:
                 lo, hi = footers[xh].packed_range(cs, ce)
                 ranges.append(FetchRange(url, cs, ce, lo, hi - 1))
             fetch[xh] = tuple(ranges)
-        return Reconstruction(tuple(terms), offset, fetch)
+        sent = {xh: footer_record(footers[xh]) for xh in spans} if with_footers else {}
+        return Reconstruction(tuple(terms), offset, fetch, sent)
 
     def _footer(self, xorb_hash: bytes, what: str) -> XorbFooter:
         """The footer of a xorb that what (a file or dedup entry) names: missing is damage."""

@@ -8,7 +8,7 @@ of an interrupted write, and can be removed while other processes keep writing t
 import fcntl
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 TEMP_PREFIX = ".tmp-"
@@ -39,8 +39,11 @@ def _locked_temp(directory: Path) -> tuple[int, Path]:
         os.close(fd)  # a cleaner saw it unlocked between create and flock, and unlinked it
 
 
-def write_atomic(path: Path, data: bytes | memoryview, durable: bool = True) -> None:
-    """Replace path with data so that a crash leaves either the old file or the whole new one.
+def write_atomic(
+    path: Path, data: bytes | memoryview | Sequence[bytes], durable: bool = True
+) -> None:
+    """Replace path with data (or its parts, one after another, never joined in memory) so
+    that a crash leaves either the old file or the whole new one.
 
     durable=False skips the fsyncs: for caches, whose files are checked against their hash
     when read, a file torn by a power loss is detected and dropped, so syncing buys nothing.
@@ -48,7 +51,8 @@ def write_atomic(path: Path, data: bytes | memoryview, durable: bool = True) -> 
     fd, temp = _locked_temp(path.parent)
     try:
         with open(fd, "wb", closefd=False) as f:
-            f.write(data)
+            for part in [data] if isinstance(data, bytes | memoryview) else data:
+                f.write(part)
             f.flush()
             if durable:
                 os.fsync(fd)

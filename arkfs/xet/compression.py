@@ -4,6 +4,7 @@ import enum
 
 import lz4.frame
 
+from arkfs.xet._bytegroup import ungroup4
 from arkfs.xet.errors import CompressionError
 
 # How much of a chunk the ByteGrouping4 trial compresses before committing to the whole chunk.
@@ -24,7 +25,10 @@ def byte_group_4(data: bytes) -> bytes:
 
 
 def byte_ungroup_4(grouped: bytes) -> bytes:
-    """Inverse of byte_group_4; the first len % 4 groups are one byte longer."""
+    """Inverse of byte_group_4; the first len % 4 groups are one byte longer.
+
+    The plain-Python reference of ungroup4 (_bytegroup.c), which decompress uses.
+    """
     n = len(grouped)
     base, extra = divmod(n, 4)
     out = bytearray(n)
@@ -73,7 +77,7 @@ def decompress(payload: bytes | memoryview, scheme: int, size: int) -> bytes:
     elif scheme in (Compression.LZ4, Compression.BG4_LZ4):
         out = _lz4_exact(payload, size)
         if scheme == Compression.BG4_LZ4:
-            out = byte_ungroup_4(out)
+            out = ungroup4(out)
     else:
         raise CompressionError(f"unknown compression type {scheme}")
     if len(out) != size:

@@ -19,6 +19,7 @@ from arkfs.xet.errors import HashStringError
 
 ZERO_HASH = bytes(HASH_SIZE)
 _FOUR_U64 = struct.Struct("<4Q")
+_FOUR_U64_BE = struct.Struct(">4Q")
 
 
 def keyed_hash(key: bytes, data: bytes | memoryview) -> bytes:
@@ -35,7 +36,7 @@ def hash_to_string(h: bytes) -> str:
     """Hash String Representation: four little-endian u64 values, 16 hex digits each."""
     if len(h) != HASH_SIZE:
         raise HashStringError(f"a hash is {HASH_SIZE} bytes, got {len(h)}")
-    return "{:016x}{:016x}{:016x}{:016x}".format(*_FOUR_U64.unpack(h))
+    return _FOUR_U64_BE.pack(*_FOUR_U64.unpack(h)).hex()
 
 
 def string_to_hash(s: str) -> bytes:
@@ -55,39 +56,55 @@ def _u64_tail(h: bytes) -> int:
     return int.from_bytes(h[24:32], "little")
 
 
-def _next_merge_cut(nodes: Sequence[tuple[bytes, int]], start: int) -> int:
-    """Merkle Tree Construction, Cut Point Determination: how many nodes from start to merge."""
-    n = len(nodes) - start
+def _next_merge_cut(cuts: Sequence[bool], start: int) -> int:
+    """Merkle Tree Construction, Cut Point Determination: how many nodes from start to merge;
+    cuts[i] says whether node i's hash ends a group (its last u64 modulo the mean factor)."""
+    n = len(cuts) - start
     if n <= 2:
         return n
     end = min(MAX_CHILDREN, n)
     for i in range(2, end):
-        if _u64_tail(nodes[start + i][0]) % MEAN_BRANCHING_FACTOR == 0:
+        if cuts[start + i]:
             return i + 1
     return end
 
 
+def _node_lines(nodes: Sequence[tuple[bytes, int]]) -> tuple[list[str], list[bool]]:
+    """The '{hash} : {size}\\n' line of each node, and whether its hash ends a group (Cut
+    Point Determination), for all nodes in a few bulk calls."""
+    n = len(nodes)
+    words = struct.unpack(f"<{4 * n}Q", b"".join(h for h, _ in nodes))
+    text = struct.pack(f">{4 * n}Q", *words).hex()
+    step = 2 * HASH_SIZE
+    lines = [f"{text[k * step : (k + 1) * step]} : {size}\n" for k, (_, size) in enumerate(nodes)]
+    return lines, [w % MEAN_BRANCHING_FACTOR == 0 for w in words[3::4]]
+
+
 def merged_hash(nodes: Iterable[tuple[bytes, int]]) -> tuple[bytes, int]:
     """Internal Node Hash Function: hash of '{hash} : {size}\\n' lines, and the summed size."""
-    lines = []
-    total = 0
-    for h, size in nodes:
-        lines.append(f"{hash_to_string(h)} : {size}\n")
-        total += size
-    return keyed_hash(INTERNAL_NODE_KEY, "".join(lines).encode()), total
+    nodes = list(nodes)
+    text = "".join(_node_lines(nodes)[0]).encode()
+    return keyed_hash(INTERNAL_NODE_KEY, text), sum(size for _, size in nodes)
 
 
 def merkle_root(nodes: Sequence[tuple[bytes, int]]) -> bytes:
-    """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty."""
+    """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty.
+
+    The nodes of merged_hash, with each level's lines and cut points computed in bulk: a
+    1 GiB file has about 16,000 chunks.
+    """
     if not nodes:
         return ZERO_HASH
     level = list(nodes)
     while len(level) > 1:
+        lines, cuts = _node_lines(level)
+        sizes = [size for _, size in level]
         merged = []
         i = 0
         while i < len(level):
-            cut = i + _next_merge_cut(level, i)
-            merged.append(merged_hash(level[i:cut]))
+            cut = i + _next_merge_cut(cuts, i)
+            text = "".join(lines[i:cut]).encode()
+            merged.append((keyed_hash(INTERNAL_NODE_KEY, text), sum(sizes[i:cut])))
             i = cut
         level = merged
     return level[0][0]

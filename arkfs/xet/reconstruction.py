@@ -2,14 +2,24 @@
 
 Terms, the v1 (`fetch_info`) and v2 (`xorbs`) JSON shapes of the CAS API, and range planning:
 which terms, trimmed to whole chunks, cover a byte range, and the offset into the first.
+
+An arkfs extension: asked with the FOOTERS_HEADER, a reply also carries the footers of its
+xorbs (FOOTERS_FIELD: xorb hash -> base64 footer_record), which saves a reader the round
+trips of fetching each xorb's tail. Like the rest of a reply they are hints: a reader checks
+each against its xorb hash (trust.py). Other clients neither ask nor see it.
 """
 
+import base64
+import binascii
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from arkfs.xet.errors import HashStringError, ReconstructionError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
+
+FOOTERS_HEADER = "X-Arkfs-Footers"  # request header: "1" asks for FOOTERS_FIELD
+FOOTERS_FIELD = "arkfs_footers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +53,7 @@ class Reconstruction:
     terms: tuple[Term, ...]
     offset_into_first_range: int
     fetch: dict[bytes, tuple[FetchRange, ...]]
+    footers: dict[bytes, bytes] = field(default_factory=dict)  # xorb -> footer_record, unchecked
 
     @property
     def unpacked_length(self) -> int:
@@ -60,21 +71,23 @@ class Reconstruction:
 
     def to_v1(self) -> dict[str, Any]:
         """The /v1/reconstructions JSON shape."""
-        return {
-            "offset_into_first_range": self.offset_into_first_range,
-            "terms": [_term_json(t) for t in self.terms],
-            "fetch_info": {
-                hash_to_string(h): [
-                    {
-                        "range": {"start": f.chunk_start, "end": f.chunk_end},
-                        "url": f.url,
-                        "url_range": {"start": f.byte_start, "end": f.byte_end},
-                    }
-                    for f in frs
-                ]
-                for h, frs in self.fetch.items()
-            },
-        }
+        return self._with_footers(
+            {
+                "offset_into_first_range": self.offset_into_first_range,
+                "terms": [_term_json(t) for t in self.terms],
+                "fetch_info": {
+                    hash_to_string(h): [
+                        {
+                            "range": {"start": f.chunk_start, "end": f.chunk_end},
+                            "url": f.url,
+                            "url_range": {"start": f.byte_start, "end": f.byte_end},
+                        }
+                        for f in frs
+                    ]
+                    for h, frs in self.fetch.items()
+                },
+            }
+        )
 
     def to_v2(self) -> dict[str, Any]:
         """The /v2/reconstructions JSON shape: one entry per URL, several ranges each."""
@@ -89,11 +102,21 @@ class Reconstruction:
                     }
                 )
             xorbs[hash_to_string(h)] = [{"url": u, "ranges": r} for u, r in by_url.items()]
-        return {
-            "offset_into_first_range": self.offset_into_first_range,
-            "terms": [_term_json(t) for t in self.terms],
-            "xorbs": xorbs,
-        }
+        return self._with_footers(
+            {
+                "offset_into_first_range": self.offset_into_first_range,
+                "terms": [_term_json(t) for t in self.terms],
+                "xorbs": xorbs,
+            }
+        )
+
+    def _with_footers(self, body: dict[str, Any]) -> dict[str, Any]:
+        """body, with FOOTERS_FIELD when there are footers."""
+        if self.footers:
+            body[FOOTERS_FIELD] = {
+                hash_to_string(h): base64.b64encode(f).decode() for h, f in self.footers.items()
+            }
+        return body
 
     @classmethod
     def from_json(cls, obj: object) -> "Reconstruction":
@@ -107,11 +130,12 @@ class Reconstruction:
                 fetch = _fetch_v2(obj["xorbs"])
             else:
                 fetch = _fetch_v1(obj.get("fetch_info") or {})
+            footers = _footers(obj.get(FOOTERS_FIELD) or {})
         except KeyError as exc:
             raise ReconstructionError(f"reconstruction reply lacks field {exc}") from None
         except HashStringError as exc:
             raise ReconstructionError(f"reconstruction reply: {exc}") from None
-        rec = cls(terms, offset, fetch)
+        rec = cls(terms, offset, fetch, footers)
         if terms and offset >= terms[0].unpacked_length:
             raise ReconstructionError(
                 f"offset_into_first_range {offset} is not inside the first term "
@@ -191,6 +215,18 @@ def _fetch_v2(v: object) -> dict[bytes, tuple[FetchRange, ...]]:
                 bs, be = _span(r["bytes"], "bytes", inclusive=True)
                 frs.append(FetchRange(url, cs, ce, bs, be))
         out[string_to_hash(key)] = tuple(frs)
+    return out
+
+
+def _footers(v: object) -> dict[bytes, bytes]:
+    out = {}
+    for key, encoded in _dict(v, FOOTERS_FIELD).items():
+        if not isinstance(encoded, str):
+            raise ReconstructionError(f"{FOOTERS_FIELD} entry is not a string")
+        try:
+            out[string_to_hash(key)] = base64.b64decode(encoded, validate=True)
+        except binascii.Error:
+            raise ReconstructionError(f"{FOOTERS_FIELD} entry is not base64") from None
     return out
 
 

@@ -5,7 +5,9 @@ hashes (File Hashes); the chunk hashes come from xorb footers, and each footer i
 against the hash of the xorb it ends (Xorb Hashes, CasObjectInfo Footer). Every chunk's
 bytes are then checked against their chunk hash (verify_chunk in xorb.py). So:
 
-- named_footer: parse a footer, verify it, and check it names the xorb asked for;
+- named_footer: parse a footer, verify it, and check it names the xorb asked for
+  (recorded_footer: the same for a footer_record, as the disk cache and servers keep them;
+  check_named: the check alone, for a footer parsed earlier);
 - verify_terms: check a file's terms against verified footers, its size and its hash.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from arkfs.xet.errors import HashMismatchError, ReconstructionError
 from arkfs.xet.hashing import file_hash, hash_to_string
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.xorb import XorbFooter, parse_footer
+from arkfs.xet.xorb import XorbFooter, footer_tail, parse_footer
 
 
 def named_footer(tail: bytes | memoryview, xorb_size: int, xorb_hash: bytes) -> XorbFooter:
@@ -25,12 +27,24 @@ def named_footer(tail: bytes | memoryview, xorb_size: int, xorb_hash: bytes) -> 
     another xorb.
     """
     footer = parse_footer(tail, xorb_size)
+    check_named(footer, xorb_hash)
+    return footer
+
+
+def check_named(footer: XorbFooter, xorb_hash: bytes) -> None:
+    """Verify a parsed footer against the hashes it lists, and check it is xorb_hash's;
+    raises HashMismatchError if not."""
     footer.verify()
     if footer.xorb_hash != xorb_hash:
         raise HashMismatchError(
             "xorb footer", hash_to_string(xorb_hash), hash_to_string(footer.xorb_hash)
         )
-    return footer
+
+
+def recorded_footer(record: bytes | memoryview, xorb_hash: bytes) -> XorbFooter:
+    """named_footer of a footer_record (xorb.py); raises as named_footer does."""
+    tail, xorb_size = footer_tail(record)
+    return named_footer(tail, xorb_size, xorb_hash)
 
 
 def verify_terms(

@@ -110,6 +110,20 @@ class XorbFooter:
         return body + _U32.pack(size)
 
 
+def footer_record(footer: XorbFooter) -> bytes:
+    """A footer that stands alone: its chunk region's length (u64) then the packed footer,
+    so it parses without its xorb (footer_tail)."""
+    return footer.packed_ends[-1].to_bytes(8, "little") + footer.pack()
+
+
+def footer_tail(record: bytes | memoryview) -> tuple[memoryview, int]:
+    """The footer bytes of a footer_record and the size of the xorb they end."""
+    if len(record) < 8:
+        raise XorbFormatError("footer record", "length", 0, len(record))
+    region = int.from_bytes(record[:8], "little")
+    return memoryview(record)[8:], region + len(record) - 8
+
+
 @dataclass(frozen=True, slots=True)
 class SerializedXorb:
     """A xorb ready to upload: its hash, its bytes, and its footer."""

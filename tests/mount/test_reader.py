@@ -155,7 +155,11 @@ def test_concurrent_reads_of_one_range_share_one_fetch(
                     nursery.start_soon(one)
             assert results == [f.data[start : start + 256 * 1024]] * 8
             assert reader.stats.fetches == 1 and reader.stats.bytes_fetched == want
-            assert reader.stats.maps_loaded == 1 and reader.stats.footer_fetches >= 1
+            assert reader.stats.maps_loaded == 1
+            # arkfs serve sends the footers with the reconstruction: none is fetched, and
+            # the chunks were claimed by the map while it was checked (the one fetch)
+            assert reader.stats.footers_sent >= 1 and reader.stats.footer_fetches == 0
+            assert reader.stats.early_loads > 0
 
     trio.run(main)
 
@@ -285,7 +289,7 @@ def test_cache_persists_across_readers(
             for f in files:
                 assert reader.cached_fraction(f.hash, f.size) == 0.0
                 assert await reader.read(backend, f.hash, f.size, 0, f.size) == f.data
-            assert reader.stats.fetches > 0 and reader.stats.footer_fetches > 0
+            assert reader.stats.fetches > 0 and reader.stats.footers_sent > 0
         async with open_reader("remote", cache_dir=cache) as (reader, backend):
             for f in files:
                 assert await reader.read(backend, f.hash, f.size, 0, f.size) == f.data

@@ -6,6 +6,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from arkfs.xet.reconstruction import FOOTERS_FIELD, FOOTERS_HEADER, Reconstruction
+from arkfs.xet.trust import recorded_footer
 from tests.support.corpus import write_corpus
 from tests.support.hfxet import download_file, download_range, upload_files
 from tests.support.server import arkfs_server
@@ -72,3 +74,20 @@ def test_range_past_end_is_416(served) -> None:  # type: ignore[no-untyped-def]
         headers={"Authorization": "Bearer reader", "Range": f"bytes={size}-{size + 10}"},
     )
     assert r.status_code == 416
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_footers_extension_only_when_asked(served, version: str) -> None:  # type: ignore[no-untyped-def]
+    """hf_xet never sends FOOTERS_HEADER, so its replies (the downloads above) are unchanged;
+    asked, the reply carries a footer for exactly its xorbs, each one that checks."""
+    url, files = served
+    _, file_hash, size = files["random-24MiB"]
+    headers = {"Authorization": "Bearer reader", "Range": f"bytes=0-{size - 1}"}
+    route = f"{url}/{version}/reconstructions/{file_hash}"
+    plain = httpx.get(route, headers=headers).json()
+    assert FOOTERS_FIELD not in plain
+    rec = Reconstruction.from_json(httpx.get(route, headers=headers | {FOOTERS_HEADER: "1"}).json())
+    assert rec.terms == Reconstruction.from_json(plain).terms
+    assert set(rec.footers) == {t.xorb_hash for t in rec.terms}
+    for xh, record in rec.footers.items():
+        assert recorded_footer(record, xh).xorb_hash == xh

@@ -1,10 +1,18 @@
 """Reconstruction replies (v1 and v2 shapes) and range planning."""
 
+from dataclasses import replace
+
 import pytest
 
 from arkfs.xet.errors import ReconstructionError
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import FetchRange, Reconstruction, Term, plan_range
+from arkfs.xet.reconstruction import (
+    FOOTERS_FIELD,
+    FetchRange,
+    Reconstruction,
+    Term,
+    plan_range,
+)
 
 X1, X2 = bytes([1]) * 32, bytes([2]) * 32
 SIZES = {X1: [100, 200, 300, 400], X2: [50, 50, 50]}
@@ -59,9 +67,21 @@ def test_v1_and_v2_round_trip() -> None:
     assert r.fetch_for(Term(X2, 2, 3, 50)).url == "http://h/x2"
 
 
+def test_footers_ride_along_only_when_present() -> None:
+    r = replace(rec(), footers={X1: b"footer of x1", X2: b"\x00\xff"})
+    for body in (r.to_v1(), r.to_v2()):
+        assert body[FOOTERS_FIELD][hash_to_string(X2)] == "AP8="
+        assert Reconstruction.from_json(body) == r
+    assert FOOTERS_FIELD not in rec().to_v1() and FOOTERS_FIELD not in rec().to_v2()
+
+
 @pytest.mark.parametrize(
     "mutate",
     [
+        lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): "not base64!"}),
+        lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): 5}),
+        lambda j: j.__setitem__(FOOTERS_FIELD, {"zz": "AP8="}),
+        lambda j: j.__setitem__(FOOTERS_FIELD, ["AP8="]),
         lambda j: j.pop("terms"),
         lambda j: j.__setitem__("offset_into_first_range", -1),
         lambda j: j.__setitem__("offset_into_first_range", 900),

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from arkfs.xet._bytegroup import ungroup4
 from arkfs.xet.compression import Compression, byte_group_4, byte_ungroup_4, compress_best
 from arkfs.xet.constants import MAX_CHUNK_SIZE, MAX_XORB_CHUNKS
 from arkfs.xet.errors import HashMismatchError, XetError, XorbFormatError
@@ -198,6 +199,14 @@ def test_compression_choices() -> None:
         raw = bytes(range(n))
         assert byte_ungroup_4(byte_group_4(raw)) == raw
     assert byte_group_4(bytes(range(10))) == bytes([0, 4, 8, 1, 5, 9, 2, 6, 3, 7])
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=70_000))
+def test_c_ungroup_matches_the_reference(data: bytes) -> None:
+    grouped = byte_group_4(data)
+    assert ungroup4(grouped) == byte_ungroup_4(grouped) == data
+    assert ungroup4(memoryview(grouped)) == data
 
 
 def test_builder_limits() -> None:

@@ -1,0 +1,3 @@
+"""Type stub of the C ByteGrouping4 decoder (_bytegroup.c)."""
+
+def ungroup4(data: bytes | bytearray | memoryview, /) -> bytes: ...

@@ -181,7 +181,7 @@ class Publisher:
     async def _seed_from(self, previous: Archive) -> None:
         """Learn the chunks of the ARK's previous version (Cached Metadata Deduplication)."""
         files = sorted(
-            (e for e in previous.manifest.files if e.size >= PRIOR_MIN_SIZE),
+            (e for e in previous.manifest.each_file() if e.size >= PRIOR_MIN_SIZE),
             key=lambda e: -e.size,
         )[:PRIOR_FILES]
         seen: set[bytes] = set()

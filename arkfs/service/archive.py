@@ -106,7 +106,7 @@ class ArchiveService:
             raise Rejected(f"bind {ark}: ERC record: {exc}") from None
         files: dict[bytes, FileRecord] = {}
         digests: dict[bytes, bytes] = {}
-        for e in parsed.files:
+        for e in parsed.each_file():
             assert e.xet_hash is not None  # Manifest guarantees it for files
             name = hash_to_string(e.xet_hash)
             if e.xet_hash not in files:
@@ -131,7 +131,7 @@ class ArchiveService:
                         f"bind {ark}: entry {e.path!r}: sha256 {e.sha256.hex()}, but file "
                         f"{name} hashes to {digests[e.xet_hash].hex()}; give its SHA-256 or none"
                     )
-        created, count, size = time.time(), len(parsed.files), parsed.total_size
+        created, count, size = time.time(), parsed.file_count, parsed.total_size
         binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
         number = self.store.bind(binding)
         # Versions are numbered without gaps, each following the one before (version_problems).

@@ -647,7 +647,7 @@ def _manifest_summary(manifest: bytes) -> tuple[int, int]:
         m = Manifest.from_msgpack(manifest)
     except (ArkError, TypeError, ValueError):
         return 0, 0
-    return len(m.files), m.total_size
+    return m.file_count, m.total_size
 
 
 def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:

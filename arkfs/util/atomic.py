@@ -39,8 +39,9 @@ def _locked_temp(directory: Path) -> tuple[int, Path]:
         os.close(fd)  # a cleaner saw it unlocked between create and flock, and unlinked it
 
 
-def write_atomic(path: Path, data: bytes | memoryview, durable: bool = True) -> None:
-    """Replace path with data so that a crash leaves either the old file or the whole new one.
+def write_atomic(path: Path, data: bytes | memoryview | list[bytes], durable: bool = True) -> None:
+    """Replace path with data (or its pieces, in order) so that a crash leaves either the
+    old file or the whole new one.
 
     durable=False skips the fsyncs: for caches, whose files are checked against their hash
     when read, a file torn by a power loss is detected and dropped, so syncing buys nothing.
@@ -48,7 +49,7 @@ def write_atomic(path: Path, data: bytes | memoryview, durable: bool = True) -> 
     fd, temp = _locked_temp(path.parent)
     try:
         with open(fd, "wb", closefd=False) as f:
-            f.write(data)
+            f.writelines(data) if isinstance(data, list) else f.write(data)
             f.flush()
             if durable:
                 os.fsync(fd)

@@ -28,6 +28,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, overload
 
 import msgpack
@@ -45,6 +46,7 @@ FORMAT = "arkfs-manifest"
 VERSION = 2  # 1: one array per entry; 2: one column per field (Entries)
 ENTRY_FIELDS = ("path", "kind", "size", "mode", "mtime_ns", "xet_hash", "sha256", "target")
 MAX_MANIFEST_SIZE = 256 * 1024 * 1024
+ENTRY_CACHE = 4096  # entries kept made, per manifest
 
 
 class Kind(StrEnum):
@@ -120,6 +122,9 @@ class Entries(Sequence[Entry]):
         self._targets = targets
         self._parents, self._dirs = self._check()
         self._by_parent: array[int] | None = None  # positions ordered by parent, then path
+        # A lookup, readdir and getattr of one entry come close together: the last few
+        # thousand entries made are kept, so each is made once (lru_cache is C code).
+        self._made = lru_cache(maxsize=ENTRY_CACHE)(self._make)
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> "Entries":
@@ -258,8 +263,14 @@ class Entries(Sequence[Entry]):
     def __getitem__(self, i: int | slice) -> Entry | Sequence[Entry]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"entry {i} of {len(self)}")
+        return self._made(i + len(self) if i < 0 else i)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return map(self._make, range(len(self)))
+
+    def _make(self, i: int) -> Entry:
         kind = _KINDS[self._kinds[i]]
         at = 32 * i
         return Entry(

@@ -66,6 +66,7 @@ from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, stored_xorb
 
 SCHEMA_VERSION = 2
 INDEX_NAME = "index.sqlite"
+QUERY_PARAMETERS = 500  # hashes per IN (...) query, under SQLite's parameter limit
 XORBS, SHARDS = "xorbs", "shards"
 
 _U32 = struct.Struct("<I")
@@ -392,6 +393,17 @@ class LocalStore:
         """Is a reconstruction of the file stored?"""
         with self._db() as db:
             return bool(db.execute("SELECT 1 FROM files WHERE hash = ?", (file_hash,)).fetchone())
+
+    def file_sizes(self, hashes: Sequence[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
+        """Size and SHA-256 of each stored file among hashes; the others are left out."""
+        found: dict[bytes, tuple[int, bytes | None]] = {}
+        with self._db() as db:
+            for start in range(0, len(hashes), QUERY_PARAMETERS):
+                batch = hashes[start : start + QUERY_PARAMETERS]
+                marks = ",".join("?" * len(batch))
+                query = f"SELECT hash, size, sha256 FROM files WHERE hash IN ({marks})"
+                found.update((h, (size, sha)) for h, size, sha in db.execute(query, batch))
+        return found
 
     def get_file(self, file_hash: bytes) -> FileRecord:
         """The stored reconstruction of a file; NotFound if no shard registered it."""

@@ -312,6 +312,16 @@ class Entries(Sequence[Entry]):
         i = bisect_left(range(len(self)), key, key=self._path_bytes)
         return i if i < len(self) and self._path_bytes(i) == key else None
 
+    def under(self, path: str) -> range:
+        """Positions of every entry below directory path ('' the root): one run, since
+        entries are sorted by path."""
+        if not path:
+            return range(len(self))
+        key = path.encode("utf-8", "surrogateescape") + b"/"
+        lo = bisect_left(range(len(self)), key, key=self._path_bytes)
+        hi = bisect_left(range(lo, len(self)), key[:-1] + b"0", key=self._path_bytes) + lo
+        return range(lo, hi)
+
     def children(self, path: str) -> Sequence[int]:
         """Positions of the entries directly inside directory path ('' the root), in path
         order (so by name). The index behind it is built at the first call."""

@@ -78,7 +78,13 @@ from arkfs.ark.versions import split_version, versioned
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.pages import archive_page, file_page, home_page
-from arkfs.server.signposting import LINKSET, link_header, links, linkset
+from arkfs.server.signposting import (
+    LINKSET,
+    MAX_HEADER_ITEMS,
+    link_header,
+    links,
+    linkset,
+)
 from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
@@ -192,7 +198,8 @@ class NmaService(Face):
             response = await self.file(request, view, entry)
         if inflection not in ("info", "?", "linkset") and response.status_code < 300:
             # FAIR Signposting on the object itself (a symlink's 302 is none)
-            response.headers["Link"] = link_header(links(Site.of(request), view, entry))
+            signposts = links(Site.of(request), view, entry, MAX_HEADER_ITEMS)
+            response.headers["Link"] = link_header(signposts)
         if version is None and response.status_code < 300:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)

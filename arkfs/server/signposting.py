@@ -27,8 +27,10 @@ class Link:
     type: str | None = None
 
 
-def links(site: Site, view: View, entry: Entry | None) -> list[Link]:
-    """Every signpost of the archive root (entry None), a directory or a file."""
+def links(site: Site, view: View, entry: Entry | None, items: int | None = None) -> list[Link]:
+    """Every signpost of the archive root (entry None), a directory or a file; at most
+    items `item` links when given (a header shows MAX_HEADER_ITEMS: making 1,000,000 of
+    them for a manifest GET took longer than a mount waits)."""
     path = entry.path if entry else ""
     here = site.url(entry_ark(view.root, path))
     out = [
@@ -39,11 +41,15 @@ def links(site: Site, view: View, entry: Entry | None) -> list[Link]:
     if entry is not None and entry.kind is Kind.FILE:
         return [*out, Link(site.url(view.root), "collection", "text/html")]
     out += [Link(DATASET, "type"), Link(ABOUT_PAGE, "type")]
-    prefix = path + "/" if path else ""
-    for e in view.archive.manifest.entries:
-        if e.kind is Kind.FILE and e.path.startswith(prefix):
+    entries, found = view.archive.manifest.entries, 0
+    for i in entries.under(path):
+        if found == items:
+            break
+        e = entries[i]
+        if e.kind is Kind.FILE:
             media = mimetypes.guess_type(e.name)[0] or "application/octet-stream"
             out.append(Link(site.url(entry_ark(view.root, e.path)), "item", media))
+            found += 1
     return out
 
 

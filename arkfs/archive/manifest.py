@@ -13,9 +13,11 @@ Each entry is an ARK too: its path's file names become qualifier components
 Version N of an archive is `ark:12345/x6np1wh8k/@vN` (arkfs.ark.versions): entry_ark and
 entry_path take the archive's ARK with that qualifier, and name entries under it.
 
-The msgpack form is a map with a `format` tag and a `version`; entries are arrays in the
-order of ENTRY_FIELDS to stay small for trees of 100,000 files. A reader refuses a newer
-version with a message that says to upgrade.
+The msgpack form is a map with a `format` tag and a `version`. Version 2 holds the
+entries in columns, one binary blob per field (Entries), so a manifest of 1,000,000 files
+parses into about 110 MB without a Python object per entry; version 1 (one array per
+entry, in the order of ENTRY_FIELDS) is still read. A reader refuses a newer version with
+a message that says to upgrade.
 
 This module imports arkfs.xet.hashing for the hash-string form of XET hashes in JSON; both
 are pure format layers.

@@ -109,33 +109,34 @@ class ArchiveService:
         except ArkError as exc:
             raise Rejected(f"bind {ark}: ERC record: {exc}") from None
         digests: dict[bytes, bytes] = {}
-        for batch in _batched(parsed.each_file(), BIND_BATCH):
-            stored = self._file_sizes([e.xet_hash for e in batch if e.xet_hash is not None])
-            for e in batch:
-                assert e.xet_hash is not None  # Manifest guarantees it for files
-                name = hash_to_string(e.xet_hash)
-                if e.xet_hash not in stored:
-                    raise Rejected(
-                        f"bind {ark}: entry {e.path!r}: file {name} is not {self.place}; "
+        for batch in _batched(parsed.entries.file_hashes(), BIND_BATCH):
+            stored = self._file_sizes([xet_hash for _, xet_hash, _, _ in batch])
+            for i, xet_hash, size, sha256 in batch:
+                problem = None
+                if xet_hash not in stored:
+                    problem = (
+                        f"file {hash_to_string(xet_hash)} is not {self.place}; "
                         "upload its xorbs and shard"
                     )
-                size, sha256 = stored[e.xet_hash]
-                if size != e.size:
-                    raise Rejected(
-                        f"bind {ark}: entry {e.path!r}: size {e.size}, but file {name} "
-                        f"{self.place} has {size} bytes"
+                elif stored[xet_hash][0] != size:
+                    problem = (
+                        f"size {size}, but file {hash_to_string(xet_hash)} {self.place} "
+                        f"has {stored[xet_hash][0]} bytes"
                     )
-                if e.sha256 is None:
-                    continue
-                if sha256 is None:  # its shard gave none: hashed from the store, once
-                    if e.xet_hash not in digests:
-                        digests[e.xet_hash] = self._sha256(self.file(e.xet_hash))
-                    sha256 = digests[e.xet_hash]
-                if sha256 != e.sha256:
-                    raise Rejected(
-                        f"bind {ark}: entry {e.path!r}: sha256 {e.sha256.hex()}, but file "
-                        f"{name} hashes to {sha256.hex()}; give its SHA-256 or none"
-                    )
+                elif sha256 is not None:
+                    expected = stored[xet_hash][1]
+                    if expected is None:  # its shard gave none: hashed from the store, once
+                        if xet_hash not in digests:
+                            digests[xet_hash] = self._sha256(self.file(xet_hash))
+                        expected = digests[xet_hash]
+                    if expected != sha256:
+                        problem = (
+                            f"sha256 {sha256.hex()}, but file {hash_to_string(xet_hash)} "
+                            f"hashes to {expected.hex()}; give its SHA-256 or none"
+                        )
+                if problem is not None:
+                    path = parsed.entries.path(i)
+                    raise Rejected(f"bind {ark}: entry {path!r}: {problem}")
         created, count, size = time.time(), parsed.file_count, parsed.total_size
         binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
         number = self.store.bind(binding)

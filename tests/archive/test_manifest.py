@@ -119,6 +119,7 @@ def test_columns_answer_lookups_without_making_every_entry() -> None:
     assert m.children("empty") == [] and m.children("nowhere") == []
     assert (m.file_count, [e.path for e in m.files]) == (2, ["c3/s5.v7.xsl", "empty"])
     assert m.entries[-1].sha256 is None and m.entries[1].sha256 is None
+    assert list(m.entries.file_hashes()) == [(2, H1, 5, H2), (3, H2, 0, None)]
     assert [m.entries.path(i) for i in m.entries.under("c3")] == ["c3/link", "c3/s5.v7.xsl"]
     assert (len(m.entries.under("")), len(m.entries.under("empty"))) == (4, 0)
     zeros = build(ARK, [Entry("z", Kind.FILE, 0, 0o600, 1, H1, bytes(32))], 1.0)

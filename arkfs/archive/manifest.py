@@ -468,8 +468,20 @@ class Manifest:
         }
 
     def to_msgpack(self) -> bytes:
-        packed: bytes = msgpack.packb(self._head() | self.entries.to_packed(), use_bin_type=True)
-        return packed
+        return b"".join(self.msgpack_pieces())
+
+    def msgpack_pieces(self) -> list[bytes]:
+        """to_msgpack in pieces, the large columns among them as they are: written to a
+        file one by one, a 1M-entry manifest is not copied (packb would copy it twice)."""
+        document = self._head() | self.entries.to_packed()
+        pieces = [msgpack.Packer().pack_map_header(len(document))]
+        for key, value in document.items():
+            pieces.append(msgpack.packb(key))
+            if isinstance(value, bytes) and len(value) > 0xFFFF:
+                pieces += [b"\xc6" + len(value).to_bytes(4, "big"), value]  # bin 32
+            else:
+                pieces.append(msgpack.packb(value, use_bin_type=True))
+        return pieces
 
     @classmethod
     def from_msgpack(cls, data: bytes | memoryview) -> "Manifest":

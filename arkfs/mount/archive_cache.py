@@ -78,7 +78,7 @@ class ArchiveCache:
             "source": source,
         }
         path = self._path(archive.manifest.ark, None if latest else archive.version.version)
-        _write_framed(path, record, archive.manifest.to_msgpack())
+        _write_framed(path, record, archive.manifest.msgpack_pieces())
 
     def write_object(self, obj: RemoteObject) -> None:
         """Store the record of what an ARK resolves to, a plain HTTP object."""
@@ -183,11 +183,11 @@ def _record(data: bytes) -> tuple[Any, memoryview]:
     return obj, body[RECORD_SIZE + size :]
 
 
-def _write_framed(path: Path, record: dict[str, Any], tail: bytes = b"") -> None:
+def _write_framed(path: Path, record: dict[str, Any], tail: list[bytes] | None = None) -> None:
     """Write the BLAKE3 digest of the body, then the body: the size of record in msgpack,
-    record, tail."""
+    record, the pieces of tail."""
     packed = msgpack.packb(record, use_bin_type=True)
-    body = [len(packed).to_bytes(RECORD_SIZE, "big"), packed, tail]
+    body = [len(packed).to_bytes(RECORD_SIZE, "big"), packed, *(tail or [])]
     digest = blake3.blake3()
     for piece in body:
         digest.update(piece)

@@ -172,3 +172,11 @@ def test_malformed_json_hash_is_refused() -> None:
     obj["entries"][1]["xet_hash"] = "zz"
     with pytest.raises(ManifestError, match="malformed hash"):
         Manifest.from_json(obj)
+
+
+def test_a_large_manifest_round_trips_through_its_pieces() -> None:
+    files = [Entry(f"d/f{i:05}", Kind.FILE, i, 0o644, i, H1, H2) for i in range(5000)]
+    m = build(ARK, [Entry("d", Kind.DIR, 0, 0o755, 0), *files], 1.0)
+    assert max(map(len, m.msgpack_pieces())) > 0xFFFF  # columns written as they are
+    assert Manifest.from_msgpack(m.to_msgpack()) == m
+    assert m.entry("d/f04999") == files[-1] and m.file_count == 5000

@@ -36,6 +36,7 @@ from benchmarks.mountbench import (
 from benchmarks.publish import bench_publish
 from benchmarks.report import print_table, write_chart, write_json, write_markdown
 from benchmarks.s3read import bench_s3_cold
+from benchmarks.scale import bench_scale
 
 # Benchmarks that build what they need under the work directory (the 1,000,000-file
 # archive registers here: "scale": bench_scale).
@@ -118,6 +119,7 @@ def main() -> int:
                     figures += missing(name, archive)
                 else:
                     figures += run(name, lambda bench=bench: bench(archive))
+            figures += run("1,000,000-file archive", lambda: bench_scale(workdir))
     seconds = time.perf_counter() - started
     record = {"seconds": seconds, "load_before": load, "load_after": os.getloadavg()}
     print()

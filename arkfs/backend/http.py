@@ -110,8 +110,10 @@ async def send(
     *,
     headers: dict[str, str] | None = None,
     content: bytes | None = None,
+    timeout: float | None = None,
 ) -> httpx.Response:
     """Send a request, retrying transient failures; the first reply that is not 429 or 5xx.
+    timeout, when given, replaces the client's for this request's operations.
 
     Each attempt is cut at the policy's deadline (httpx times each operation, not the
     whole request). Raises Unreachable once the attempts or the time are spent.
@@ -121,7 +123,13 @@ async def send(
         await trio.sleep(pause)
         with trio.move_on_at(retry.deadline) as attempt:
             try:
-                resp = await client.request(method, url, headers=headers, content=content)
+                resp = await client.request(
+                    method,
+                    url,
+                    headers=headers,
+                    content=content,
+                    timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+                )
             except (
                 httpx.InvalidURL,
                 httpx.UnsupportedProtocol,

@@ -51,6 +51,7 @@ MANIFEST_TYPE = "application/vnd.arkfs.manifest+msgpack"
 FOOTER_GUESS = 64 * 1024
 TOKEN_MARGIN = 60.0  # renew a CAS token this long before it expires
 FETCH_THREADS = 8  # worker threads receiving xorb ranges at once
+BIND_ENTRIES_PER_SECOND = 10_000  # a bind's reply may take 1 s more per this many entries
 READ, WRITE = "read", "write"
 
 
@@ -114,6 +115,7 @@ class RemoteBackend:
         self._token = token
         self._reads = RetryPolicy(attempts=retries + 1, deadline=retry_time)
         self._writes = replace(self._reads, deadline=math.inf)
+        self._timeout = timeout
         self._client = make_client(timeout)
         self._ranged = RangedGetter(timeout, self._reads)
         self._fetch_threads = trio.CapacityLimiter(FETCH_THREADS)
@@ -126,19 +128,32 @@ class RemoteBackend:
         return f"RemoteBackend({self.name!r})"
 
     async def _send(
-        self, method: str, url: str, headers: dict[str, str], content: bytes | None = None
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        content: bytes | None = None,
+        timeout: float | None = None,
     ) -> httpx.Response:
         policy = self._reads if method == "GET" else self._writes
         with self._down.request(origin(url)):
-            resp = await send(self._client, method, url, policy, headers=headers, content=content)
+            resp = await send(
+                self._client, method, url, policy, headers=headers, content=content, timeout=timeout
+            )
         self.bytes_fetched += len(resp.content)
         return resp
 
     async def _nma(
-        self, method: str, url: str, headers: dict[str, str], content: bytes | None = None
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        content: bytes | None = None,
+        timeout: float | None = None,
     ) -> httpx.Response:
         """A request to the NMA, with the user's token."""
-        return await self._send(method, url, {**headers, **_bearer(self._token)}, content)
+        auth = {**headers, **_bearer(self._token)}
+        return await self._send(method, url, auth, content, timeout)
 
     # --- CAS tokens ------------------------------------------------------------------------
 
@@ -266,9 +281,10 @@ class RemoteBackend:
             {"manifest": manifest.to_msgpack(), "erc": erc.to_anvl(), "message": message},
             use_bin_type=True,
         )
-        resp = await self._nma(
-            "PUT", f"{self.name}/{manifest.ark}", {"Content-Type": "application/msgpack"}, body
-        )
+        # The server checks every file before it answers: 1,000,000 take it tens of seconds.
+        wait = self._timeout + len(manifest.entries) / BIND_ENTRIES_PER_SECOND
+        headers = {"Content-Type": "application/msgpack"}
+        resp = await self._nma("PUT", f"{self.name}/{manifest.ark}", headers, body, wait)
         raise_for_status(resp, what)
         return self._version(manifest.ark, json_reply(resp, what))
 

@@ -34,10 +34,13 @@ from arkfs.xet.constants import HASH_SIZE
 log = logging.getLogger(__name__)
 
 CACHE_FORMAT = "arkfs-archive-cache"
-CACHE_VERSION = 3  # 2: a BLAKE3 digest of the msgpack body comes first; 3: version records
+# 2: a BLAKE3 digest of the msgpack body comes first; 3: version records; 4: the manifest
+# follows the record instead of inside it, so neither is copied into the other
+CACHE_VERSION = 4
 ARCHIVES_DIR = "archives"  # the latest version seen of each ARK
 VERSIONS_DIR = "archive-versions"  # each version read, by ARK/@vN
 OBJECTS_DIR = "objects"  # the last record seen of each ARK that is a plain HTTP object
+RECORD_SIZE = 4  # bytes of the record's size, before the record
 T = TypeVar("T")
 
 
@@ -66,28 +69,21 @@ class ArchiveCache:
 
     def write(self, archive: Archive, source: str, latest: bool = False) -> None:
         """Store a version of an archive, or (latest) its latest version seen."""
-        body = msgpack.packb(
-            {
-                "format": CACHE_FORMAT,
-                "version": CACHE_VERSION,
-                "ark": archive.manifest.ark,
-                "manifest": archive.manifest.to_msgpack(),
-                "erc": archive.erc.to_anvl(),
-                "archive_version": archive.version.to_json(),
-                "source": source,
-            },
-            use_bin_type=True,
-        )
+        record = {
+            "format": CACHE_FORMAT,
+            "version": CACHE_VERSION,
+            "ark": archive.manifest.ark,
+            "erc": archive.erc.to_anvl(),
+            "archive_version": archive.version.to_json(),
+            "source": source,
+        }
         path = self._path(archive.manifest.ark, None if latest else archive.version.version)
-        _write_framed(path, body)
+        _write_framed(path, record, archive.manifest.msgpack_pieces())
 
     def write_object(self, obj: RemoteObject) -> None:
         """Store the record of what an ARK resolves to, a plain HTTP object."""
-        body = msgpack.packb(
-            {"format": CACHE_FORMAT, "version": CACHE_VERSION, "object": obj.to_json()},
-            use_bin_type=True,
-        )
-        _write_framed(self._object_path(obj.ark), body)
+        record = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "object": obj.to_json()}
+        _write_framed(self._object_path(obj.ark), record)
 
     def read_object(self, key: str) -> RemoteObject | None:
         """The last record stored of the object key resolves to, or None. A damaged file is
@@ -121,9 +117,9 @@ class ArchiveCache:
 def _unpack(data: bytes, key: str, version: int | None) -> tuple[Archive, str]:
     """The archive version and its source from a cache file's bytes; DamagedCacheFile if
     they are damaged or not of that version of key (None: any)."""
-    obj = _record(data)
+    obj, manifest_bytes = _record(data)
     try:
-        manifest = Manifest.from_msgpack(obj["manifest"])
+        manifest = Manifest.from_msgpack(manifest_bytes)
         if manifest.ark != key:
             raise ValueError(f"it holds {manifest.ark}")
         info = VersionInfo.from_json(key, obj["archive_version"])
@@ -145,7 +141,7 @@ def _unpack(data: bytes, key: str, version: int | None) -> tuple[Archive, str]:
 def _unpack_object(data: bytes, key: str) -> RemoteObject:
     """The object record of key from a cache file's bytes; DamagedCacheFile if damaged."""
     try:
-        found = RemoteObject.from_json(_record(data)["object"])
+        found = RemoteObject.from_json(_record(data)[0]["object"])
     except (ValueError, TypeError, KeyError) as exc:
         raise DamagedCacheFile(str(exc)) from None
     if found.ark != key:
@@ -171,29 +167,37 @@ def _load(path: Path, what: str, unpack: Callable[[bytes], T]) -> T | None:
         return None
 
 
-def _record(data: bytes) -> Any:
-    """The msgpack map a cache file holds, of this format and version; DamagedCacheFile if
-    it fails its digest or is not one."""
+def _record(data: bytes) -> tuple[Any, memoryview]:
+    """The msgpack map a cache file holds, of this format and version, and what follows it
+    (a manifest); DamagedCacheFile if it fails its digest or is not one."""
+    body = _unframe(data)
+    size = int.from_bytes(body[:RECORD_SIZE], "big")
     try:
-        obj = msgpack.unpackb(_unframe(data), raw=False)
+        obj = msgpack.unpackb(body[RECORD_SIZE : RECORD_SIZE + size], raw=False)
         if not isinstance(obj, dict):
             raise ValueError("not a map")
         if obj.get("format") != CACHE_FORMAT or obj.get("version") != CACHE_VERSION:
             raise ValueError(f"not a version {CACHE_VERSION} {CACHE_FORMAT} file")
     except (msgpack.UnpackException, ValueError) as exc:
         raise DamagedCacheFile(str(exc)) from None
-    return obj
+    return obj, body[RECORD_SIZE + size :]
 
 
-def _write_framed(path: Path, body: bytes) -> None:
-    """Write the BLAKE3 digest of body, then body."""
+def _write_framed(path: Path, record: dict[str, Any], tail: list[bytes] | None = None) -> None:
+    """Write the BLAKE3 digest of the body, then the body: the size of record in msgpack,
+    record, the pieces of tail."""
+    packed = msgpack.packb(record, use_bin_type=True)
+    body = [len(packed).to_bytes(RECORD_SIZE, "big"), packed, *(tail or [])]
+    digest = blake3.blake3()
+    for piece in body:
+        digest.update(piece)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, blake3.blake3(body).digest() + body)
+    write_atomic(path, [digest.digest(), *body])
 
 
-def _unframe(data: bytes) -> bytes:
+def _unframe(data: bytes) -> memoryview:
     """The body of a file _write_framed wrote; DamagedCacheFile if it fails its digest."""
-    digest, body = data[:HASH_SIZE], data[HASH_SIZE:]
+    digest, body = data[:HASH_SIZE], memoryview(data)[HASH_SIZE:]
     if blake3.blake3(body).digest() != digest:
         raise DamagedCacheFile(
             "its digest does not match its contents (damaged, or from an older arkfs)"

@@ -29,8 +29,8 @@ class Link:
 
 def links(site: Site, view: View, entry: Entry | None, items: int | None = None) -> list[Link]:
     """Every signpost of the archive root (entry None), a directory or a file; at most
-    items `item` links when a limit is given (a header's, so that a manifest GET of a
-    100,000-file archive does not spell out 100,000 ARKs to send 50)."""
+    items `item` links when given (a header shows MAX_HEADER_ITEMS: making 1,000,000 of
+    them for a manifest GET took longer than a mount waits)."""
     path = entry.path if entry else ""
     here = site.url(entry_ark(view.root, path))
     out = [
@@ -41,14 +41,15 @@ def links(site: Site, view: View, entry: Entry | None, items: int | None = None)
     if entry is not None and entry.kind is Kind.FILE:
         return [*out, Link(site.url(view.root), "collection", "text/html")]
     out += [Link(DATASET, "type"), Link(ABOUT_PAGE, "type")]
-    prefix = path + "/" if path else ""
-    end = len(out) + items if items is not None else None
-    for e in view.archive.manifest.entries:
-        if len(out) == end:
+    entries, found = view.archive.manifest.entries, 0
+    for i in entries.under(path):
+        if found == items:
             break
-        if e.kind is Kind.FILE and e.path.startswith(prefix):
+        e = entries[i]
+        if e.kind is Kind.FILE:
             media = mimetypes.guess_type(e.name)[0] or "application/octet-stream"
             out.append(Link(site.url(entry_ark(view.root, e.path)), "item", media))
+            found += 1
     return out
 
 

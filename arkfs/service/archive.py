@@ -7,9 +7,11 @@ that name), Rejected (bad input; OutOfRange for a byte range), StoreCorrupt (sto
 damaged), and any other StoreError or OSError (the store is unavailable).
 """
 
+import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 import blake3
 
@@ -39,6 +41,8 @@ MAX_SHARD_SIZE = 64 * 1024 * 1024  # Denial of Service Considerations
 DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed hashes may be matched
 ARCHIVE_CACHE = 16  # parsed archive versions kept in memory
 EMPTY_FILE = FileRecord(ZERO_HASH, 0, EMPTY_SHA256, ())  # the empty file: it needs no storage
+BIND_BATCH = 4096  # files a bind looks up at a time
+T = TypeVar("T")
 
 
 def clip_range(size: int, start: int, end: int, what: str) -> tuple[int, int]:
@@ -104,34 +108,36 @@ class ArchiveService:
             record = Erc.from_anvl(erc)
         except ArkError as exc:
             raise Rejected(f"bind {ark}: ERC record: {exc}") from None
-        files: dict[bytes, FileRecord] = {}
         digests: dict[bytes, bytes] = {}
-        for e in parsed.files:
-            assert e.xet_hash is not None  # Manifest guarantees it for files
-            name = hash_to_string(e.xet_hash)
-            if e.xet_hash not in files:
-                try:
-                    files[e.xet_hash] = self.file(e.xet_hash)
-                except NotFound:
-                    raise Rejected(
-                        f"bind {ark}: entry {e.path!r}: file {name} is not {self.place}; "
+        for batch in _batched(parsed.entries.file_hashes(), BIND_BATCH):
+            stored = self._file_sizes([xet_hash for _, xet_hash, _, _ in batch])
+            for i, xet_hash, size, sha256 in batch:
+                problem = None
+                if xet_hash not in stored:
+                    problem = (
+                        f"file {hash_to_string(xet_hash)} is not {self.place}; "
                         "upload its xorbs and shard"
-                    ) from None
-            stored = files[e.xet_hash]
-            if stored.size != e.size:
-                raise Rejected(
-                    f"bind {ark}: entry {e.path!r}: size {e.size}, but file {name} "
-                    f"{self.place} has {stored.size} bytes"
-                )
-            if e.sha256 is not None:
-                if e.xet_hash not in digests:
-                    digests[e.xet_hash] = self._sha256(stored)
-                if digests[e.xet_hash] != e.sha256:
-                    raise Rejected(
-                        f"bind {ark}: entry {e.path!r}: sha256 {e.sha256.hex()}, but file "
-                        f"{name} hashes to {digests[e.xet_hash].hex()}; give its SHA-256 or none"
                     )
-        created, count, size = time.time(), len(parsed.files), parsed.total_size
+                elif stored[xet_hash][0] != size:
+                    problem = (
+                        f"size {size}, but file {hash_to_string(xet_hash)} {self.place} "
+                        f"has {stored[xet_hash][0]} bytes"
+                    )
+                elif sha256 is not None:
+                    expected = stored[xet_hash][1]
+                    if expected is None:  # its shard gave none: hashed from the store, once
+                        if xet_hash not in digests:
+                            digests[xet_hash] = self._sha256(self.file(xet_hash))
+                        expected = digests[xet_hash]
+                    if expected != sha256:
+                        problem = (
+                            f"sha256 {sha256.hex()}, but file {hash_to_string(xet_hash)} "
+                            f"hashes to {expected.hex()}; give its SHA-256 or none"
+                        )
+                if problem is not None:
+                    path = parsed.entries.path(i)
+                    raise Rejected(f"bind {ark}: entry {path!r}: {problem}")
+        created, count, size = time.time(), parsed.file_count, parsed.total_size
         binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
         number = self.store.bind(binding)
         # Versions are numbered without gaps, each following the one before (version_problems).
@@ -142,6 +148,10 @@ class ArchiveService:
         with self._lock:
             self._archives.put((ark, number), archive)
         return archive
+
+    def _file_sizes(self, hashes: list[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
+        """Size and SHA-256 of the stored files among hashes (the empty file needs none)."""
+        return self.store.file_sizes(hashes) | {ZERO_HASH: (EMPTY_FILE.size, EMPTY_FILE.sha256)}
 
     def _sha256(self, stored: FileRecord) -> bytes:
         """A stored file's SHA-256: checked at its shard's intake, or hashed from its bytes."""
@@ -369,3 +379,10 @@ class ArchiveService:
         """The key of dedup replies at time now: keyed by the secret, new every DEDUP_KEY_TTL s."""
         period = (now // DEDUP_KEY_TTL).to_bytes(8, "little")
         return blake3.blake3(period, key=self._dedup_secret).digest()
+
+
+def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of up to size items, in order (itertools.batched once Python 3.12 is the floor)."""
+    it = iter(items)
+    while batch := list(itertools.islice(it, size)):
+        yield batch

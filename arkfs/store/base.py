@@ -150,6 +150,11 @@ class Store(Protocol):
         """The stored reconstruction of a file."""
         ...
 
+    def file_sizes(self, hashes: Sequence[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
+        """Size and SHA-256 (None if unknown) of each stored file among hashes, in a few
+        queries (a bind checks 1,000,000 files); hashes not stored are left out."""
+        ...
+
     def dedup_lookup(self, chunk_hash: bytes) -> list[ChunkLocation]:
         """Every stored location of a global-dedup chunk; empty if none."""
         ...

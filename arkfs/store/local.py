@@ -66,6 +66,10 @@ from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter, stored_xorb
 
 SCHEMA_VERSION = 2
 INDEX_NAME = "index.sqlite"
+# SQLite's page cache (default 2 MiB): a 1M-file store's index is ~440 MB, and inserts of
+# random hash keys touch pages all over it.
+INDEX_CACHE_KIB = 64 * 1024
+QUERY_PARAMETERS = 500  # hashes per IN (...) query, under SQLite's parameter limit
 XORBS, SHARDS = "xorbs", "shards"
 
 _U32 = struct.Struct("<I")
@@ -163,6 +167,7 @@ class LocalStore:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute(f"PRAGMA cache_size=-{INDEX_CACHE_KIB}")
             except BaseException:
                 conn.close()
                 raise
@@ -392,6 +397,17 @@ class LocalStore:
         """Is a reconstruction of the file stored?"""
         with self._db() as db:
             return bool(db.execute("SELECT 1 FROM files WHERE hash = ?", (file_hash,)).fetchone())
+
+    def file_sizes(self, hashes: Sequence[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
+        """Size and SHA-256 of each stored file among hashes; the others are left out."""
+        found: dict[bytes, tuple[int, bytes | None]] = {}
+        with self._db() as db:
+            for start in range(0, len(hashes), QUERY_PARAMETERS):
+                batch = hashes[start : start + QUERY_PARAMETERS]
+                marks = ",".join("?" * len(batch))
+                query = f"SELECT hash, size, sha256 FROM files WHERE hash IN ({marks})"
+                found.update((h, (size, sha)) for h, size, sha in db.execute(query, batch))
+        return found
 
     def get_file(self, file_hash: bytes) -> FileRecord:
         """The stored reconstruction of a file; NotFound if no shard registered it."""
@@ -647,7 +663,7 @@ def _manifest_summary(manifest: bytes) -> tuple[int, int]:
         m = Manifest.from_msgpack(manifest)
     except (ArkError, TypeError, ValueError):
         return 0, 0
-    return len(m.files), m.total_size
+    return m.file_count, m.total_size
 
 
 def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:

@@ -257,6 +257,15 @@ class ScaledStore:
             cur.execute("SELECT 1 FROM files WHERE hash = %s", (file_hash,))
             return cur.fetchone() is not None
 
+    def file_sizes(self, hashes: Sequence[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
+        """Size and SHA-256 of each stored file among hashes; the others are left out."""
+        with self.index.transaction("look up files") as cur:
+            cur.execute(
+                "SELECT hash, size, sha256 FROM files WHERE hash = ANY(%s)", (list(hashes),)
+            )
+            rows = cur.fetchall()
+        return {bytes(h): (int(n), None if d is None else bytes(d)) for h, n, d in rows}
+
     def get_file(self, file_hash: bytes) -> FileRecord:
         """The stored reconstruction of a file; NotFound if no shard registered it."""
         with self.index.transaction("read a file's terms") as cur:

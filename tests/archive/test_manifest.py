@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arkfs.archive.manifest import (
+    ENTRY_FIELDS,
     VERSION,
     Entry,
     Kind,
@@ -87,10 +88,42 @@ def test_entry_erc_tells_the_archive_story_of_the_part() -> None:
     assert part.support == erc.support
 
 
+def _version_1(m: Manifest) -> dict[str, object]:
+    """m as arkfs wrote manifests before version 2: one array per entry."""
+    rows = [[getattr(e, f) for f in ENTRY_FIELDS] for e in m.entries]
+    head = {"format": "arkfs-manifest", "version": 1, "ark": m.ark, "created": m.created}
+    return head | {"cas_url": m.cas_url, "token_url": m.token_url, "entries": rows}
+
+
 def _mutated(**changes: object) -> bytes:
-    obj = msgpack.unpackb(sample().to_msgpack(), raw=False)
-    obj.update(changes)
-    return msgpack.packb(obj, use_bin_type=True)
+    return msgpack.packb(_version_1(sample()) | changes, use_bin_type=True)
+
+
+def _columns(**changes: object) -> bytes:
+    obj = msgpack.unpackb(sample().to_msgpack(), raw=False, strict_map_key=False)
+    return msgpack.packb(obj | changes, use_bin_type=True)
+
+
+def test_version_1_manifests_stay_readable() -> None:
+    m = sample()
+    old = msgpack.packb(_version_1(m), use_bin_type=True)
+    assert Manifest.from_msgpack(old) == m
+    assert msgpack.unpackb(m.to_msgpack(), strict_map_key=False)["version"] == VERSION == 2
+
+
+def test_columns_answer_lookups_without_making_every_entry() -> None:
+    m = Manifest.from_msgpack(sample().to_msgpack())
+    assert [m.entries.path(i) for i in m.entries.children("")] == ["c3", "empty"]
+    assert m.entry("c3/link") == Entry("c3/link", Kind.SYMLINK, 9, 0o777, 30, target="s5.v7.xsl")
+    assert m.entry("c3/nothing") is None and m.entry("c") is None
+    assert m.children("empty") == [] and m.children("nowhere") == []
+    assert (m.file_count, [e.path for e in m.files]) == (2, ["c3/s5.v7.xsl", "empty"])
+    assert m.entries[-1].sha256 is None and m.entries[1].sha256 is None
+    assert list(m.entries.file_hashes()) == [(2, H1, 5, H2), (3, H2, 0, None)]
+    assert [m.entries.path(i) for i in m.entries.under("c3")] == ["c3/link", "c3/s5.v7.xsl"]
+    assert (len(m.entries.under("")), len(m.entries.under("empty"))) == (4, 0)
+    zeros = build(ARK, [Entry("z", Kind.FILE, 0, 0o600, 1, H1, bytes(32))], 1.0)
+    assert Manifest.from_msgpack(zeros.to_msgpack()).entries[0].sha256 == bytes(32)
 
 
 @pytest.mark.parametrize(
@@ -118,6 +151,15 @@ def _mutated(**changes: object) -> bytes:
         (_mutated(entries=[["a", "file", -1, 0o644, 0, H1, None, None]]), "out of range"),
         (_mutated(entries=[["a", "file", "1", 0o644, 0, H1, None, None]]), "integer"),
         (_mutated(entries=[["a", "symlink", 1, 0o777, 0, None, None, None]]), "target"),
+        (_columns(count=3), "holds"),
+        (_columns(kinds=b"\x00\x01\x02\x09"), "unknown kind"),
+        (_columns(paths=b"c3c3/linkc3/s5.v7.xslemptyx"), "does not cut"),
+        (_columns(targets=[]), "target"),
+        (_columns(targets=[[9, "x"]]), "target"),
+        (_columns(xet_hashes=H1 * 4), "XET hash"),
+        (_columns(modes=b"\xff\xff" * 4), "out of range"),
+        (_columns(sha256s=H1 * 4), "SHA-256"),
+        (_columns(sha256_flags=b"\x01" * 4), "SHA-256"),
     ],
 )
 def test_malformed_manifests_are_refused_with_a_reason(data: bytes, message: str) -> None:
@@ -130,3 +172,11 @@ def test_malformed_json_hash_is_refused() -> None:
     obj["entries"][1]["xet_hash"] = "zz"
     with pytest.raises(ManifestError, match="malformed hash"):
         Manifest.from_json(obj)
+
+
+def test_a_large_manifest_round_trips_through_its_pieces() -> None:
+    files = [Entry(f"d/f{i:05}", Kind.FILE, i, 0o644, i, H1, H2) for i in range(5000)]
+    m = build(ARK, [Entry("d", Kind.DIR, 0, 0o755, 0), *files], 1.0)
+    assert max(map(len, m.msgpack_pieces())) > 0xFFFF  # columns written as they are
+    assert Manifest.from_msgpack(m.to_msgpack()) == m
+    assert m.entry("d/f04999") == files[-1] and m.file_count == 5000

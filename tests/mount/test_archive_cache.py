@@ -19,14 +19,15 @@ from tests.support.mount import arkfs_mount
 from tests.support.server import Server
 
 ARK = "ark:12345/x6cache"
-SIZES = {"alpha.bin": 150_000, "beta.bin": 170_000}  # both msgpack uint32 sizes
+SIZES = {"alpha.bin": 150_000, "beta.bin": 170_000}
 TOKENS = "writer write\n"
 
 pytestmark = pytest.mark.slow
 
 
-def msgpack_uint32(n: int) -> bytes:
-    return b"\xce" + n.to_bytes(4, "big")
+def size_slot(n: int) -> bytes:
+    """A size as the manifest's sizes column holds it (little-endian int64)."""
+    return n.to_bytes(8, "little")
 
 
 def replace_once(data: bytes, old: bytes, new: bytes) -> bytes:
@@ -37,7 +38,7 @@ def replace_once(data: bytes, old: bytes, new: bytes) -> bytes:
 def edit_entry(data: bytes, hashes: dict[str, bytes]) -> bytes:
     """alpha.bin's hash and size made beta.bin's: still a well-formed cache file."""
     data = replace_once(data, hashes["alpha.bin"], hashes["beta.bin"])
-    return replace_once(data, msgpack_uint32(SIZES["alpha.bin"]), msgpack_uint32(SIZES["beta.bin"]))
+    return replace_once(data, size_slot(SIZES["alpha.bin"]), size_slot(SIZES["beta.bin"]))
 
 
 def flip_name(data: bytes, hashes: dict[str, bytes]) -> bytes:

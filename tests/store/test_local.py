@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from arkfs.store import local
 from arkfs.store.base import Binding, ChunkLocation, FileRecord, Store
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError
 from arkfs.store.local import LocalStore
@@ -136,6 +137,16 @@ def test_a_file_in_two_shards_keeps_its_first_record(store: LocalStore, rng: ran
     assert store.get_file(record.file_hash) == record
     assert store.stats().shards == 2
     assert store.check() == []
+
+
+def test_file_sizes_answers_many_files_in_batches(
+    store: LocalStore, rng: random.Random, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "QUERY_PARAMETERS", 2)  # several IN (...) queries
+    records = [put_file(store, rng, xorbs=1)[1] for _ in range(5)]
+    absent = bytes(range(32))
+    found = store.file_sizes([absent, *(r.file_hash for r in records)])
+    assert found == {r.file_hash: (r.size, r.sha256) for r in records}
 
 
 def test_missing_file(store: LocalStore) -> None:

@@ -103,13 +103,14 @@ def summary(manifest):
         os.kill(os.getpid(), signal.SIGKILL)
     return 0, 0
 local._manifest_summary = summary
+local.INDEX_CACHE_KIB = 1024  # smaller than the bindings: the migration must spill to the WAL
 local.LocalStore.open(sys.argv[1])
 """
 
 
 def test_sigkill_during_migration_leaves_schema_1(tmp_path: Path) -> None:
     root = tmp_path / "store"
-    # Bindings of 64 KiB each: more than SQLite's page cache holds, so the migration spills
+    # Bindings of 64 KiB each: more than the child's 1 MiB page cache holds, so the migration spills
     # uncommitted pages into the WAL before it is killed, and recovery must drop them.
     old = [(f"ark:99999/m{i}", random.Random(i).randbytes(65536), "erc:\n", i) for i in range(48)]
     schema1_store(root, old)

@@ -33,8 +33,8 @@ from arkfs.mount.daemon import (
     run_daemon,
     run_foreground,
 )
+from arkfs.mount.exposition import exposition
 from arkfs.mount.latest import DEFAULT_TTL
-from arkfs.mount.stats import exposition
 from arkfs.mount.xattrs import STATS
 from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.util.sizes import human, parse_size

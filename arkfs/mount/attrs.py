@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pyfuse3
 
-from arkfs.archive.manifest import Entry, Kind, entry_erc
+from arkfs.archive.manifest import entry_erc
 from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.namespace import Namespace, Node, NodeKind
 
@@ -86,9 +86,8 @@ class Attributes:
         else None: readdir and lookup answer from memory without awaiting."""
         if node.kind is NodeKind.ENTRY:  # first: the per-entry path of readdir
             assert node.archive is not None
-            entry = node.archive.entry(node.index)
-            a = self._of_entry(node, node.archive, entry)
-            if node.follows_latest_at(entry.path):
+            a = self._of_entry(node, node.archive)
+            if node.follows_latest:
                 a.entry_timeout = self.ns.latest.time_left(node.key)
             return a
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN):
@@ -116,17 +115,14 @@ class Attributes:
             a = self._base(node, DIR_MODE, 0, self._mtime(node))
             a.st_nlink = 2 + archive.subdirs("")
             return a
-        return self._of_entry(node, archive, archive.entry(node.index))
+        return self._of_entry(node, archive)
 
-    def _of_entry(
-        self, node: Node, archive: IndexedArchive, entry: Entry
-    ) -> pyfuse3.EntryAttributes:
-        size = entry.size
-        if entry.kind is Kind.SYMLINK and entry.target is not None:
-            size = len(os.fsencode(entry.target))
-        a = self._base(node, entry.st_mode, size, entry.mtime_ns)
-        if entry.kind is Kind.DIR:
-            a.st_nlink = 2 + archive.subdirs(entry.path)
+    def _of_entry(self, node: Node, archive: IndexedArchive) -> pyfuse3.EntryAttributes:
+        """An entry's attributes, from the manifest's columns (no Entry is made)."""
+        mode, size, mtime_ns = archive.entries.stat(node.index)
+        a = self._base(node, mode, size, mtime_ns)
+        if stat.S_ISDIR(mode):
+            a.st_nlink = 2 + archive.subdirs(archive.entries.path(node.index))
         return a
 
     def _mtime(self, node: Node) -> int:

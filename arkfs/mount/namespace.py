@@ -105,7 +105,7 @@ class Node:
         """The manifest kind of an entry node, else None."""
         if self.kind is not NodeKind.ENTRY or self.archive is None:
             return None
-        return self.archive.entry(self.index).kind
+        return self.archive.entries.kind(self.index)
 
     @property
     def path(self) -> str:
@@ -132,12 +132,9 @@ class Node:
         """Does the kernel reach this node by a name whose meaning moves to the next
         version (a name in the archive root, or the root's `?info`)? Those are cached
         only until the latest version is checked again."""
-        return self.follows_latest_at(self.path)
-
-    def follows_latest_at(self, path: str) -> bool:
-        """follows_latest, for a node whose manifest path is known."""
-        in_root = self.kind in (NodeKind.ENTRY, NodeKind.INFO) and "/" not in path
-        return in_root and not self.pinned
+        if self.pinned or self.kind not in (NodeKind.ENTRY, NodeKind.INFO):
+            return False
+        return self.index < 0 or self.archive is None or self.archive.entries.at_top(self.index)
 
 
 @dataclass(frozen=True)
@@ -432,9 +429,10 @@ class Namespace:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         archive = await self.loaded(node)
         positions = archive.children.get(node.path, [])
+        name = archive.entries.name
         if node.kind is NodeKind.ARCHIVE:
-            positions = [i for i in positions if version_of_name(archive.entry(i).name) is None]
-        names = [archive.entry(i).name for i in positions]
+            positions = [i for i in positions if version_of_name(name(i)) is None]
+        names = [name(i) for i in positions]
         if node.kind is NodeKind.ARCHIVE:
             self._hand(node.key, node.ino, names)
         base = self._view(node.key, archive.version, node.pinned)

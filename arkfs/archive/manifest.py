@@ -305,8 +305,12 @@ class Entries(Sequence[Entry]):
 
     def name(self, i: int) -> str:
         """The file name of the entry at position i."""
+        return self.file_name(i).decode("utf-8", "surrogateescape")
+
+    def file_name(self, i: int) -> bytes:
+        """The file name of the entry at position i, as bytes (as the kernel gets it)."""
         path = self._path_bytes(i)
-        return path[path.rfind(b"/") + 1 :].decode("utf-8", "surrogateescape")
+        return path[path.rfind(b"/") + 1 :]
 
     def is_dir(self, i: int) -> bool:
         return self._kinds[i] == _DIR

@@ -5,7 +5,6 @@ shows the latest version (the archive root's attributes, the names in it, its `?
 may cache only until the latest is checked again (Node.follows_latest).
 """
 
-import math
 import os
 import stat
 import time
@@ -56,19 +55,21 @@ class Attributes:
         self.ns = ns
         self.started_ns = time.time_ns()
         self.owner = owner or Ownership.mounting_user()
+        self._uid, self._gid = self.owner.uid, self.owner.gid
+        self._keep_bits = ~self.owner.umask
 
     def _base(self, node: Node, mode: int, size: int, mtime_ns: int) -> pyfuse3.EntryAttributes:
+        """Attributes of node, cached for TIMEOUT; one link (a new EntryAttributes has
+        generation 0, st_rdev 0 and st_nlink 1: readdir makes one per entry)."""
         a = pyfuse3.EntryAttributes()
         a.st_ino = pyfuse3.InodeT(node.ino)
-        a.generation = 0
         a.entry_timeout = a.attr_timeout = TIMEOUT
-        a.st_mode = pyfuse3.ModeT(mode & ~self.owner.umask)
-        a.st_nlink = 1
-        a.st_uid, a.st_gid = self.owner.uid, self.owner.gid
-        a.st_rdev = 0
+        a.st_mode = pyfuse3.ModeT(mode & self._keep_bits)
+        a.st_uid = self._uid
+        a.st_gid = self._gid
         a.st_size = size
         a.st_blksize = BLOCK_SIZE
-        a.st_blocks = math.ceil(size / 512)
+        a.st_blocks = -(-size // 512)
         a.st_atime_ns = a.st_ctime_ns = a.st_mtime_ns = mtime_ns
         return a
 

@@ -139,9 +139,10 @@ class Node:
 
 @dataclass(frozen=True)
 class Listing:
-    """A directory's children as readdir sees them: names, and a maker of each child."""
+    """A directory's children as readdir sees them: names (bytes, as the kernel gets them),
+    and a maker of each child."""
 
-    names: list[str]
+    names: list[bytes]
     make: Callable[[int], Node]
 
 
@@ -154,6 +155,8 @@ class InodeTable:
             ROOT_INODE: Node(ROOT_INODE, NodeKind.ROOT, lookups=1),
             LABEL_INODE: Node(LABEL_INODE, NodeKind.LABEL, lookups=1),
         }
+        # find(ino): the live node of ino, if any (the dict's own get: readdir asks per entry)
+        self.find: Callable[[int], Node | None] = self._nodes.get
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -164,10 +167,6 @@ class InodeTable:
         if node is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return node
-
-    def find(self, ino: int) -> Node | None:
-        """The live node of ino, if any."""
-        return self._nodes.get(ino)
 
     def _live(self, node: Node) -> Node:
         """The table's node for node.ino, entering node if there is none. (Two concurrent
@@ -421,21 +420,25 @@ class Namespace:
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL):
             naans = await self.catalog.naans()
             prefix = LABEL if node.kind is NodeKind.ROOT else ""
-            return Listing([prefix + n for n in naans], lambda i: self.naan_node(naans[i]))
+            return Listing(
+                [os.fsencode(prefix + n) for n in naans], lambda i: self.naan_node(naans[i])
+            )
         if node.kind is NodeKind.NAAN:
-            names = await self.catalog.names(node.naan)
-            return Listing(names, lambda i: self.archive_node(f"ark:{node.naan}/{names[i]}", None))
+            arks = await self.catalog.names(node.naan)
+            return Listing(
+                list(map(os.fsencode, arks)),
+                lambda i: self.archive_node(f"ark:{node.naan}/{arks[i]}", None),
+            )
         if not node.is_dir:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         archive = await self.loaded(node)
         positions = archive.children.get(node.path, [])
-        name = archive.entries.name
         if node.kind is NodeKind.ARCHIVE:
+            name = archive.entries.name
             positions = [i for i in positions if version_of_name(name(i)) is None]
-        names = [name(i) for i in positions]
-        if node.kind is NodeKind.ARCHIVE:
-            self._hand(node.key, node.ino, names)
+            self._hand(node.key, node.ino, list(map(name, positions)))
         base = self._view(node.key, archive.version, node.pinned)
+        names = list(map(archive.entries.file_name, positions))
         return Listing(names, lambda i: self._entry_at(base, node, archive, positions[i]))
 
 

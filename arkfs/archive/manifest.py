@@ -95,8 +95,7 @@ class Entry:
     @property
     def st_mode(self) -> int:
         """mode with the file type bits, as stat() gives it."""
-        kind_bits = {Kind.DIR: stat.S_IFDIR, Kind.FILE: stat.S_IFREG, Kind.SYMLINK: stat.S_IFLNK}
-        return kind_bits[self.kind] | self.mode
+        return _TYPE_BITS[_KINDS.index(self.kind)] | self.mode
 
 
 class Entries(Sequence[Entry]):
@@ -263,6 +262,8 @@ class Entries(Sequence[Entry]):
     @overload
     def __getitem__(self, i: slice) -> Sequence[Entry]: ...
     def __getitem__(self, i: int | slice) -> Entry | Sequence[Entry]:
+        if type(i) is int and 0 <= i < len(self._kinds):  # the common case, first
+            return self._made(i)
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if not -len(self) <= i < len(self):
@@ -302,8 +303,33 @@ class Entries(Sequence[Entry]):
     def _path_bytes(self, i: int) -> bytes:
         return self._paths[self._ends[i - 1] if i else 0 : self._ends[i]]
 
+    def name(self, i: int) -> str:
+        """The file name of the entry at position i."""
+        return self.file_name(i).decode("utf-8", "surrogateescape")
+
+    def file_name(self, i: int) -> bytes:
+        """The file name of the entry at position i, as bytes (as the kernel gets it)."""
+        path = self._path_bytes(i)
+        return path[path.rfind(b"/") + 1 :]
+
     def is_dir(self, i: int) -> bool:
         return self._kinds[i] == _DIR
+
+    def kind(self, i: int) -> Kind:
+        return _KINDS[self._kinds[i]]
+
+    def at_top(self, i: int) -> bool:
+        """Whether the entry at position i is directly inside the archive root."""
+        return self._parents[i] < 0
+
+    def stat(self, i: int) -> tuple[int, int, int]:
+        """(st_mode, st_size, mtime_ns) of the entry at position i as stat() gives them (a
+        symlink's size is its target's length), from the columns without making an Entry."""
+        code = self._kinds[i]
+        size = self._sizes[i]
+        if code == _SYMLINK:
+            size = len(self._targets[i].encode("utf-8", "surrogateescape"))
+        return _TYPE_BITS[code] | self._modes[i], size, self._mtimes[i]
 
     def position(self, path: str) -> int | None:
         """The position of the entry at path, or None."""
@@ -367,6 +393,7 @@ class Entries(Sequence[Entry]):
 
 _KINDS = (Kind.DIR, Kind.FILE, Kind.SYMLINK)  # kind codes in the 'kinds' column
 _DIR, _FILE, _SYMLINK = range(3)
+_TYPE_BITS = (stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK)  # st_mode type bits, by kind code
 _FILE_BYTE = bytes([_FILE])
 _ZERO = bytes(32)
 # Version 2 columns: array type code ('B' raw bytes, '32' 32-byte slots) and attribute.

@@ -5,7 +5,6 @@ shows the latest version (the archive root's attributes, the names in it, its `?
 may cache only until the latest is checked again (Node.follows_latest).
 """
 
-import math
 import os
 import stat
 import time
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 
 import pyfuse3
 
-from arkfs.archive.manifest import Entry, Kind, entry_erc
+from arkfs.archive.manifest import entry_erc
 from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.namespace import Namespace, Node, NodeKind
 
@@ -56,19 +55,21 @@ class Attributes:
         self.ns = ns
         self.started_ns = time.time_ns()
         self.owner = owner or Ownership.mounting_user()
+        self._uid, self._gid = self.owner.uid, self.owner.gid
+        self._keep_bits = ~self.owner.umask
 
     def _base(self, node: Node, mode: int, size: int, mtime_ns: int) -> pyfuse3.EntryAttributes:
+        """Attributes of node, cached for TIMEOUT; one link (a new EntryAttributes has
+        generation 0, st_rdev 0 and st_nlink 1: readdir makes one per entry)."""
         a = pyfuse3.EntryAttributes()
         a.st_ino = pyfuse3.InodeT(node.ino)
-        a.generation = 0
         a.entry_timeout = a.attr_timeout = TIMEOUT
-        a.st_mode = pyfuse3.ModeT(mode & ~self.owner.umask)
-        a.st_nlink = 1
-        a.st_uid, a.st_gid = self.owner.uid, self.owner.gid
-        a.st_rdev = 0
+        a.st_mode = pyfuse3.ModeT(mode & self._keep_bits)
+        a.st_uid = self._uid
+        a.st_gid = self._gid
         a.st_size = size
         a.st_blksize = BLOCK_SIZE
-        a.st_blocks = math.ceil(size / 512)
+        a.st_blocks = -(-size // 512)
         a.st_atime_ns = a.st_ctime_ns = a.st_mtime_ns = mtime_ns
         return a
 
@@ -86,9 +87,8 @@ class Attributes:
         else None: readdir and lookup answer from memory without awaiting."""
         if node.kind is NodeKind.ENTRY:  # first: the per-entry path of readdir
             assert node.archive is not None
-            entry = node.archive.entry(node.index)
-            a = self._of_entry(node, node.archive, entry)
-            if node.follows_latest_at(entry.path):
+            a = self._of_entry(node, node.archive)
+            if node.follows_latest:
                 a.entry_timeout = self.ns.latest.time_left(node.key)
             return a
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN):
@@ -116,17 +116,14 @@ class Attributes:
             a = self._base(node, DIR_MODE, 0, self._mtime(node))
             a.st_nlink = 2 + archive.subdirs("")
             return a
-        return self._of_entry(node, archive, archive.entry(node.index))
+        return self._of_entry(node, archive)
 
-    def _of_entry(
-        self, node: Node, archive: IndexedArchive, entry: Entry
-    ) -> pyfuse3.EntryAttributes:
-        size = entry.size
-        if entry.kind is Kind.SYMLINK and entry.target is not None:
-            size = len(os.fsencode(entry.target))
-        a = self._base(node, entry.st_mode, size, entry.mtime_ns)
-        if entry.kind is Kind.DIR:
-            a.st_nlink = 2 + archive.subdirs(entry.path)
+    def _of_entry(self, node: Node, archive: IndexedArchive) -> pyfuse3.EntryAttributes:
+        """An entry's attributes, from the manifest's columns (no Entry is made)."""
+        mode, size, mtime_ns = archive.entries.stat(node.index)
+        a = self._base(node, mode, size, mtime_ns)
+        if stat.S_ISDIR(mode):
+            a.st_nlink = 2 + archive.subdirs(archive.entries.path(node.index))
         return a
 
     def _mtime(self, node: Node) -> int:

@@ -45,6 +45,7 @@ class IndexedArchive:
 
     ark: Ark
     record: Archive
+    entries: Entries  # record.manifest.entries, one attribute away (readdir asks per entry)
     backend: Backend  # where its file contents are read
     index: Positions
     children: Children
@@ -70,7 +71,7 @@ class IndexedArchive:
         return self.record.erc
 
     def entry(self, index: int) -> Entry:
-        return self.record.manifest.entries[index]
+        return self.entries[index]
 
     def subdirs(self, path: str) -> int:
         """How many directories directory path holds."""
@@ -90,6 +91,7 @@ class IndexedArchive:
         return cls(
             ark,
             archive,
+            entries,
             backend,
             Positions(entries),
             Children(entries),

@@ -105,7 +105,7 @@ class Node:
         """The manifest kind of an entry node, else None."""
         if self.kind is not NodeKind.ENTRY or self.archive is None:
             return None
-        return self.archive.entry(self.index).kind
+        return self.archive.entries.kind(self.index)
 
     @property
     def path(self) -> str:
@@ -132,19 +132,17 @@ class Node:
         """Does the kernel reach this node by a name whose meaning moves to the next
         version (a name in the archive root, or the root's `?info`)? Those are cached
         only until the latest version is checked again."""
-        return self.follows_latest_at(self.path)
-
-    def follows_latest_at(self, path: str) -> bool:
-        """follows_latest, for a node whose manifest path is known."""
-        in_root = self.kind in (NodeKind.ENTRY, NodeKind.INFO) and "/" not in path
-        return in_root and not self.pinned
+        if self.pinned or self.kind not in (NodeKind.ENTRY, NodeKind.INFO):
+            return False
+        return self.index < 0 or self.archive is None or self.archive.entries.at_top(self.index)
 
 
 @dataclass(frozen=True)
 class Listing:
-    """A directory's children as readdir sees them: names, and a maker of each child."""
+    """A directory's children as readdir sees them: names (bytes, as the kernel gets them),
+    and a maker of each child."""
 
-    names: list[str]
+    names: list[bytes]
     make: Callable[[int], Node]
 
 
@@ -157,6 +155,8 @@ class InodeTable:
             ROOT_INODE: Node(ROOT_INODE, NodeKind.ROOT, lookups=1),
             LABEL_INODE: Node(LABEL_INODE, NodeKind.LABEL, lookups=1),
         }
+        # find(ino): the live node of ino, if any (the dict's own get: readdir asks per entry)
+        self.find: Callable[[int], Node | None] = self._nodes.get
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -167,10 +167,6 @@ class InodeTable:
         if node is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return node
-
-    def find(self, ino: int) -> Node | None:
-        """The live node of ino, if any."""
-        return self._nodes.get(ino)
 
     def _live(self, node: Node) -> Node:
         """The table's node for node.ino, entering node if there is none. (Two concurrent
@@ -424,20 +420,25 @@ class Namespace:
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL):
             naans = await self.catalog.naans()
             prefix = LABEL if node.kind is NodeKind.ROOT else ""
-            return Listing([prefix + n for n in naans], lambda i: self.naan_node(naans[i]))
+            return Listing(
+                [os.fsencode(prefix + n) for n in naans], lambda i: self.naan_node(naans[i])
+            )
         if node.kind is NodeKind.NAAN:
-            names = await self.catalog.names(node.naan)
-            return Listing(names, lambda i: self.archive_node(f"ark:{node.naan}/{names[i]}", None))
+            arks = await self.catalog.names(node.naan)
+            return Listing(
+                list(map(os.fsencode, arks)),
+                lambda i: self.archive_node(f"ark:{node.naan}/{arks[i]}", None),
+            )
         if not node.is_dir:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         archive = await self.loaded(node)
         positions = archive.children.get(node.path, [])
         if node.kind is NodeKind.ARCHIVE:
-            positions = [i for i in positions if version_of_name(archive.entry(i).name) is None]
-        names = [archive.entry(i).name for i in positions]
-        if node.kind is NodeKind.ARCHIVE:
-            self._hand(node.key, node.ino, names)
+            name = archive.entries.name
+            positions = [i for i in positions if version_of_name(name(i)) is None]
+            self._hand(node.key, node.ino, list(map(name, positions)))
         base = self._view(node.key, archive.version, node.pinned)
+        names = list(map(archive.entries.file_name, positions))
         return Listing(names, lambda i: self._entry_at(base, node, archive, positions[i]))
 
 

@@ -180,3 +180,14 @@ def test_a_large_manifest_round_trips_through_its_pieces() -> None:
     assert max(map(len, m.msgpack_pieces())) > 0xFFFF  # columns written as they are
     assert Manifest.from_msgpack(m.to_msgpack()) == m
     assert m.entry("d/f04999") == files[-1] and m.file_count == 5000
+
+
+def test_columns_give_names_kinds_and_stat_without_an_entry() -> None:
+    entries = Manifest.from_msgpack(sample().to_msgpack()).entries
+    for i, entry in enumerate(entries):
+        size = len(entry.target.encode()) if entry.target is not None else entry.size
+        assert entries.stat(i) == (entry.st_mode, size, entry.mtime_ns)
+        assert (entries.name(i), entries.file_name(i)) == (entry.name, entry.name.encode())
+        assert entries.kind(i) is entry.kind
+        assert entries.at_top(i) == ("/" not in entry.path)
+    assert entries.stat(1)[1] == len("s5.v7.xsl")  # c3/link: its target's length

@@ -3,8 +3,9 @@
  * "Internal Node Hash Function"), so a file hash over ~16,000 chunk hashes, or a xorb hash,
  * costs about a millisecond instead of tens of them in Python, and without the GIL.
  *
- * root(key, hashes, sizes, mean_branching, max_children) -> bytes: hashes holds n >= 1
- * hashes of 32 bytes, sizes n little-endian u64. Each node's line is
+ * root(key, hashes, ends, mean_branching, max_children) -> bytes: hashes holds n >= 1
+ * hashes of 32 bytes, ends n native u64 (array 'Q'): where each node ends if their
+ * sizes are laid end to end from 0, as footers and file maps keep them. Each node's line is
  * "{hash string} : {size}\n" (hash_to_string: four little-endian u64, 16 hex digits
  * each); a group ends after a node whose last u64 % mean_branching == 0, from its third
  * node on, or at max_children nodes; a level of two nodes or fewer is one group. hashing.py
@@ -95,20 +96,20 @@ reduce(const uint8_t *key, uint8_t *hashes, uint64_t *sizes, Py_ssize_t n, uint6
 static PyObject *
 root(PyObject *self, PyObject *args)
 {
-    Py_buffer key, hashes, sizes;
+    Py_buffer key, hashes, ends;
     unsigned long long mean;
     Py_ssize_t max;
-    if (!PyArg_ParseTuple(args, "y*y*y*Kn", &key, &hashes, &sizes, &mean, &max))
+    if (!PyArg_ParseTuple(args, "y*y*y*Kn", &key, &hashes, &ends, &mean, &max))
         return NULL;
     PyObject *out = NULL;
     Py_ssize_t n = hashes.len / 32;
-    if (key.len != BLAKE3_KEY_LEN || n < 1 || hashes.len != 32 * n || sizes.len != 8 * n ||
+    if (key.len != BLAKE3_KEY_LEN || n < 1 || hashes.len != 32 * n || ends.len != 8 * n ||
         mean < 1 || max < 3) {
-        PyErr_SetString(PyExc_ValueError, "root: a 32-byte key, n >= 1 hashes and n sizes");
+        PyErr_SetString(PyExc_ValueError, "root: a 32-byte key, n >= 1 hashes and n ends");
         goto done;
     }
     uint8_t *h = PyMem_RawMalloc((size_t)hashes.len);
-    uint64_t *s = PyMem_RawMalloc((size_t)sizes.len);
+    uint64_t *s = PyMem_RawMalloc((size_t)ends.len);
     if (h == NULL || s == NULL) {
         PyMem_RawFree(h);
         PyMem_RawFree(s);
@@ -116,8 +117,9 @@ root(PyObject *self, PyObject *args)
         goto done;
     }
     memcpy(h, hashes.buf, (size_t)hashes.len);
+    const uint64_t *e = (const uint64_t *)ends.buf;
     for (Py_ssize_t i = 0; i < n; i++)
-        s[i] = load64((const uint8_t *)sizes.buf + 8 * i);
+        s[i] = e[i] - (i ? e[i - 1] : 0);
     Py_BEGIN_ALLOW_THREADS
     reduce((const uint8_t *)key.buf, h, s, n, (uint64_t)mean, max);
     Py_END_ALLOW_THREADS
@@ -127,12 +129,12 @@ root(PyObject *self, PyObject *args)
 done:
     PyBuffer_Release(&key);
     PyBuffer_Release(&hashes);
-    PyBuffer_Release(&sizes);
+    PyBuffer_Release(&ends);
     return out;
 }
 
 static PyMethodDef methods[] = {
-    {"root", root, METH_VARARGS, "The Merkle root of hashes and their sizes (see the file)."},
+    {"root", root, METH_VARARGS, "The Merkle root of hashes and their ends (see the file)."},
     {NULL, NULL, 0, NULL},
 };
 

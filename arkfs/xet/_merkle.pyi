@@ -1,9 +1,11 @@
 """Type stub of the C Merkle root (_merkle.c)."""
 
+from array import array
+
 def root(
     key: bytes,
-    hashes: bytes | bytearray | memoryview,
-    sizes: bytes | bytearray | memoryview,
+    hashes: bytes,
+    ends: bytes | array[int],
     mean_branching: int,
     max_children: int,
     /,

@@ -1,7 +1,9 @@
 """XET hashes: chunk, Merkle node, xorb, file and verification hashes, and their string form."""
 
 import struct
+from array import array
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 
 import blake3
 
@@ -74,7 +76,13 @@ def merged_hash(nodes: Iterable[tuple[bytes, int]]) -> tuple[bytes, int]:
 
 
 def merkle_root(nodes: Sequence[tuple[bytes, int]]) -> bytes:
-    """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty.
+    """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty."""
+    return packed_root(b"".join(h for h, _ in nodes), array("Q", accumulate(s for _, s in nodes)))
+
+
+def packed_root(hashes: bytes, ends: "array[int]") -> bytes:
+    """merkle_root of the nodes whose hashes are joined in hashes and whose sizes, laid end
+    to end from 0, end at ends ('Q'), as footers and file maps keep them.
 
     Cut Point Determination groups each level's nodes: a group ends after a node whose
     last u64 is a multiple of MEAN_BRANCHING_FACTOR, from its third node on, or at
@@ -82,15 +90,9 @@ def merkle_root(nodes: Sequence[tuple[bytes, int]]) -> bytes:
     without the GIL: a 1 GiB file has about 16,000 chunks, and the first byte of a cold
     read waits for its file hash.
     """
-    if not nodes:
+    if not ends:
         return ZERO_HASH
-    return _merkle.root(
-        INTERNAL_NODE_KEY,
-        b"".join(h for h, _ in nodes),
-        struct.pack(f"<{len(nodes)}Q", *(size for _, size in nodes)),
-        MEAN_BRANCHING_FACTOR,
-        MAX_CHILDREN,
-    )
+    return _merkle.root(INTERNAL_NODE_KEY, hashes, ends, MEAN_BRANCHING_FACTOR, MAX_CHILDREN)
 
 
 def xorb_hash(chunks: Sequence[tuple[bytes, int]]) -> bytes:
@@ -105,9 +107,16 @@ def file_hash(chunks: Sequence[tuple[bytes, int]]) -> bytes:
     keyed_hash(ZERO_KEY, ZERO_HASH), but hf_xet (the reference) and every stored XET file
     use ZERO_HASH, and interoperating with them is what a file hash is for.
     """
-    if not chunks:
+    return packed_file_hash(
+        b"".join(h for h, _ in chunks), array("Q", accumulate(s for _, s in chunks))
+    )
+
+
+def packed_file_hash(hashes: bytes, ends: "array[int]") -> bytes:
+    """file_hash of chunks given as packed_root takes them."""
+    if not ends:
         return ZERO_HASH
-    return keyed_hash(ZERO_KEY, merkle_root(chunks))
+    return keyed_hash(ZERO_KEY, packed_root(hashes, ends))
 
 
 def verification_hash(chunk_hashes: Sequence[bytes]) -> bytes:

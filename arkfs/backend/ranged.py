@@ -154,7 +154,7 @@ class RangedGetter:
             return self._reply(where, resp)
 
     def _reply(self, where: _Origin, resp: http.client.HTTPResponse) -> RangedReply:
-        """Receive the reply's body: all of it, straight into one buffer for 200 or 206."""
+        """Receive the reply's body: all of it, straight into the bytes returned for 200 or 206."""
         content_range, retry_after = resp.getheader("Content-Range"), resp.getheader("Retry-After")
         length = resp.getheader("Content-Length")
         if resp.status not in (200, 206) or length is None or not length.isdigit():
@@ -163,14 +163,10 @@ class RangedGetter:
                 self._drop(where)
             text = one_line(body.decode("utf-8", "replace")) or f"HTTP {resp.status}"
             return RangedReply(resp.status, body, text, content_range, retry_after)
-        buf = bytearray(int(length))
-        view = memoryview(buf)
-        got = 0
-        while got < len(buf):
-            n = resp.readinto(view[got:])
-            if not n:
-                raise http.client.IncompleteRead(bytes(view[:got]), len(buf) - got)
-            got += n
+        # BufferedReader.read(n) receives straight into the bytes it returns: no copy.
+        body = resp.read(int(length))
+        if len(body) < int(length):
+            raise http.client.IncompleteRead(body, int(length) - len(body))
         if resp.will_close:
             self._drop(where)
-        return RangedReply(resp.status, bytes(buf), "", content_range)
+        return RangedReply(resp.status, body, "", content_range)

@@ -23,8 +23,7 @@ import msgpack
 
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import XorbFormatError
-from arkfs.xet.hashing import file_hash as compute_file_hash
-from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.hashing import hash_to_string, packed_file_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.trust import verify_terms
 from arkfs.xet.xorb import XorbFooter, iter_chunks, verify_chunk
@@ -208,16 +207,14 @@ def unpack_map(data: bytes, file_hash: bytes) -> FileMap:
     ):
         raise BadMapFile("its xorb hashes are malformed")
     ends = arrays["ends"]
-    pairs: list[tuple[bytes, int]] = []
     prev = 0
     for i, e in enumerate(ends):
         if e <= prev or arrays["packed_start"][i] >= arrays["packed_end"][i]:
             raise BadMapFile(f"chunk {i} has an empty or negative extent")
-        pairs.append((hashes[i * HASH_SIZE : (i + 1) * HASH_SIZE], e - prev))
         prev = e
     if size != prev:
         raise BadMapFile(f"it says {size!r} bytes, its chunks hold {prev}")
-    actual = compute_file_hash(pairs)
+    actual = packed_file_hash(hashes, ends)
     if actual != file_hash:
         raise BadMapFile(f"its chunks give file hash {hash_to_string(actual)}")
     return FileMap(file_hash, size, hashes=hashes, xorbs=xorbs, **arrays)

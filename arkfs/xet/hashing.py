@@ -1,10 +1,13 @@
 """XET hashes: chunk, Merkle node, xorb, file and verification hashes, and their string form."""
 
 import struct
+from array import array
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
 
 import blake3
 
+from arkfs.xet import _merkle
 from arkfs.xet.constants import (
     DATA_KEY,
     GLOBAL_DEDUP_MODULUS,
@@ -56,58 +59,40 @@ def _u64_tail(h: bytes) -> int:
     return int.from_bytes(h[24:32], "little")
 
 
-def _next_merge_cut(cuts: Sequence[bool], start: int) -> int:
-    """Merkle Tree Construction, Cut Point Determination: how many nodes from start to merge;
-    cuts[i] says whether node i's hash ends a group (its last u64 modulo the mean factor)."""
-    n = len(cuts) - start
-    if n <= 2:
-        return n
-    end = min(MAX_CHILDREN, n)
-    for i in range(2, end):
-        if cuts[start + i]:
-            return i + 1
-    return end
-
-
-def _node_lines(nodes: Sequence[tuple[bytes, int]]) -> tuple[list[str], list[bool]]:
-    """The '{hash} : {size}\\n' line of each node, and whether its hash ends a group (Cut
-    Point Determination), for all nodes in a few bulk calls."""
+def _node_lines(nodes: Sequence[tuple[bytes, int]]) -> list[str]:
+    """The '{hash} : {size}\\n' line of each node, in a few bulk calls."""
     n = len(nodes)
     words = struct.unpack(f"<{4 * n}Q", b"".join(h for h, _ in nodes))
     text = struct.pack(f">{4 * n}Q", *words).hex()
     step = 2 * HASH_SIZE
-    lines = [f"{text[k * step : (k + 1) * step]} : {size}\n" for k, (_, size) in enumerate(nodes)]
-    return lines, [w % MEAN_BRANCHING_FACTOR == 0 for w in words[3::4]]
+    return [f"{text[k * step : (k + 1) * step]} : {size}\n" for k, (_, size) in enumerate(nodes)]
 
 
 def merged_hash(nodes: Iterable[tuple[bytes, int]]) -> tuple[bytes, int]:
     """Internal Node Hash Function: hash of '{hash} : {size}\\n' lines, and the summed size."""
     nodes = list(nodes)
-    text = "".join(_node_lines(nodes)[0]).encode()
+    text = "".join(_node_lines(nodes)).encode()
     return keyed_hash(INTERNAL_NODE_KEY, text), sum(size for _, size in nodes)
 
 
 def merkle_root(nodes: Sequence[tuple[bytes, int]]) -> bytes:
-    """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty.
+    """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty."""
+    return packed_root(b"".join(h for h, _ in nodes), array("Q", accumulate(s for _, s in nodes)))
 
-    The nodes of merged_hash, with each level's lines and cut points computed in bulk: a
-    1 GiB file has about 16,000 chunks.
+
+def packed_root(hashes: bytes, ends: "array[int]") -> bytes:
+    """merkle_root of the nodes whose hashes are joined in hashes and whose sizes, laid end
+    to end from 0, end at ends ('Q'), as footers and file maps keep them.
+
+    Cut Point Determination groups each level's nodes: a group ends after a node whose
+    last u64 is a multiple of MEAN_BRANCHING_FACTOR, from its third node on, or at
+    MAX_CHILDREN nodes; each group is hashed as merged_hash does. In C (_merkle.c),
+    without the GIL: a 1 GiB file has about 16,000 chunks, and the first byte of a cold
+    read waits for its file hash.
     """
-    if not nodes:
+    if not ends:
         return ZERO_HASH
-    level = list(nodes)
-    while len(level) > 1:
-        lines, cuts = _node_lines(level)
-        sizes = [size for _, size in level]
-        merged = []
-        i = 0
-        while i < len(level):
-            cut = i + _next_merge_cut(cuts, i)
-            text = "".join(lines[i:cut]).encode()
-            merged.append((keyed_hash(INTERNAL_NODE_KEY, text), sum(sizes[i:cut])))
-            i = cut
-        level = merged
-    return level[0][0]
+    return _merkle.root(INTERNAL_NODE_KEY, hashes, ends, MEAN_BRANCHING_FACTOR, MAX_CHILDREN)
 
 
 def xorb_hash(chunks: Sequence[tuple[bytes, int]]) -> bytes:
@@ -122,9 +107,16 @@ def file_hash(chunks: Sequence[tuple[bytes, int]]) -> bytes:
     keyed_hash(ZERO_KEY, ZERO_HASH), but hf_xet (the reference) and every stored XET file
     use ZERO_HASH, and interoperating with them is what a file hash is for.
     """
-    if not chunks:
+    return packed_file_hash(
+        b"".join(h for h, _ in chunks), array("Q", accumulate(s for _, s in chunks))
+    )
+
+
+def packed_file_hash(hashes: bytes, ends: "array[int]") -> bytes:
+    """file_hash of chunks given as packed_root takes them."""
+    if not ends:
         return ZERO_HASH
-    return keyed_hash(ZERO_KEY, merkle_root(chunks))
+    return keyed_hash(ZERO_KEY, packed_root(hashes, ends))
 
 
 def verification_hash(chunk_hashes: Sequence[bytes]) -> bytes:

@@ -11,10 +11,11 @@ bytes are then checked against their chunk hash (verify_chunk in xorb.py). So:
 - verify_terms: check a file's terms against verified footers, its size and its hash.
 """
 
+from array import array
 from collections.abc import Mapping, Sequence
 
 from arkfs.xet.errors import HashMismatchError, ReconstructionError
-from arkfs.xet.hashing import file_hash, hash_to_string
+from arkfs.xet.hashing import hash_to_string, packed_file_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import XorbFooter, footer_tail, parse_footer
 
@@ -49,15 +50,17 @@ def recorded_footer(record: bytes | memoryview, xorb_hash: bytes) -> XorbFooter:
 
 def verify_terms(
     expected_hash: bytes, size: int, terms: Sequence[Term], footers: Mapping[bytes, XorbFooter]
-) -> list[tuple[bytes, int]]:
-    """The (chunk hash, size) of every chunk of a file, once its terms are shown to agree
-    with the verified footers of their xorbs, with size and with expected_hash.
+) -> None:
+    """Check a file's terms against the verified footers of their xorbs, its size and
+    expected_hash: the chunks they name must hold size bytes and hash to expected_hash.
 
     footers must hold a footer for every xorb the terms name (KeyError otherwise).
     Raises ReconstructionError when a term or the size disagrees with the footers, and
     HashMismatchError when the chunks do not hash to expected_hash.
     """
-    chunks: list[tuple[bytes, int]] = []
+    hashes: list[bytes] = []
+    ends = array("Q")
+    total = 0
     for n, t in enumerate(terms):
         footer = footers[t.xorb_hash]
         if not 0 <= t.start < t.end <= footer.num_chunks:
@@ -65,24 +68,22 @@ def verify_terms(
                 f"term {n} covers chunks {t.start}..{t.end} of xorb "
                 f"{hash_to_string(t.xorb_hash)}, which has {footer.num_chunks}"
             )
-        ends = footer.unpacked_ends
-        held = ends[t.end - 1] - (ends[t.start - 1] if t.start else 0)
+        ue = footer.unpacked_ends
+        base = ue[t.start - 1] if t.start else 0
+        held = ue[t.end - 1] - base
         if held != t.unpacked_length:
             raise ReconstructionError(
                 f"term {n} claims {t.unpacked_length} bytes, its chunks hold {held}"
             )
-        chunks.extend(
-            (footer.chunk_hashes[i], ends[i] - (ends[i - 1] if i else 0))
-            for i in range(t.start, t.end)
-        )
-    total = sum(s for _, s in chunks)
+        hashes.extend(footer.chunk_hashes[t.start : t.end])
+        ends.extend(total + e - base for e in ue[t.start : t.end])
+        total += held
     if total != size:
         raise ReconstructionError(f"size {size}, but its terms hold {total} bytes")
-    actual = file_hash(chunks)
+    actual = packed_file_hash(b"".join(hashes), ends)
     if actual != expected_hash:
         raise HashMismatchError(
             "file (the chunks of its terms hash to another)",
             hash_to_string(expected_hash),
             hash_to_string(actual),
         )
-    return chunks

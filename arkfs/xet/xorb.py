@@ -1,6 +1,7 @@
 """Xorbs (spec: "Xorb Format"): build, serialize, parse and validate, decode chunk ranges."""
 
 import struct
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ from arkfs.xet.constants import (
     MAX_XORB_SIZE,
 )
 from arkfs.xet.errors import CompressionError, HashMismatchError, XorbFormatError
-from arkfs.xet.hashing import chunk_hash, hash_to_string, xorb_hash
+from arkfs.xet.hashing import chunk_hash, hash_to_string, packed_root, xorb_hash
 
 CHUNK_HEADER_SIZE = 8
 _U32 = struct.Struct("<I")
@@ -78,7 +79,7 @@ class XorbFooter:
 
     def verify(self) -> None:
         """Check that the chunk hashes and sizes give the xorb hash (Xorb Hash Computation)."""
-        actual = xorb_hash(list(zip(self.chunk_hashes, self.chunk_sizes(), strict=True)))
+        actual = packed_root(b"".join(self.chunk_hashes), array("Q", self.unpacked_ends))
         if actual != self.xorb_hash:
             raise HashMismatchError(
                 "xorb footer", hash_to_string(self.xorb_hash), hash_to_string(actual)

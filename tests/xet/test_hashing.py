@@ -1,5 +1,7 @@
 """Hashes beyond the spec vectors: Merkle tree shape, file hash edge cases, string errors."""
 
+import random
+
 import pytest
 
 from arkfs.xet.constants import INTERNAL_NODE_KEY
@@ -50,6 +52,30 @@ def test_at_most_nine_children_per_node() -> None:
     pairs = [(node(1, i), 1) for i in range(10)]  # no tail divisible by 4: cut at 9
     first, rest = merged_hash(pairs[:9]), merged_hash(pairs[9:])  # a lone child is hashed too
     assert merkle_root(pairs) == merged_hash([first, rest])[0]
+
+
+def _reference_root(level: list[tuple[bytes, int]]) -> bytes:
+    """Root Computation step by step in Python: the rule merkle_root runs in C."""
+    while len(level) > 1:
+        merged, i = [], 0
+        while i < len(level):
+            cut = i + min(len(level) - i, 9)
+            if len(level) - i > 2:
+                for k in range(i + 2, cut):
+                    if int.from_bytes(level[k][0][24:], "little") % 4 == 0:
+                        cut = k + 1
+                        break
+            merged.append(merged_hash(level[i:cut]))
+            i = cut
+        level = merged
+    return level[0][0]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 9, 10, 17, 100, 1000, 4097])
+def test_merkle_root_matches_the_rule_step_by_step(n: int) -> None:
+    rng = random.Random(n)
+    pairs = [(rng.randbytes(32), rng.choice([1, 65536, 2**40 - 1])) for _ in range(n)]
+    assert merkle_root(pairs) == _reference_root(pairs)
 
 
 def test_global_dedup_eligibility() -> None:

@@ -200,6 +200,8 @@ class ContentReader:
         hits = len(chunks) - len(missing)
         self.stats.memory_hits += hits
         self.stats.cache_hits += hits
+        if missing and self._at_hand(fmap, first, missing, chunks):
+            missing = []
         if not missing:
             self._prefetch(backend, fmap, stream, offset, end)
             return _assemble(fmap, first, chunks, offset, end)
@@ -211,6 +213,20 @@ class ContentReader:
         for i in missing:
             chunks[i - first] = got[fmap.chunk_hash(i)]
         return _assemble(fmap, first, chunks, offset, end)
+
+    def _at_hand(self, fmap: FileMap, first: int, missing: list[int], chunks: list[bytes]) -> bool:
+        """Fill in the missing chunks, and keep them in memory, if the disk cache has them
+        all at hand (in the page cache) to read without a thread hop."""
+        found = self._cache.chunks_at_hand([fmap.chunk_hash(i) for i in missing])
+        if found is None:
+            return False
+        memory = self._chunks.memory
+        for i in missing:
+            c = chunks[i - first] = found[fmap.chunk_hash(i)]
+            memory.put(fmap.chunk_hash(i), c, len(c))
+        self.stats.disk_hits += len(missing)
+        self.stats.cache_hits += len(missing)
+        return True
 
     def _claim_early(self, backend: Backend, fmap: FileMap, offset: int, end: int) -> None:
         """Start loading the chunks of bytes [offset, end) by a map still being checked

@@ -47,7 +47,7 @@ class PageOffers:
         """
         if self._stores.qsize() >= MAX_STORES or not self._store_pages:
             return
-        around = self._reader.around(file_hash, size, off, end)
+        around = self._reader.around(file_hash, size, off, end, PAGE)
         if around is None:
             return
         start, data = around

@@ -44,6 +44,10 @@ from arkfs.resolve.objects import ObjectReader, RemoteObject
 
 __all__ = ["ContentReader", "ReadError"]
 
+# Most chunk bytes one read may copy and check on the trio thread (two chunks of the
+# largest size: a small read); more go to worker threads, so the second core shares them.
+AT_HAND_BYTES = 256 * 1024
+
 
 class ContentReader:
     """Reads verified byte ranges of XET files for a mount (see the module docstring)."""
@@ -243,7 +247,9 @@ class ContentReader:
         self, fmap: FileMap, first: int, missing: list[int], chunks: list[bytes]
     ) -> bool:
         """Fill in the missing chunks, and keep them in memory, if the disk cache has them
-        all at hand (in the page cache) to read without a thread hop."""
+        all at hand (in the page cache) to read without a thread hop, and they are few."""
+        if sum(fmap.ends[i] - fmap.start(i) for i in missing) > AT_HAND_BYTES:
+            return False
         found = self._at_hand(fmap, missing)
         if found is None:
             return False

@@ -345,6 +345,7 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
                 else:
                     nursery.cancel_scope.cancel()
         finally:
+            ops.close()
             pyfuse3.close(unmount=True)
             await reader.aclose()
         if failure is not None:

@@ -106,6 +106,10 @@ class ArkOperations(ReadOnlyOperations):
         self._handles = Handles(namespace.inodes)
         self._pages = PageOffers(reader)
 
+    def close(self) -> None:
+        """Finish the page stores under way; before pyfuse3.close()."""
+        self._pages.close()
+
     # --- lookup and attributes -------------------------------------------------------------
 
     @guarded

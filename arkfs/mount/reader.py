@@ -44,6 +44,10 @@ from arkfs.resolve.objects import ObjectReader, RemoteObject
 
 __all__ = ["ContentReader", "ReadError"]
 
+# Most chunk bytes one read may copy and check on the trio thread (two chunks of the
+# largest size: a small read); more go to worker threads, so the second core shares them.
+AT_HAND_BYTES = 256 * 1024
+
 
 class ContentReader:
     """Reads verified byte ranges of XET files for a mount (see the module docstring)."""
@@ -136,10 +140,14 @@ class ContentReader:
         return data
 
     def around(
-        self, file_hash: bytes, size: int, offset: int, end: int
+        self, file_hash: bytes, size: int, offset: int, end: int, page: int = 1
     ) -> tuple[int, bytes] | None:
-        """The whole chunks holding bytes [offset, end) and where they start, if all are in
-        memory (as right after a read of them): what the kernel may cache beyond the read."""
+        """What the kernel may cache beyond a read of bytes [offset, end), as (start, bytes):
+        the whole chunks holding them if all are in memory (as right after a read of
+        them), widened to whole pages of the given size when the chunks around are at
+        hand too (memory, else the page cache). A chunk rarely ends on a page: without the
+        neighbours' bytes, the page each chunk boundary falls in would never be handed
+        over, and took a read of two chunks of its own."""
         fmap = self._maps.peek(file_hash, size)
         if fmap is None:
             return None
@@ -148,7 +156,28 @@ class ContentReader:
         chunks = [memory.peek(fmap.chunk_hash(i), b"") for i in range(first, last)]
         if not all(chunks):
             return None
-        return fmap.start(first), b"".join(chunks)
+        start, stop = fmap.start(first), fmap.ends[last - 1]
+        lo, hi = start // page * page, min(-(-stop // page) * page, size)
+        before, after = fmap.span(lo, lo + 1)[0], fmap.span(hi - 1, hi)[1]
+        wider = self._at_hand(fmap, [*range(before, first), *range(last, after)])
+        if wider is None:
+            return start, b"".join(chunks)
+        joined = b"".join([*wider[: first - before], *chunks, *wider[first - before :]])
+        at = lo - fmap.start(before)
+        return lo, joined[at : at + hi - lo]
+
+    def _at_hand(self, fmap: FileMap, indices: list[int]) -> list[bytes] | None:
+        """The chunks at indices if all are at hand (memory, else the page cache), or None;
+        never waits."""
+        memory = self._chunks.memory
+        got = [memory.peek(fmap.chunk_hash(i), b"") for i in indices]
+        missing = [fmap.chunk_hash(i) for i, c in zip(indices, got, strict=True) if not c]
+        if not missing:
+            return got
+        found = self._cache.chunks_at_hand(missing)
+        if found is None:
+            return None
+        return [c or found[fmap.chunk_hash(i)] for i, c in zip(indices, got, strict=True)]
 
     def end_stream(self, stream: Hashable) -> None:
         """Stop tracking a stream named in read() (its file was closed)."""
@@ -200,6 +229,8 @@ class ContentReader:
         hits = len(chunks) - len(missing)
         self.stats.memory_hits += hits
         self.stats.cache_hits += hits
+        if missing and self._fill_at_hand(fmap, first, missing, chunks):
+            missing = []
         if not missing:
             self._prefetch(backend, fmap, stream, offset, end)
             return _assemble(fmap, first, chunks, offset, end)
@@ -211,6 +242,24 @@ class ContentReader:
         for i in missing:
             chunks[i - first] = got[fmap.chunk_hash(i)]
         return _assemble(fmap, first, chunks, offset, end)
+
+    def _fill_at_hand(
+        self, fmap: FileMap, first: int, missing: list[int], chunks: list[bytes]
+    ) -> bool:
+        """Fill in the missing chunks, and keep them in memory, if the disk cache has them
+        all at hand (in the page cache) to read without a thread hop, and they are few."""
+        if sum(fmap.ends[i] - fmap.start(i) for i in missing) > AT_HAND_BYTES:
+            return False
+        found = self._at_hand(fmap, missing)
+        if found is None:
+            return False
+        memory = self._chunks.memory
+        for i, c in zip(missing, found, strict=True):
+            chunks[i - first] = c
+            memory.put(fmap.chunk_hash(i), c, len(c))
+        self.stats.disk_hits += len(missing)
+        self.stats.cache_hits += len(missing)
+        return True
 
     def _claim_early(self, backend: Backend, fmap: FileMap, offset: int, end: int) -> None:
         """Start loading the chunks of bytes [offset, end) by a map still being checked

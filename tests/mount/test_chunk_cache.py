@@ -67,6 +67,25 @@ def test_a_bad_chunk_drops_its_pack(tmp_path: Path) -> None:
     assert cache.bad_files == 1 and len(cache) == 1
 
 
+def test_chunks_at_hand_are_read_without_blocking_and_checked(tmp_path: Path) -> None:
+    cache = ChunkCache(tmp_path, 1 << 20)
+    cache.scan()
+    items = chunks(2)
+    (h, data), (h2, _) = items
+    cache.put_chunks(items)
+    assert cache.chunks_at_hand([h]) is None  # its pack is not open yet
+    assert cache.get_chunks([h]) == {h: data}  # opens it, and the page cache holds it
+    assert cache.chunks_at_hand([h, h2]) == dict(items)
+    assert cache.chunks_at_hand([h, chunk_hash(b"not stored")]) is None
+    (pack,) = packs(tmp_path)
+    raw = bytearray(pack.read_bytes())
+    raw[-1] ^= 1
+    pack.write_bytes(bytes(raw))  # in place: the open file sees it
+    assert cache.chunks_at_hand([h2]) is None  # a damaged chunk is left to get_chunks
+    assert cache.get_chunks([h, h2]) == {}
+    assert not pack.exists() and not cache.has(h) and cache.bad_files == 1
+
+
 def test_eviction_keeps_within_max_bytes_in_lru_order(tmp_path: Path) -> None:
     a, b, c, d = chunks(4)
     one = len(pack_bytes([a]))

@@ -405,3 +405,33 @@ def test_two_sequential_readers_of_one_file_prefetch_if_named(
             assert (reader.stats.prefetched_bytes > 0) is streams
 
     trio.run(main)
+
+
+def test_around_a_read_are_its_chunks_widened_to_whole_pages(
+    published: Published, open_reader: OpenReader
+) -> None:
+    f = published.files["random-5MiB"]
+    page = 4096
+
+    async def main() -> None:
+        async with open_reader("embedded") as (reader, backend):
+            offset = 3 * MIB + 1000
+            assert reader.around(f.hash, f.size, offset, offset + page, page) is None  # no map
+            await reader.read(backend, f.hash, f.size, offset, page)
+            got = reader.around(f.hash, f.size, offset, offset + page)
+            assert got is not None
+            start, data = got  # its chunks, which rarely start or end on a page
+            assert start <= offset and start + len(data) >= offset + page
+            assert data == f.data[start : start + len(data)]
+            # The neighbours are at hand once read (memory here): whole pages around them.
+            await reader.read(backend, f.hash, f.size, start - page, len(data) + 2 * page)
+            got = reader.around(f.hash, f.size, offset, offset + page, page)
+            assert got is not None
+            lo, wide = got
+            assert (
+                lo == start // page * page
+                and len(wide) == -(-(start + len(data)) // page) * page - lo
+            )
+            assert wide == f.data[lo : lo + len(wide)]
+
+    trio.run(main)

@@ -30,6 +30,7 @@ PG_BIN = max(
     default=Path("/usr/lib/postgresql/15/bin"),  # missing: `make install` installs it
 )
 WEED = Path(sys.executable).parent / "weed"
+_TMP = Path("/tmp")  # where SeaweedFS puts its unix sockets
 PG_USER = "arkfs"
 START_TIMEOUT = 60.0  # seconds a server may take to answer
 
@@ -119,6 +120,7 @@ class SeaweedFS:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=os.environ | {"TMPDIR": str(self.dir)},  # its logs and sockets, not /tmp's
         )
         log.close()
         _wait(self._answers, self.proc, "SeaweedFS")
@@ -162,9 +164,16 @@ class SeaweedFS:
         return found
 
     def remove(self) -> None:
-        """Stop the server and delete its directory."""
+        """Stop the server and delete its directory, and the unix sockets SeaweedFS leaves
+        in /tmp whatever TMPDIR says (/tmp/seaweedfs-SERVICE[-grpc]-PORT.sock)."""
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+        for port in (self.s3_port, self.master, self.volume, self.filer):
+            for sock in (
+                *_TMP.glob(f"seaweedfs-*-{port}.sock"),
+                *_TMP.glob(f"seaweedfs-*-{port + 10000}.sock"),
+            ):
+                sock.unlink(missing_ok=True)
 
 
 class PostgreSQL:

@@ -77,7 +77,12 @@ def merged_hash(nodes: Iterable[tuple[bytes, int]]) -> tuple[bytes, int]:
 
 def merkle_root(nodes: Sequence[tuple[bytes, int]]) -> bytes:
     """Root Computation: the aggregated hash tree over (hash, size) pairs; ZERO_HASH if empty."""
-    return packed_root(b"".join(h for h, _ in nodes), array("Q", accumulate(s for _, s in nodes)))
+    return packed_root(*_packed(nodes))
+
+
+def _packed(nodes: Sequence[tuple[bytes, int]]) -> tuple[bytes, "array[int]"]:
+    """(hash, size) pairs as packed_root takes them: the hashes joined, and their ends."""
+    return b"".join(h for h, _ in nodes), array("Q", accumulate(s for _, s in nodes))
 
 
 def packed_root(hashes: bytes, ends: "array[int]") -> bytes:
@@ -107,9 +112,7 @@ def file_hash(chunks: Sequence[tuple[bytes, int]]) -> bytes:
     keyed_hash(ZERO_KEY, ZERO_HASH), but hf_xet (the reference) and every stored XET file
     use ZERO_HASH, and interoperating with them is what a file hash is for.
     """
-    return packed_file_hash(
-        b"".join(h for h, _ in chunks), array("Q", accumulate(s for _, s in chunks))
-    )
+    return packed_file_hash(*_packed(chunks))
 
 
 def packed_file_hash(hashes: bytes, ends: "array[int]") -> bytes:

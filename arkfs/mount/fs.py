@@ -249,7 +249,7 @@ class ArkOperations(ReadOnlyOperations):
         for i in range(start_id, len(names)):
             child = make(i)
             attrs = at_hand(child, True) or await self.attrs.of(child, provisional=True)
-            if not pyfuse3.readdir_reply(token, os.fsencode(names[i]), attrs, i + 1):
+            if not pyfuse3.readdir_reply(token, names[i], attrs, i + 1):
                 return
             remember(child)  # readdirplus: the kernel counts a lookup per entry
 

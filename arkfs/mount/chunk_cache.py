@@ -105,6 +105,11 @@ def _pread_all(fd: int, start: int, end: int) -> bytes:
     return data
 
 
+def _intact(data: bytes, where: _Where) -> bool:
+    """Do a chunk's bytes, read back from its pack, match the checksum written beside them?"""
+    return _checksum(data) == where.check
+
+
 def _read_nowait(fd: int, start: int, size: int) -> bytes | None:
     """Bytes [start, start + size) of an open file if all are in the page cache, else None
     (os.RWF_NOWAIT: never waits for the disk)."""
@@ -506,7 +511,7 @@ class ChunkCache:
                 continue
             base = spans[pack][0]
             chunks = {h: data[w.offset - base : w.offset - base + w.size] for h, w in by_pack[pack]}
-            bad = next((h for h, w in by_pack[pack] if _checksum(chunks[h]) != w.check), None)
+            bad = next((h for h, w in by_pack[pack] if not _intact(chunks[h], w)), None)
             if bad is not None:
                 self._reject(pack, f"holds chunk {hash_to_string(bad)} damaged")
                 continue
@@ -530,7 +535,7 @@ class ChunkCache:
             try:
                 for h, w in items:
                     data = _read_nowait(f.fd, w.offset, w.size)
-                    if data is None or _checksum(data) != w.check:
+                    if data is None or not _intact(data, w):
                         return None
                     found[h] = data
             finally:

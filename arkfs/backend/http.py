@@ -9,6 +9,8 @@ signatures, and no header (so no token) ever reaches a message.
 
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -17,12 +19,18 @@ import trio
 from arkfs import __version__
 from arkfs.backend.base import BadReply, Refused, Unauthorized
 from arkfs.backend.retry import Retry, RetryPolicy, retryable
+from arkfs.util.sizes import human
 
 CONNECT_TIMEOUT = 3.0  # a second lost SYN is resent after 3 s
 MAX_MESSAGE = 200
+MAX_ERROR_BODY = 64 * 1024  # bytes of an error reply read for its message
 
 # httpx logs every request line at INFO, and fetch URLs are signed: keep them out of logs.
 logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+class TooLarge(BadReply):
+    """A reply's body is longer than its caller allows."""
 
 
 def make_client(timeout: float) -> httpx.AsyncClient:
@@ -102,6 +110,50 @@ def _transport_reason(exc: httpx.TransportError) -> str:
     return one_line(str(exc)) or type(exc).__name__
 
 
+async def _attempt(
+    client: httpx.AsyncClient, request: httpx.Request, retry: Retry, *, stream: bool
+) -> httpx.Response | None:
+    """One try of request, cut at the retry's deadline: its reply, or None once retry
+    knows why there was none. With stream, only the headers are waited for."""
+    with trio.move_on_at(retry.deadline):
+        try:
+            return await client.send(request, stream=stream)
+        except (
+            httpx.InvalidURL,
+            httpx.UnsupportedProtocol,
+            httpx.TooManyRedirects,
+            httpx.DecodingError,
+        ) as exc:  # retrying cannot help
+            raise BadReply(
+                f"{origin(str(request.url))}: {one_line(str(exc)) or type(exc).__name__}"
+            ) from None
+        except httpx.ConnectTimeout:
+            retry.connect_timed_out()
+            return None
+        except httpx.TransportError as exc:
+            retry.transport_failed(_transport_reason(exc))
+            return None
+    retry.timed_out()
+    return None
+
+
+def _request(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    headers: dict[str, str] | None,
+    content: bytes | None,
+    timeout: float | None,
+) -> httpx.Request:
+    return client.build_request(
+        method,
+        url,
+        headers=headers,
+        content=content,
+        timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+    )
+
+
 async def send(
     client: httpx.AsyncClient,
     method: str,
@@ -112,45 +164,73 @@ async def send(
     content: bytes | None = None,
     timeout: float | None = None,
 ) -> httpx.Response:
-    """Send a request, retrying transient failures; the first reply that is not 429 or 5xx.
+    """Send a request, retrying transient failures; the first reply that is not 429 or 5xx,
+    with its body read whole (use stream() where a body may be larger than wanted).
     timeout, when given, replaces the client's for this request's operations.
 
     Each attempt is cut at the policy's deadline (httpx times each operation, not the
     whole request). Raises Unreachable once the attempts or the time are spent.
     """
     retry = Retry(policy, trio.current_time)
+    request = _request(client, method, url, headers, content, timeout)
     while (pause := retry.next_pause()) is not None:
         await trio.sleep(pause)
-        with trio.move_on_at(retry.deadline) as attempt:
-            try:
-                resp = await client.request(
-                    method,
-                    url,
-                    headers=headers,
-                    content=content,
-                    timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
-                )
-            except (
-                httpx.InvalidURL,
-                httpx.UnsupportedProtocol,
-                httpx.TooManyRedirects,
-                httpx.DecodingError,
-            ) as exc:  # retrying cannot help
-                raise BadReply(
-                    f"{origin(url)}: {one_line(str(exc)) or type(exc).__name__}"
-                ) from None
-            except httpx.ConnectTimeout:
-                retry.connect_timed_out()
-                continue
-            except httpx.TransportError as exc:
-                retry.transport_failed(_transport_reason(exc))
-                continue
-        if attempt.cancelled_caught:
-            retry.timed_out()
-        elif retryable(resp.status_code):
-            retry.status_failed(
-                resp.status_code, server_message(resp), resp.headers.get("retry-after")
-            )
-        else:
+        resp = await _attempt(client, request, retry, stream=False)
+        if resp is None:
+            continue
+        if not retryable(resp.status_code):
             return resp
+        retry.status_failed(resp.status_code, server_message(resp), resp.headers.get("retry-after"))
     raise retry.unreachable(origin(url))
+
+
+@asynccontextmanager
+async def stream(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    policy: RetryPolicy,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float | None = None,
+) -> AsyncIterator[httpx.Response]:
+    """send()'s rule, but the reply is yielded before its body is read: the caller reads
+    as much as it needs (read_body, aiter_bytes), and the connection is closed (dropped,
+    if body is left) on exit. Only the wait for the headers is cut at the policy's
+    deadline; the body's reads are bounded by the client's per-operation timeout.
+    """
+    retry = Retry(policy, trio.current_time)
+    request = _request(client, method, url, headers, None, timeout)
+    while (pause := retry.next_pause()) is not None:
+        await trio.sleep(pause)
+        resp = await _attempt(client, request, retry, stream=True)
+        if resp is None:
+            continue
+        try:
+            if not retryable(resp.status_code):
+                yield resp
+                return
+            await read_body(resp, MAX_ERROR_BODY, "an error reply", cut=True)
+            message = server_message(resp)
+        finally:
+            await resp.aclose()
+        retry.status_failed(resp.status_code, message, resp.headers.get("retry-after"))
+    raise retry.unreachable(origin(url))
+
+
+async def read_body(resp: httpx.Response, limit: int, what: str, *, cut: bool = False) -> bytes:
+    """The body of a streamed reply (decoded), at most limit bytes of it; also kept as
+    resp.content. Past limit: TooLarge, or with cut, the first limit bytes. Reading stops
+    there, so a huge or endless body costs at most limit bytes of memory."""
+    body = bytearray()
+    async for piece in resp.aiter_bytes():
+        body += piece
+        if len(body) > limit:
+            if not cut:
+                raise TooLarge(
+                    f"{what}: {origin(str(resp.request.url))} sent more than {human(limit)}"
+                )
+            del body[limit:]
+            break
+    resp._content = bytes(body)  # what aread() sets: .content, .text and .json() then work
+    return resp._content

@@ -12,20 +12,15 @@ import logging.handlers
 import queue
 import sys
 import time
-from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from starlette.types import Scope
 
-from arkfs.server.signing import SIGNATURE
+from arkfs.util.urls import without_secrets
 
 log = logging.getLogger("arkfs.serve")
 
 MAX_PENDING = 100_000  # lines waiting for the writer thread
 NO_REPLY = 499  # the status logged for a request whose client left before any reply
-SECRET_PARAMS = frozenset(
-    {SIGNATURE, "token", "access_token", "x-amz-signature", "x-amz-credential",
-     "x-amz-security-token", "signature"}
-)  # fmt: skip
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -61,16 +56,6 @@ class AccessLog:
     def close(self) -> None:
         self._writer.stop()
         self._handler.close()
-
-
-def without_secrets(url: str) -> str:
-    """url (a request target or an absolute URL) without userinfo, and without its query
-    string when that carries a secret parameter."""
-    parts = urlsplit(url)
-    names = {unquote_plus(p.partition("=")[0]).lower() for p in parts.query.split("&")}
-    query = "" if names & SECRET_PARAMS else parts.query
-    netloc = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _quoted(text: str) -> str:

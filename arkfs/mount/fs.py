@@ -146,15 +146,19 @@ class ArkOperations(ReadOnlyOperations):
 
     @guarded
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
-        """The chunk cache, as CVMFS reports it: its limit as the size, its bytes as used."""
+        """The chunk cache and the inodes, as CVMFS reports them: the cache's limit as the
+        size and its bytes as used; as inodes, those of the loaded manifests and the
+        nodes held, of which only the entries the kernel holds are used (CVMFS: the
+        catalogs' inodes, free unless loaded), so `df -i` never shows 100%."""
         loaded = self.ns.catalog.loaded()
         s = pyfuse3.StatvfsData()
         s.f_bsize = s.f_frsize = BLOCK_SIZE
         s.f_blocks = math.ceil(self.cache.max_bytes / BLOCK_SIZE)
         used = math.ceil(self.cache.used_bytes / BLOCK_SIZE)
         s.f_bfree = s.f_bavail = max(0, s.f_blocks - used)
-        s.f_files = sum(len(a.manifest.entries) for a in loaded)
-        s.f_ffree = s.f_favail = 0
+        held = self.ns.inodes
+        s.f_files = sum(len(a.manifest.entries) for a in loaded) + len(held)
+        s.f_ffree = s.f_favail = s.f_files - held.entries()
         s.f_namemax = NAME_MAX
         return s
 

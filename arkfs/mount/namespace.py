@@ -163,6 +163,10 @@ class InodeTable:
     def __len__(self) -> int:
         return len(self._nodes)
 
+    def entries(self) -> int:
+        """How many of the live nodes are manifest entries."""
+        return sum(node.kind is NodeKind.ENTRY for node in self._nodes.values())
+
     def get(self, ino: int) -> Node:
         """The node of a live inode; ENOENT (stale) otherwise."""
         node = self._nodes.get(ino)

@@ -25,6 +25,7 @@ from arkfs.ark.repertoire import UNRESERVED, check_segment, percent_encode
 from arkfs.ark.versions import MARK
 
 _ESCAPES = re.compile(r"(?:%[0-9A-F]{2})+")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # os.fsdecode's escapes of non-UTF-8 bytes
 
 
 def filename_to_qualifier(name: str) -> str:
@@ -37,6 +38,12 @@ def filename_to_qualifier(name: str) -> str:
             f"file name {name!r} holds a lone surrogate that is not an os.fsdecode escape"
         ) from exc
     return percent_encode(MARK) + escaped[1:] if name.startswith(MARK) else escaped
+
+
+def filename_text(name: str) -> str:
+    """A file name (or path) as UTF-8 text for people: each byte that is not UTF-8 shown
+    as its %XX (`caf%E9.txt`); filename_to_qualifier gives the exact, lossless spelling."""
+    return _UNDECODABLE.sub(lambda byte: f"%{ord(byte[0]) - 0xDC00:02X}", name)
 
 
 def qualifier_to_filename(component: str) -> str:

@@ -1,5 +1,7 @@
 """File names to qualifier components and back."""
 
+import os
+
 import pytest
 from hypothesis import given
 
@@ -12,6 +14,7 @@ from arkfs.ark import (
     parse,
     qualifier_to_filename,
 )
+from arkfs.ark.filenames import filename_text
 from tests.ark.strategies import file_names
 
 
@@ -90,3 +93,9 @@ def test_names_an_ark_would_confuse_stay_apart(a: str, b: str) -> None:
     assert normalize(f"ark:1/x/{filename_to_qualifier(a)}") != normalize(
         f"ark:1/x/{filename_to_qualifier(b)}"
     )
+
+
+def test_filename_text_shows_bytes_that_are_not_utf8_as_percent_escapes() -> None:
+    assert filename_text(os.fsdecode(b"d/caf\xe9 \xff.txt")) == "d/caf%E9 %FF.txt"
+    assert filename_text("données/résumé 100%.txt") == "données/résumé 100%.txt"
+    assert filename_text(os.fsdecode(b"caf\xe9")).encode("utf-8") == b"caf%E9"

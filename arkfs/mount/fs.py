@@ -33,6 +33,7 @@ from arkfs.mount.xattrs import (
     ark_xattrs,
     file_xattrs,
     format_fraction,
+    listed,
     object_xattrs,
     versions_xattr,
 )
@@ -96,9 +97,11 @@ class ArkOperations(ReadOnlyOperations):
         cache: ChunkCache,
         owner: Ownership | None = None,
         xattrs: bool = True,
+        hide_xattrs: bool = False,
     ) -> None:
         super().__init__()
         self.xattrs = xattrs  # False (-o noxattr): no xattrs, and the kernel stops asking
+        self.hide_xattrs = hide_xattrs  # True (-o hide_xattrs): list none of arkfs's own
         self.ns = namespace
         self.reader = reader
         self.stats = stats
@@ -334,4 +337,4 @@ class ArkOperations(ReadOnlyOperations):
         if not self.xattrs:
             raise pyfuse3.FUSEError(NO_XATTRS)
         names = await self._xattrs(self.ns.inodes.get(inode))
-        return [pyfuse3.XAttrNameT(os.fsencode(n)) for n in names]
+        return [pyfuse3.XAttrNameT(os.fsencode(n)) for n in listed(names, self.hide_xattrs)]

@@ -20,6 +20,7 @@ from tests.support.mount import Mounted, arkfs_mount
 ARK = "ark:12345/x6np1wh8k"
 LATIN1 = b"caf\xe9.txt"  # latin-1 'café.txt': not UTF-8
 LONG = "n" * 251 + ".txt"  # 255 bytes, the longest name Linux allows
+MANY = 300  # entries in many/: more than one readdir buffer holds
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ def make_names_tree(root: Path, work: Path) -> Path:
     (root / "run.sh").write_text("#!/bin/sh\necho ran\n")
     (root / "run.sh").chmod(0o755)
     (root / "emptydir").mkdir()
+    (root / "many").mkdir()
+    for i in range(MANY):
+        (root / f"many/entry-{i:03d}-with-a-long-name-to-fill-readdir.txt").write_text(f"{i}\n")
     with open(os.fsencode(root) + b"/" + LATIN1, "wb") as f:
         f.write(b"latin-1 name\n")
     (root / LONG).write_text("long name\n")
@@ -152,7 +156,7 @@ def ls_a(path: Path) -> list[tuple[int, str]]:
 
 def test_readdir_lists_dot_and_dotdot_with_their_inodes(env: Env) -> None:
     a = env.archive
-    for directory in (a / "emptydir", a / "text", a, a / "@v1", a / "@v1/text", a.parent):
+    for directory in (a / "emptydir", a / "text", a / "many", a, a / "@v1", a / "@v1/text"):
         listed = ls_a(directory)
         names = [n for _, n in listed]
         assert names[:2] == [".", ".."], directory
@@ -161,6 +165,11 @@ def test_readdir_lists_dot_and_dotdot_with_their_inodes(env: Env) -> None:
         assert inodes["."] == os.stat(directory).st_ino, directory
         assert inodes[".."] == os.stat(directory / "..").st_ino, directory
     assert ls_a(a / "emptydir")[2:] == []
+    for directory in (a.parent, a.parent.parent, env.mount.path / "ark:"):
+        names = [n for _, n in ls_a(directory)]
+        assert names[:2] == [".", ".."] and names.count(".") == 1, directory
+    many = [n for _, n in ls_a(a / "many")]  # resumed across readdir buffers
+    assert len(many) == len(set(many)) == MANY + 2
     assert sorted(n for _, n in ls_a(a)[2:]) == sorted(os.listdir(a))
 
 
@@ -174,6 +183,9 @@ def test_non_utf8_names_work_in_content_xattrs_and_info(env: Env, tmp_path: Path
     with open(name + b"?info", "rb") as f:
         record = f.read()
     assert values["user.ark.erc"] == record and b"erc:" in record
+    for odd in (b"ark:12345/" + LATIN1, b"ark:" + LATIN1, b"ark:12345/x6np1wh8k/" + LATIN1 + b"x"):
+        with pytest.raises(FileNotFoundError):
+            os.stat(os.fsencode(env.mount.path) + b"/" + odd)
     done = subprocess.run(
         ["rsync", "-aX", f"{env.archive}/", f"{tmp_path}/copy/"], capture_output=True, check=False
     )

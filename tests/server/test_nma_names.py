@@ -23,7 +23,8 @@ NAME = os.fsdecode(LATIN1)
 def test_a_non_utf8_name_is_served_everywhere(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     (tree / "d").mkdir(parents=True)
-    for where in (b"", b"d/"):
+    os.mkdir(os.fsencode(tree) + b"/d\xe9r")
+    for where in (b"", b"d/", b"d\xe9r/"):
         with open(os.fsencode(tree) + b"/" + where + LATIN1, "wb") as f:
             f.write(b"latin-1 name\n")
     publish(tree, ARK, "--store", str(tmp_path / "store"))
@@ -58,3 +59,8 @@ def test_a_non_utf8_name_is_served_everywhere(tmp_path: Path) -> None:
         with tarfile.open(fileobj=io.BytesIO(tar.content), encoding="utf-8") as t:
             names = {os.fsencode(n.split("/", 1)[1]) for n in t.getnames() if "/" in n}
         assert {LATIN1, b"d/" + LATIN1} <= names
+        tar = http.get(f"/{ARK}/d%E9r?tar")  # a directory's tar is named after it
+        assert tar.status_code == 200, tar.text[:300]
+        assert "d%E9r.tar" in tar.headers["Content-Disposition"]
+        with tarfile.open(fileobj=io.BytesIO(tar.content), encoding="utf-8") as t:
+            assert [os.fsencode(n) for n in t.getnames()] == [b"d\xe9r", b"d\xe9r/" + LATIN1]

@@ -161,7 +161,7 @@ class ArkOperations(ReadOnlyOperations):
         s.f_bfree = s.f_bavail = max(0, s.f_blocks - used)
         held = self.ns.inodes
         s.f_files = sum(len(a.manifest.entries) for a in loaded) + len(held)
-        s.f_ffree = s.f_favail = s.f_files - held.entries()
+        s.f_ffree = s.f_favail = s.f_files - held.entries
         s.f_namemax = NAME_MAX
         return s
 

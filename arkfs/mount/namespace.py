@@ -159,13 +159,10 @@ class InodeTable:
         }
         # find(ino): the live node of ino, if any (the dict's own get: readdir asks per entry)
         self.find: Callable[[int], Node | None] = self._nodes.get
+        self.entries = 0  # how many live nodes are manifest entries (statfs counts them)
 
     def __len__(self) -> int:
         return len(self._nodes)
-
-    def entries(self) -> int:
-        """How many of the live nodes are manifest entries."""
-        return sum(node.kind is NodeKind.ENTRY for node in self._nodes.values())
 
     def get(self, ino: int) -> Node:
         """The node of a live inode; ENOENT (stale) otherwise."""
@@ -177,7 +174,10 @@ class InodeTable:
     def _live(self, node: Node) -> Node:
         """The table's node for node.ino, entering node if there is none. (Two concurrent
         lookups can each make a node for one inode: the first one entered is the one.)"""
-        live = self._nodes.setdefault(node.ino, node)
+        live = self._nodes.get(node.ino)
+        if live is None:
+            live = self._nodes[node.ino] = node
+            self.entries += node.kind is NodeKind.ENTRY
         live.archive = live.archive or node.archive
         return live
 
@@ -206,6 +206,7 @@ class InodeTable:
     def _drop_if_unused(self, node: Node) -> None:
         if node.lookups == 0 and node.opens == 0 and self._nodes.get(node.ino) is node:
             del self._nodes[node.ino]
+            self.entries -= node.kind is NodeKind.ENTRY
 
 
 def forget_in_kernel(root: int, names: Collection[tuple[int, str]]) -> None:

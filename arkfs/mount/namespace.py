@@ -16,9 +16,9 @@ the slot's base, entry i of its manifest is base + 1 + i, and the `?info` file o
 sets bit 31 (the `?info` of an archive root is its latest view's). So every version has
 inodes of its own, equivalent spellings of an ARK (hyphens, NAAN case, `ark:/`) reach one
 inode, and an inode the kernel forgot comes back with the same number. Below an archive's
-root a name is exact: only the bytes published name an entry. The
-table holds a Node only while the kernel counts lookups of it or a handle is open on it,
-so memory follows the kernel's cache, not the tree's size.
+root a name is exact: only the bytes published name an entry. The table holds a Node only
+while the kernel counts lookups of it or a handle is open on it, so memory follows the
+kernel's cache, not the tree's size.
 
 The archive root keeps its inode and shows whichever version LatestVersions finds latest.
 What the kernel caches of the latest (names in the root, the root's `?info`) it keeps only

@@ -26,6 +26,11 @@ from arkfs.ark.versions import MARK
 
 _ESCAPES = re.compile(r"(?:%[0-9A-F]{2})+")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # os.fsdecode's escapes of non-UTF-8 bytes
+# A '%' that filename_text must escape: one reading would take for a byte's %XX (80 to FF),
+# also behind a run of escaped '%'s ('%25E9' is spelled '%2525E9').
+_HIGH = "(?=(?:25)*[89A-Fa-f][0-9A-Fa-f])"
+_AMBIGUOUS = re.compile("%" + _HIGH)
+_TEXT_ESCAPES = re.compile(f"%25{_HIGH}|%([89A-Fa-f][0-9A-Fa-f])")
 
 
 def filename_to_qualifier(name: str) -> str:
@@ -41,9 +46,16 @@ def filename_to_qualifier(name: str) -> str:
 
 
 def filename_text(name: str) -> str:
-    """A file name (or path) as UTF-8 text for people: each byte that is not UTF-8 shown
-    as its %XX (`caf%E9.txt`); filename_to_qualifier gives the exact, lossless spelling."""
-    return _UNDECODABLE.sub(lambda byte: f"%{ord(byte[0]) - 0xDC00:02X}", name)
+    """A file name (or path) as UTF-8 text for people, losslessly: each byte that is not
+    UTF-8 as its %XX (`caf%E9.txt`), and a '%' that would read as one of those as %25;
+    every other character as it is (`100%.txt`, `résumé`). text_filename undoes it."""
+    escaped = _AMBIGUOUS.sub("%25", name)
+    return _UNDECODABLE.sub(lambda byte: f"%{ord(byte[0]) - 0xDC00:02X}", escaped)
+
+
+def text_filename(text: str) -> str:
+    """The file name (as os.fsdecode holds it) that filename_text spelled as text."""
+    return _TEXT_ESCAPES.sub(lambda m: chr(0xDC00 + int(m[1], 16)) if m[1] else "%", text)
 
 
 def qualifier_to_filename(component: str) -> str:

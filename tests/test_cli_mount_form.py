@@ -25,20 +25,20 @@ def test_the_mount_form_is_told_from_commands() -> None:
 def test_sources_and_every_mount_setting_become_options() -> None:
     opts = (
         "rw,allow_other,uid=1,gid=2,umask=027,cache_dir=/c,cache_size=1G,metadata_ttl=5,"
-        "config=/f.toml,server=http://b,registry=/r.json,log=/l,debug,noexec,noxattr,token_file=/t"
+        "config=/f.toml,server=http://b,registry=/r.json,log=/l,debug,noexec,noxattr,hide_xattrs,token_file=/t"
     )
     argv = mount_argv(["http://a:8080", "/mnt", "-o", opts, "-n"])
     assert argv == [
         "mount", "/mnt", "--server", "http://a:8080", "--allow-other", "--uid=1", "--gid=2",
         "--umask=027", "--cache-dir=/c", "--cache-size=1G", "--metadata-ttl=5",
         "--config=/f.toml", "--server=http://b", "--registry=/r.json", "--log=/l",
-        "--log-level=debug", "--noexec", "--no-xattrs", "--token-file=/t",
+        "--log-level=debug", "--noexec", "--no-xattrs", "--hide-xattrs", "--token-file=/t",
     ]  # fmt: skip
     assert mount_argv(["store:/srv/s", "/m"]) == ["mount", "/m", "--store", "/srv/s"]
     assert mount_argv(["arkfs", "/m", "-oallow_root"]) == ["mount", "/m", "--allow-root"]
     args = build_parser().parse_args(argv)
     assert args.sharing == "allow_other" and args.umask == 0o27 and args.log_level == "debug"
-    assert args.no_xattrs
+    assert args.no_xattrs and args.hide_xattrs
 
 
 def test_mount8_options_are_accepted_and_ignored() -> None:

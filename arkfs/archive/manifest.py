@@ -37,7 +37,7 @@ import msgpack
 
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError, ManifestError, VersionError
-from arkfs.ark.filenames import filename_to_qualifier, qualifier_to_filename
+from arkfs.ark.filenames import filename_text, filename_to_qualifier, qualifier_to_filename
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import split_version
@@ -657,7 +657,7 @@ def entry_path(archive: Ark, ark: Ark) -> str | None:
 
 def entry_erc(archive_erc: Erc, archive: Ark, entry: Entry) -> Erc:
     """The ERC record of an entry: the archive's story, told of the part at entry.path."""
-    what = f"{archive_erc.what or archive}: {entry.path}"
+    what = f"{archive_erc.what or archive}: {filename_text(entry.path)}"  # where: is exact
     return Erc(
         who=archive_erc.who,
         what=what,

@@ -25,6 +25,12 @@ from arkfs.ark.repertoire import UNRESERVED, check_segment, percent_encode
 from arkfs.ark.versions import MARK
 
 _ESCAPES = re.compile(r"(?:%[0-9A-F]{2})+")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # os.fsdecode's escapes of non-UTF-8 bytes
+# A '%' that filename_text must escape: one reading would take for a byte's %XX (80 to FF),
+# also behind a run of escaped '%'s ('%25E9' is spelled '%2525E9').
+_HIGH = "(?=(?:25)*[89A-Fa-f][0-9A-Fa-f])"
+_AMBIGUOUS = re.compile("%" + _HIGH)
+_TEXT_ESCAPES = re.compile(f"%25{_HIGH}|%([89A-Fa-f][0-9A-Fa-f])")
 
 
 def filename_to_qualifier(name: str) -> str:
@@ -37,6 +43,19 @@ def filename_to_qualifier(name: str) -> str:
             f"file name {name!r} holds a lone surrogate that is not an os.fsdecode escape"
         ) from exc
     return percent_encode(MARK) + escaped[1:] if name.startswith(MARK) else escaped
+
+
+def filename_text(name: str) -> str:
+    """A file name (or path) as UTF-8 text for people, losslessly: each byte that is not
+    UTF-8 as its %XX (`caf%E9.txt`), and a '%' that would read as one of those as %25;
+    every other character as it is (`100%.txt`, `résumé`). text_filename undoes it."""
+    escaped = _AMBIGUOUS.sub("%25", name)
+    return _UNDECODABLE.sub(lambda byte: f"%{ord(byte[0]) - 0xDC00:02X}", escaped)
+
+
+def text_filename(text: str) -> str:
+    """The file name (as os.fsdecode holds it) that filename_text spelled as text."""
+    return _TEXT_ESCAPES.sub(lambda m: chr(0xDC00 + int(m[1], 16)) if m[1] else "%", text)
 
 
 def qualifier_to_filename(component: str) -> str:

@@ -185,6 +185,12 @@ def add_mount_options(parser: argparse.ArgumentParser) -> None:
         help="answer every getxattr with 'not supported', so the kernel stops asking: "
         "`ls -l` gets faster, but no user.ark.* metadata and no `arkfs stats`",
     )
+    p.add_argument(
+        "--hide-xattrs",
+        action="store_true",
+        help="list none of arkfs's own xattrs (user.ark.*, user.xet.*), so `cp -a` and "
+        "`rsync -aX` copy none; each still answers by name",
+    )
 
 
 def run_mount(args: argparse.Namespace) -> int:
@@ -242,6 +248,7 @@ def _mount(args: argparse.Namespace) -> int:
         owner=_ownership(value["uid"], value["gid"], value["umask"]),
         noexec=bool(value["noexec"]),
         xattrs=not value["noxattr"],
+        hide_xattrs=bool(value["hide_xattrs"]),
         log_level=int(getattr(logging, str(value["log_level"]).upper())),
     )
     if opts.foreground:

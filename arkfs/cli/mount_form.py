@@ -18,6 +18,7 @@ FLAGS = {  # -o NAME -> `arkfs mount` flag
     "allow_root": "--allow-root",
     "noexec": "--noexec",
     "noxattr": "--no-xattrs",
+    "hide_xattrs": "--hide-xattrs",
     "debug": "--log-level=debug",
 }
 VALUES = {  # -o NAME=VALUE -> `arkfs mount` option

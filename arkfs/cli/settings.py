@@ -30,6 +30,7 @@ def defaults() -> dict[str, object]:
         "umask": 0,
         "noexec": False,
         "noxattr": False,
+        "hide_xattrs": False,
         "token_file": None,
     }
 
@@ -50,6 +51,7 @@ def given(args: argparse.Namespace) -> dict[str, object]:
         "umask": args.umask,
         "noexec": True if args.noexec else None,
         "noxattr": True if args.no_xattrs else None,
+        "hide_xattrs": True if args.hide_xattrs else None,
         "token_file": args.token_file,
     }
 

@@ -73,6 +73,14 @@ class Attributes:
         a.st_atime_ns = a.st_ctime_ns = a.st_mtime_ns = mtime_ns
         return a
 
+    def dot(self, ino: int) -> pyfuse3.EntryAttributes:
+        """What readdir gives for `.` and `..`: the directory's inode and type (the kernel
+        takes no attributes from these two entries, and counts no lookup of them)."""
+        a = pyfuse3.EntryAttributes()
+        a.st_ino = pyfuse3.InodeT(ino)
+        a.st_mode = pyfuse3.ModeT(DIR_MODE & self._keep_bits)
+        return a
+
     async def of(self, node: Node, provisional: bool = False) -> pyfuse3.EntryAttributes:
         """The attributes of node; provisional ones (not cached by the kernel) for an
         archive root whose manifest is not fetched yet, so readdir needs no manifests."""

@@ -38,7 +38,7 @@ from arkfs.util.sizes import parse_size
 CONFIG_ENV = "ARKFS_CONFIG"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 PATH_SETTINGS = ("cache_dir", "log", "token_file")  # relative to the config file
-FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr")
+FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr", "hide_xattrs")
 ID_SETTINGS = ("uid", "gid")
 SETTINGS = (*PATH_SETTINGS, *FLAG_SETTINGS, *ID_SETTINGS, "cache_size", "log_level", "umask")
 KEYS = ("servers", "naans", "store", "metadata_ttl", "registry", "fallback", "tokens", *SETTINGS)

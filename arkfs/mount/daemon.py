@@ -94,6 +94,7 @@ class MountOptions:
     owner: Ownership | None = None  # None: the mounting user's, no mask
     noexec: bool = False
     xattrs: bool = True  # False: getxattr answers EOPNOTSUPP (-o noxattr)
+    hide_xattrs: bool = False  # True: listxattr lists none of arkfs's own (-o hide_xattrs)
     log_level: int = logging.INFO
 
 
@@ -320,7 +321,7 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
         stats = MountStats()
         reader = ContentReader(cache, stats)
         ns = Namespace(catalog, opts.metadata_ttl)
-        ops = ArkOperations(ns, reader, stats, cache, opts.owner, opts.xattrs)
+        ops = ArkOperations(ns, reader, stats, cache, opts.owner, opts.xattrs, opts.hide_xattrs)
         _tune_gc()
         try:
             pyfuse3.init(ops, str(opts.mountpoint), fuse_options(opts))

@@ -22,7 +22,7 @@ from arkfs.backend.base import BackendError, NotBound, Unauthorized
 from arkfs.mount.attrs import BLOCK_SIZE, Attributes, Ownership, info_record
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.handles import Handle, Handles
-from arkfs.mount.namespace import Namespace, Node, NodeKind
+from arkfs.mount.namespace import NAME_MAX, Namespace, Node, NodeKind
 from arkfs.mount.pages import PageOffers
 from arkfs.mount.reader import ContentReader, ReadError
 from arkfs.mount.readonly import ReadOnlyOperations
@@ -33,6 +33,7 @@ from arkfs.mount.xattrs import (
     ark_xattrs,
     file_xattrs,
     format_fraction,
+    listed,
     object_xattrs,
     versions_xattr,
 )
@@ -40,7 +41,8 @@ from arkfs.resolve.objects import RemoteObject
 
 log = logging.getLogger(__name__)
 
-NAME_MAX = 255
+DOT, DOTDOT = pyfuse3.FileNameT(b"."), pyfuse3.FileNameT(b"..")
+DOTS = 2  # readdir offsets of `.` and `..` come before the listing's
 SMALL_READ = 128 * 1024  # reads below this are not kernel readahead: offer the pages around
 # ENOSYS, not EOPNOTSUPP: only ENOSYS makes the kernel stop sending getxattr (listxattr) for
 # the rest of the mount, answering EOPNOTSUPP itself (measured: README, Performance).
@@ -95,9 +97,11 @@ class ArkOperations(ReadOnlyOperations):
         cache: ChunkCache,
         owner: Ownership | None = None,
         xattrs: bool = True,
+        hide_xattrs: bool = False,
     ) -> None:
         super().__init__()
         self.xattrs = xattrs  # False (-o noxattr): no xattrs, and the kernel stops asking
+        self.hide_xattrs = hide_xattrs  # True (-o hide_xattrs): list none of arkfs's own
         self.ns = namespace
         self.reader = reader
         self.stats = stats
@@ -145,15 +149,19 @@ class ArkOperations(ReadOnlyOperations):
 
     @guarded
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
-        """The chunk cache, as CVMFS reports it: its limit as the size, its bytes as used."""
+        """The chunk cache and the inodes, as CVMFS reports them: the cache's limit as the
+        size and its bytes as used; as inodes, those of the loaded manifests and the
+        nodes held, of which only the entries the kernel holds are used (CVMFS: the
+        catalogs' inodes, free unless loaded), so `df -i` never shows 100%."""
         loaded = self.ns.catalog.loaded()
         s = pyfuse3.StatvfsData()
         s.f_bsize = s.f_frsize = BLOCK_SIZE
         s.f_blocks = math.ceil(self.cache.max_bytes / BLOCK_SIZE)
         used = math.ceil(self.cache.used_bytes / BLOCK_SIZE)
         s.f_bfree = s.f_bavail = max(0, s.f_blocks - used)
-        s.f_files = sum(len(a.manifest.entries) for a in loaded)
-        s.f_ffree = s.f_favail = 0
+        held = self.ns.inodes
+        s.f_files = sum(len(a.manifest.entries) for a in loaded) + len(held)
+        s.f_ffree = s.f_favail = s.f_files - held.entries
         s.f_namemax = NAME_MAX
         return s
 
@@ -239,19 +247,29 @@ class ArkOperations(ReadOnlyOperations):
     async def readdir(
         self, fh: pyfuse3.FileHandleT, start_id: int, token: pyfuse3.ReaddirToken
     ) -> None:
-        listing = self._handles.get(fh).listing
+        handle = self._handles.get(fh)
+        listing = handle.listing
         if listing is None:
             raise pyfuse3.FUSEError(errno.EBADF)
-        # Offsets are positions in the listing taken at opendir, so a resumed readdir
-        # continues exactly where the kernel's buffer filled up.
+        # Offsets: 1 after `.`, 2 after `..`, then 3 + i after the listing's entry i (its
+        # position in the listing taken at opendir), so a resumed readdir continues exactly
+        # where the kernel's buffer filled up.
+        if start_id == 0 and not pyfuse3.readdir_reply(
+            token, DOT, self.attrs.dot(handle.node.ino), 1
+        ):
+            return
+        if start_id <= 1:
+            dotdot = self.attrs.dot(self.ns.parent_ino(handle.node))
+            if not pyfuse3.readdir_reply(token, DOTDOT, dotdot, 2):
+                return
         names, make, remember = listing.names, listing.make, self.ns.inodes.remember
         at_hand = self.attrs.at_hand
-        for i in range(start_id, len(names)):
+        for i in range(max(start_id - DOTS, 0), len(names)):
             child = make(i)
             attrs = at_hand(child, True) or await self.attrs.of(child, provisional=True)
-            if not pyfuse3.readdir_reply(token, names[i], attrs, i + 1):
+            if not pyfuse3.readdir_reply(token, names[i], attrs, i + 1 + DOTS):
                 return
-            remember(child)  # readdirplus: the kernel counts a lookup per entry
+            remember(child)  # readdirplus: the kernel counts a lookup per entry but . and ..
 
     @guarded
     async def releasedir(self, fh: pyfuse3.FileHandleT) -> None:
@@ -319,4 +337,4 @@ class ArkOperations(ReadOnlyOperations):
         if not self.xattrs:
             raise pyfuse3.FUSEError(NO_XATTRS)
         names = await self._xattrs(self.ns.inodes.get(inode))
-        return [pyfuse3.XAttrNameT(os.fsencode(n)) for n in names]
+        return [pyfuse3.XAttrNameT(os.fsencode(n)) for n in listed(names, self.hide_xattrs)]

@@ -14,10 +14,11 @@ slot when first seen (slot << 32). A version view is one version as the latest s
 or as its `@vN` directory does (their ARKs differ: `.../@v2/x`); its `@vN` directory is
 the slot's base, entry i of its manifest is base + 1 + i, and the `?info` file of either
 sets bit 31 (the `?info` of an archive root is its latest view's). So every version has
-inodes of its own, equivalent spellings (hyphens, NAAN case, `ark:/`, escaped file names)
-reach one inode, and an inode the kernel forgot comes back with the same number. The
-table holds a Node only while the kernel counts lookups of it or a handle is open on it,
-so memory follows the kernel's cache, not the tree's size.
+inodes of its own, equivalent spellings of an ARK (hyphens, NAAN case, `ark:/`) reach one
+inode, and an inode the kernel forgot comes back with the same number. Below an archive's
+root a name is exact: only the bytes published name an entry. The table holds a Node only
+while the kernel counts lookups of it or a handle is open on it, so memory follows the
+kernel's cache, not the tree's size.
 
 The archive root keeps its inode and shows whichever version LatestVersions finds latest.
 What the kernel caches of the latest (names in the root, the root's `?info`) it keeps only
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 
 import pyfuse3
 
-from arkfs.archive.manifest import Kind, entry_ark, entry_path
+from arkfs.archive.manifest import Kind, entry_ark
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
@@ -55,6 +56,7 @@ LABEL_INODE = ROOT_INODE + 1
 LABEL = "ark:"
 SLOT_SHIFT = 32
 INFO_BIT = 1 << 31
+NAME_MAX = 255  # bytes in one name, as Linux's local filesystems allow
 INFLECTIONS = ("?info", "??")  # THUMP: `??` is the older spelling of `?info`
 
 
@@ -157,6 +159,7 @@ class InodeTable:
         }
         # find(ino): the live node of ino, if any (the dict's own get: readdir asks per entry)
         self.find: Callable[[int], Node | None] = self._nodes.get
+        self.entries = 0  # how many live nodes are manifest entries (statfs counts them)
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -171,7 +174,10 @@ class InodeTable:
     def _live(self, node: Node) -> Node:
         """The table's node for node.ino, entering node if there is none. (Two concurrent
         lookups can each make a node for one inode: the first one entered is the one.)"""
-        live = self._nodes.setdefault(node.ino, node)
+        live = self._nodes.get(node.ino)
+        if live is None:
+            live = self._nodes[node.ino] = node
+            self.entries += node.kind is NodeKind.ENTRY
         live.archive = live.archive or node.archive
         return live
 
@@ -200,6 +206,7 @@ class InodeTable:
     def _drop_if_unused(self, node: Node) -> None:
         if node.lookups == 0 and node.opens == 0 and self._nodes.get(node.ino) is node:
             del self._nodes[node.ino]
+            self.entries -= node.kind is NodeKind.ENTRY
 
 
 def forget_in_kernel(root: int, names: Collection[tuple[int, str]]) -> None:
@@ -324,7 +331,9 @@ class Namespace:
     # --- lookup ----------------------------------------------------------------------------
 
     async def lookup(self, parent: Node, name: str) -> Node:
-        """The child called name (any equivalent spelling); FUSEError(ENOENT) if none."""
+        """The child called name: any equivalent spelling at the NAAN and Name levels,
+        exactly name below an archive's root; FUSEError(ENOENT) if none."""
+        _check_length(name)
         if parent.kind is NodeKind.ROOT:
             if name.lower() == LABEL:
                 return self.inodes.get(LABEL_INODE)
@@ -393,26 +402,36 @@ class Namespace:
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     def _child_index(self, parent: Node, archive: IndexedArchive, name: str) -> int | None:
-        """The manifest position of parent's child called name, literally or as an ARK
-        spelling of it (`s5%2Ev7%2Exsl`, hyphens dropped, `.v7` variants folded back)."""
+        """The manifest position of parent's child called exactly name, byte for byte.
+
+        No ARK spelling of it (`s5%2Ev7%2Exsl`, hyphens dropped) is taken: below an
+        archive's root names are POSIX names, and a name that was never published must
+        answer ENOENT (a git ref `ma-in` is not `main`, a command `r-un.sh` not `run.sh`).
+        """
         prefix = f"{parent.path}/" if parent.path else ""
-        found = archive.index.get(prefix + name)
-        if found is not None or not name or name.startswith(".") or "?" in name:
-            # A leading '.' is structural in an ARK and would be dropped, making `.x` a
-            # spelling of `x`: hidden files must not alias visible ones. A '?' starts a
-            # query, which parsing would drop: `x?info` is x's record, not x.
-            return found
-        parent_ark, root_ark = parent.ark, parent.root_ark
-        assert parent_ark is not None and root_ark is not None
-        try:
-            path = entry_path(root_ark, parse(f"{parent_ark}/{name}"))
-        except ArkError:
-            return None
-        if path is None or path.rpartition("/")[0] != parent.path:
-            return None
-        return archive.index.get(path)
+        return archive.index.get(prefix + name)
 
     # --- readdir ---------------------------------------------------------------------------
+
+    def parent_ino(self, node: Node) -> int:
+        """The inode of node's parent directory, for readdir's `..` (the root's own; a
+        NAAN's is the root, which lists it)."""
+        if node.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN):
+            return ROOT_INODE
+        if node.kind in (NodeKind.ARCHIVE, NodeKind.OBJECT):
+            return self.naan_node(node.naan).ino
+        if node.kind is NodeKind.VERSION:
+            return self._base(node.key)
+        archive = node.archive
+        assert archive is not None, node
+        parent = archive.entries.path(node.index).rpartition("/")[0]
+        if parent:
+            found = archive.index.get(parent)
+            assert found is not None, parent
+            return self._view(node.key, archive.version, node.pinned) + 1 + found
+        if node.pinned:
+            return self._view(node.key, archive.version, True)
+        return self._base(node.key)
 
     async def listing(self, node: Node) -> Listing:
         """The children of a directory node, in a stable order; an archive root lists its
@@ -451,6 +470,14 @@ def _naan(text: str) -> str:
     if ark.query or ark.components or ark.variants:
         raise pyfuse3.FUSEError(errno.ENOENT)
     return ark.naan
+
+
+def _check_length(name: str) -> None:
+    """ENAMETOOLONG for a name over NAME_MAX bytes; a NAME_MAX name's `?info` (and `??`)
+    is reachable all the same."""
+    size = len(os.fsencode(_split_inflection(name)[0]))
+    if size > NAME_MAX:
+        raise pyfuse3.FUSEError(errno.ENAMETOOLONG)
 
 
 def _split_inflection(name: str) -> tuple[str, bool]:

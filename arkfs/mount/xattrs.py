@@ -12,10 +12,12 @@
     user.arkfs.stats            root: the mount's counters as JSON (`arkfs stats`)
 
 Only attributes with a value exist; symlinks have none (Linux refuses `user.*` on them).
+listxattr never lists the volatile ones (a copy would keep a stale value), only getxattr
+answers them; with -o hide_xattrs it lists none of these (as CVMFS_HIDE_MAGIC_XATTRS).
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from arkfs.archive.manifest import Entry
 from arkfs.archive.record import VersionInfo
@@ -33,6 +35,14 @@ XET_HASH = "user.xet.hash"
 XET_SHA256 = "user.xet.sha256"
 CACHED = "user.arkfs.cached"
 STATS = "user.arkfs.stats"
+VOLATILE = frozenset((CACHED, STATS))  # change while the mount runs: never listed
+OWN_PREFIXES = ("user.ark.", "user.xet.", "user.arkfs.")  # hidden by -o hide_xattrs
+
+
+def listed(names: Iterable[str], hide_own: bool) -> list[str]:
+    """The attribute names listxattr gives: never the volatile ones, and with hide_own
+    (-o hide_xattrs) none of arkfs's own."""
+    return [n for n in names if n not in VOLATILE and not (hide_own and n.startswith(OWN_PREFIXES))]
 
 
 def _support(segment: Segment) -> dict[str, str]:

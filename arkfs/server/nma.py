@@ -73,6 +73,7 @@ from starlette.routing import Route
 from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.errors import ArkError
+from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_MARK, info_response
@@ -460,7 +461,9 @@ def _literal_path(request: Request, past_version: bool) -> str:
 
 def _attachment(filename: str) -> str:
     """A Content-Disposition that saves the reply as filename (RFC 6266): in UTF-8, and in
-    ASCII (other characters as '_') for clients that read only that, such as `curl -J`."""
+    ASCII (other characters as '_') for clients that read only that, such as `curl -J`.
+    A byte of the name that is not UTF-8 is spelled %XX (filename_text)."""
+    filename = filename_text(filename)
     plain = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in filename)
     return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(filename, safe='')}"
 

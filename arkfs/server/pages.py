@@ -14,6 +14,7 @@ from typing import Any
 
 from arkfs.archive.manifest import Entry, Kind, entry_ark
 from arkfs.ark.erc import Erc, Segment
+from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
 from arkfs.ark.versions import versioned
 from arkfs.server.tarball import INFLECTION, MEDIA_TYPE
@@ -107,7 +108,8 @@ def file_page(site: Site, view: View, entry: Entry, erc: Erc) -> str:
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text))
+    """text as HTML, a byte of a file name that is not UTF-8 as its %XX."""
+    return html.escape(filename_text(str(text)))
 
 
 def _kernel(segment: Segment, heading: str, ident: str = "about") -> str:
@@ -188,7 +190,7 @@ def _json_ld(site: Site, view: View, here: Ark, erc: Erc, files: list[Entry]) ->
     for f in sorted(listed, key=lambda e: natural_key(e.path)):
         item: dict[str, Any] = {
             "@type": "DataDownload",
-            "name": f.path,
+            "name": filename_text(f.path),
             "contentUrl": site.url(entry_ark(view.root, f.path)),
             "contentSize": f"{f.size} B",
             "encodingFormat": mimetypes.guess_type(f.name)[0] or "application/octet-stream",

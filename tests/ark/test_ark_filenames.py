@@ -1,7 +1,10 @@
 """File names to qualifier components and back."""
 
+import os
+
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from arkfs.ark import (
     CharacterError,
@@ -12,6 +15,7 @@ from arkfs.ark import (
     parse,
     qualifier_to_filename,
 )
+from arkfs.ark.filenames import filename_text, text_filename
 from tests.ark.strategies import file_names
 
 
@@ -90,3 +94,22 @@ def test_names_an_ark_would_confuse_stay_apart(a: str, b: str) -> None:
     assert normalize(f"ark:1/x/{filename_to_qualifier(a)}") != normalize(
         f"ark:1/x/{filename_to_qualifier(b)}"
     )
+
+
+def test_filename_text_shows_bytes_that_are_not_utf8_as_percent_escapes() -> None:
+    assert filename_text(os.fsdecode(b"d/caf\xe9 \xff.txt")) == "d/caf%E9 %FF.txt"
+    assert filename_text("données/résumé 100%.txt") == "données/résumé 100%.txt"
+    assert filename_text(os.fsdecode(b"caf\xe9")).encode("utf-8") == b"caf%E9"
+    assert filename_text("caf%E9") == "caf%25E9"  # text that would read as a byte
+    assert filename_text("x%25E9%2E") == "x%2525E9%2E"
+
+
+PIECES = [b"%", b"25", b"E9", b"e9", b"7F", b"\xe9", b"\xc3\xa9", b"a", b"2", b"8", b"F"]
+
+
+@given(st.binary(max_size=40) | st.lists(st.sampled_from(PIECES), max_size=12).map(b"".join))
+def test_filename_text_is_utf8_and_loses_no_byte(raw: bytes) -> None:
+    name = os.fsdecode(raw)
+    text = filename_text(name)
+    text.encode("utf-8")  # strict: no surrogate left
+    assert os.fsencode(text_filename(text)) == raw

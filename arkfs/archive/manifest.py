@@ -531,11 +531,21 @@ def _little_endian(column: "array[int]") -> bytes:
 def check_xattr_name(name: str, where: str) -> None:
     """Raise ManifestError unless name is a user.* attribute outside arkfs's own namespaces
     (those the mount serves itself, which it would hide)."""
-    if not name.startswith("user.") or name.startswith(OWN_XATTRS) or "\0" in name:
+    if not name.isprintable() or not _is_utf8(name):
+        raise ManifestError(f"{where}: extended attribute name {name!r} is not UTF-8 text")
+    if not name.startswith("user.") or name.startswith(OWN_XATTRS):
         raise ManifestError(
             f"{where}: extended attribute {name!r} is not user.* or is in arkfs's own "
             f"namespaces ({', '.join(n + '*' for n in OWN_XATTRS)})"
         )
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _xattrs(obj: object) -> Xattrs:
@@ -581,7 +591,7 @@ class Manifest:
         _check_ark(ark)
         columns = entries if isinstance(entries, Entries) else Entries.of(entries)
         if root is not None:
-            _check_root(root)
+            check_root(root)
         values = (ark, columns, created, cas_url, token_url, root)
         for name, value in zip(self.__dataclass_fields__, values, strict=True):
             object.__setattr__(self, name, value)
@@ -753,7 +763,7 @@ def _packed_root(obj: object) -> Entry:
     return Entry("", Kind.DIR, 0, obj[0], obj[1], xattrs=_xattrs(obj[2]))
 
 
-def _check_root(root: Entry) -> None:
+def check_root(root: Entry) -> None:
     """Raise ManifestError unless root is a directory entry at path '' that fits the columns."""
     if root.path or root.kind is not Kind.DIR or not 0 <= root.mode <= 0o7777:
         raise ManifestError("manifest 'root' must be a directory with a mode of 0o7777 or less")

@@ -35,6 +35,8 @@ def add_target(parser: argparse.ArgumentParser, token: str) -> None:
 
 def archive_ark(text: str) -> Ark:
     """The ARK an archive is bound to: ark:NAAN/Name, no qualifiers."""
+    if any(c.isspace() for c in text):  # parse drops whitespace: 'bad name' is not badname
+        raise BadInput(f"{text!r}: an ARK holds no spaces or other whitespace")
     try:
         ark = parse(text)
     except ArkError as exc:

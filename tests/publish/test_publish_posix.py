@@ -8,8 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import trio
 
 from arkfs.archive.manifest import Kind
+from arkfs.ark.erc import Erc
+from arkfs.backend.embedded import EmbeddedBackend
+from arkfs.publish.publisher import PublishError, publish_tree
+from arkfs.publish.scan import scan
+from arkfs.store.local import LocalStore
 from tests.support.archive import bound
 from tests.support.cli import run_arkfs
 
@@ -137,3 +143,28 @@ def test_an_invalid_ark_or_shoulder_exits_2_in_one_line_before_the_scan(
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
     assert not (tmp_path / "store").exists()
+
+
+def test_a_tree_that_changes_after_its_scan_is_a_publish_error_not_a_manifest_traceback(
+    tmp_path: Path,
+) -> None:
+    """Hard links that stop being one file between scan and hashing: the manifest refuses
+    them, and publish says so as a PublishError (one line and exit 1 in the CLI)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a").write_bytes(b"one file\n")
+    os.link(tree / "a", tree / "b")
+    scanned = scan(tree)
+    (tree / "b").unlink()
+    (tree / "b").write_bytes(b"now another\n")
+
+    async def main() -> None:
+        backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
+        try:
+            erc = Erc(who="w", what="x", when="2026", where=ARK)
+            await publish_tree(backend, ARK, scanned.found, erc, previous=None, root=scanned.root)
+        finally:
+            await backend.aclose()
+
+    with pytest.raises(PublishError, match="changed while it was published"):
+        trio.run(main)

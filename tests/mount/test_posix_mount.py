@@ -4,8 +4,10 @@ count, the source's user.* attributes beside arkfs's own, the root directory's m
 mtime, and sparse files read back byte for byte (their holes as zeros). The JSON manifest
 and landing page of `arkfs serve` show the same."""
 
+import io
 import os
 import subprocess
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,6 +125,7 @@ def test_serve_shows_the_same_mtimes_links_attributes_and_root(
     with arkfs_server(store, "--open-read") as (url, _):
         manifest = httpx.get(f"{url}/{ARK}", headers={"Accept": "application/json"}, timeout=30)
         page = httpx.get(f"{url}/{ARK}/", headers={"Accept": "text/html"}, timeout=30)
+        whole = httpx.get(f"{url}/{ARK}?tar", timeout=60).content
     manifest = manifest.json()
     entries = {e["path"]: e for e in manifest["entries"]}
     assert entries["old"]["mtime_ns"] == BEFORE_1970
@@ -130,3 +133,33 @@ def test_serve_shows_the_same_mtimes_links_attributes_and_root(
     assert entries["a"]["xattrs"] == {"user.color": b"blue".hex()}
     assert (manifest["root"]["mode"], manifest["root"]["mtime_ns"]) == (0o750, ROOT_MTIME)
     assert page.status_code == 200 and "1959-12-31 23:59" in page.text
+    with tarfile.open(fileobj=io.BytesIO(whole)) as tar:
+        members = {m.name.partition("/")[2]: m for m in tar.getmembers()}
+    assert int(members["old"].mtime) == BEFORE_1970 // 10**9 + 1  # whole seconds, truncated
+    assert (members[""].mode, int(members[""].mtime)) == (0o750, ROOT_MTIME // 10**9 + 1)
+
+
+def test_a_version_named_root_file_published_anyway_is_only_at_its_version(
+    tmp_path: Path,
+) -> None:
+    """With --allow-version-names, a root file `@v1` is ARKDIR/@v1/@v1 only; a real file
+    named `%40v1` beside it stays itself, never the `@v1` file."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "@v1").write_bytes(b"named like a version\n")
+    (tree / "%40v1").write_bytes(b"a real percent name\n")
+    ark = "ark:12345/x6posixv"
+    store = tmp_path / "store"
+    done = run_arkfs("publish", "-q", str(tree), "--ark", ark, "--store", str(store))
+    assert done.returncode == 2 and "@v1" in done.stderr
+    done = run_arkfs(
+        "publish", "-q", str(tree), "--ark", ark, "--store", str(store), "--allow-version-names"
+    )
+    assert done.returncode == 0, done.stderr
+    with arkfs_mount(tmp_path / "mnt", "--store", str(store), "--cache-dir", str(tmp_path / "c")):
+        root = tmp_path / "mnt" / ark
+        assert (root / "@v1").is_dir()
+        assert (root / "@v1" / "@v1").read_bytes() == b"named like a version\n"
+        assert (root / "%40v1").read_bytes() == b"a real percent name\n"
+        assert sorted(os.listdir(root)) == ["%40v1"]
+        assert sorted(os.listdir(root / "@v1")) == ["%40v1", "@v1"]

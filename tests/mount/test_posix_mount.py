@@ -114,6 +114,12 @@ def test_a_sparse_file_reads_back_byte_identical(
 ) -> None:
     tree, _ = published
     data = (mounted.path / ARK / "sparse").read_bytes()
+    fd = os.open(mounted.path / ARK / "sparse", os.O_RDONLY)
+    try:  # no holes are reported: the README says they read as zeros
+        assert os.lseek(fd, 0, os.SEEK_HOLE) == len(data)
+        assert os.lseek(fd, 5, os.SEEK_DATA) == 5
+    finally:
+        os.close(fd)
     assert len(data) == SPARSE_HOLE + len(b"tail after a hole")
     assert data == (tree / "sparse").read_bytes()
 

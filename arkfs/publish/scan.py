@@ -130,8 +130,12 @@ def check_publishable(scanned: Scanned) -> None:
     try:
         check_root(scanned.root)
         Entries.of(
-            replace(f.entry, xet_hash=stand_in) if f.entry.kind is Kind.FILE else f.entry
-            for f in scanned.found
+            Entry(
+                e.path, e.kind, e.size, e.mode, e.mtime_ns, stand_in, None, None, e.link, e.xattrs
+            )
+            if e.kind is Kind.FILE
+            else e
+            for e in (f.entry for f in scanned.found)
         )
     except ManifestError as exc:
         raise ScanError(str(exc)) from None

@@ -169,3 +169,19 @@ def test_a_version_named_root_file_published_anyway_is_only_at_its_version(
         assert (root / "%40v1").read_bytes() == b"a real percent name\n"
         assert sorted(os.listdir(root)) == ["%40v1"]
         assert sorted(os.listdir(root / "@v1")) == ["%40v1", "@v1"]
+
+
+def test_a_mount_through_serve_shows_the_same(published: tuple[Path, Path], tmp_path: Path) -> None:
+    tree, store = published
+    with (
+        arkfs_server(store, "--open-read") as (url, _),
+        arkfs_mount(tmp_path / "mnt", "--server", url, "--cache-dir", str(tmp_path / "c")),
+    ):
+        root = tmp_path / "mnt" / ARK
+        st = os.stat(root)
+        assert (st.st_mode & 0o7777, st.st_mtime_ns) == (0o750, ROOT_MTIME)
+        assert os.stat(root / "old").st_mtime_ns == BEFORE_1970
+        a, c = os.stat(root / "a"), os.stat(root / "d" / "e" / "c")
+        assert (a.st_ino, a.st_nlink) == (c.st_ino, 3)
+        assert os.getxattr(root / "single", "user.bytes") == b"\xff\x00\xfe"
+        assert (root / "sparse").read_bytes() == (tree / "sparse").read_bytes()

@@ -144,6 +144,8 @@ class Entries(Sequence[Entry]):
         self._has_sha: bytes = columns["sha256_flags"]
         self._targets = targets
         self._xattrs = xattrs or {}
+        if any(len(group) < 2 for group in links):
+            raise ManifestError("manifest 'links' holds a group that is not 2+ positions")
         # Hard links, sparse: a linked file's position -> its group's first, and that
         # first -> the group's size (the link count).
         self._leaders = {i: group[0] for group in links for i in group}
@@ -305,15 +307,15 @@ class Entries(Sequence[Entry]):
         return parents, dirs
 
     def _check_extras(self, links: Sequence[Sequence[int]]) -> None:
-        """Raise ManifestError unless each link group is two or more files, in path order,
-        with one content, mode and mtime (the mount shows them as one inode), and each
-        attribute is a source's user.* one at an entry."""
+        """Raise ManifestError unless each link group is files in path order with one
+        content, mode and mtime (the mount shows them as one inode), and each attribute is
+        a source's user.* one at an entry."""
         count = len(self)
         if len(self._leaders) != sum(map(len, links)):
             raise ManifestError("manifest 'links' lists a position twice")
         for group in links:
-            if len(group) < 2 or list(group) != sorted(group) or not 0 <= group[0] < count:
-                raise ManifestError("manifest 'links' holds a group that is not 2+ positions")
+            if list(group) != sorted(group) or not 0 <= group[0] < count:
+                raise ManifestError("manifest 'links' holds a group not of 2+ positions in order")
             if group[-1] >= count or any(self._kinds[i] != _FILE for i in group):
                 raise ManifestError(f"{self._where(group[0])}: only files can be hard links")
             first = self._same_inode(group[0])
@@ -559,7 +561,10 @@ def _xattrs(obj: object) -> Xattrs:
         values = [v if isinstance(v, bytes) else bytes.fromhex(v) for _, v in pairs]
     except (TypeError, ValueError):
         raise ManifestError("manifest extended attribute values must be binary or hex") from None
-    return tuple(sorted(zip((p[0] for p in pairs), values, strict=True)))
+    named = tuple(sorted(zip((p[0] for p in pairs), values, strict=True)))
+    if len({name for name, _ in named}) != len(named):
+        raise ManifestError("manifest extended attributes name one attribute twice")
+    return named
 
 
 def _packed_xattrs(pairs: Xattrs) -> list[list[Any]]:

@@ -21,7 +21,7 @@ from arkfs.ark.naan import check_assigned_naan
 from arkfs.backend.base import Backend
 from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.progress import shown
-from arkfs.cli.target import add_target, archive_ark, latest, run_on_target
+from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.publisher import Summary, publish_tree
@@ -187,12 +187,12 @@ def run_publish(args: argparse.Namespace) -> int:
     given = _ark_to_bind(args.ark) if args.ark else None
     _fields(args)  # before a long scan
     if args.shoulder:
-        if any(c.isspace() for c in args.shoulder):
-            raise BadInput(f"shoulder {args.shoulder!r}: a shoulder holds no whitespace")
+        no_whitespace(args.shoulder, "a shoulder")
         try:
-            check_assigned_naan(parse_shoulder(args.shoulder).naan)
+            shoulder = parse_shoulder(args.shoulder)
         except ArkError as exc:
-            raise BadInput(f"shoulder {args.shoulder!r}: {exc}") from None
+            raise BadInput(str(exc)) from None
+        _assigned(shoulder, args.shoulder)
     progress = Progress()
     try:
         with shown(progress, args.quiet):
@@ -233,11 +233,16 @@ def run_publish(args: argparse.Namespace) -> int:
 def _ark_to_bind(text: str) -> Ark:
     """The ARK --ark names, if one may be bound: no qualifiers, an assigned NAAN's form."""
     ark = archive_ark(text)
+    _assigned(ark, text)
+    return ark
+
+
+def _assigned(ark: Ark, text: str) -> None:
+    """BadInput unless the NAAN of ark (typed as text) has the form of an assigned one."""
     try:
         check_assigned_naan(ark.naan)
     except ArkError as exc:
         raise BadInput(f"{text}: {exc}") from None
-    return ark
 
 
 def _scan(args: argparse.Namespace, progress: Progress) -> Scanned:

@@ -150,6 +150,7 @@ class Entries(Sequence[Entry]):
         # first -> the group's size (the link count).
         self._leaders = {i: group[0] for group in links for i in group}
         self._link_counts = {group[0]: len(group) for group in links}
+        self.has_links = bool(links)  # the hot paths (readdir, lookup) ask this first
         self._parents, self._dirs = self._check()
         self._check_extras(links)
         self._by_parent: array[int] | None = None  # positions ordered by parent, then path

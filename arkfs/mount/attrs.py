@@ -128,7 +128,7 @@ class Attributes:
         a = self._base(node, mode, size, mtime_ns)
         if stat.S_ISDIR(mode):
             a.st_nlink = 2 + archive.subdirs(archive.entries.path(node.index))
-        elif stat.S_ISREG(mode):
+        elif archive.entries.has_links and stat.S_ISREG(mode):
             a.st_nlink = archive.entries.link_count(node.index)  # hard links: their group's size
         return a
 

@@ -141,6 +141,9 @@ class Publisher:
         placements: list[tuple[Found, FileDigest, list[Placed]]] = []
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
         files = [f for f in found if f.entry.kind is Kind.FILE]
+        # The other names of a hard-linked file are its first's content: read it once.
+        copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
+        files = [f for f in files if f.entry.link in (None, f.entry.path)]
         async with trio.open_nursery() as uploads:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
@@ -162,23 +165,33 @@ class Publisher:
             self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
+        linked: dict[str, FileDigest] = {}
         for f, digest, placed in placements:
             block = _file_block(digest, placed)
             blocks.setdefault(block.file_hash, block)
             entries.append(_file_entry(f.entry, digest))
+            if f.entry.link is not None:
+                linked[f.entry.path] = digest
+        for f in copies:
+            assert f.entry.link is not None
+            digest = linked[f.entry.link]
+            entries.append(_file_entry(f.entry, digest))
+            self.progress.hashed += digest.size  # its first's bytes: stored once
+            self.progress.deduplicated += digest.size
+            self.progress.files_stored += 1
         self.progress.begin("bind")
         shards = await self._upload_shards(list(blocks.values()))
         try:
             self.manifest = build(ark, entries, time.time(), root=root)
-        except ManifestError as exc:  # scan checked the tree: it changed while it was read
-            raise PublishError(f"the tree changed while it was published: {exc}") from None
+        except ManifestError as exc:  # scan checked what it found: not these entries
+            raise PublishError(f"the manifest cannot be built: {exc}") from None
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
         self.progress.bound(bound.version)
         return Summary(
             ark=ark,
-            files=len(placements),
+            files=len(placements) + len(copies),
             bytes=self.progress.total,
             new_bytes=self.progress.new,
             dedup_bytes=self.progress.deduplicated,

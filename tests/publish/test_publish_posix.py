@@ -145,26 +145,39 @@ def test_an_invalid_ark_or_shoulder_exits_2_in_one_line_before_the_scan(
     assert not (tmp_path / "store").exists()
 
 
-def test_a_tree_that_changes_after_its_scan_is_a_publish_error_not_a_manifest_traceback(
+def test_entries_the_manifest_refuses_at_the_end_are_a_publish_error_not_a_traceback(
     tmp_path: Path,
 ) -> None:
-    """Hard links that stop being one file between scan and hashing: the manifest refuses
-    them, and publish says so as a PublishError (one line and exit 1 in the CLI)."""
+    """What scan did not check (here a caller's entries naming one path twice) and the
+    manifest refuses at bind time is a PublishError (one line and exit 1 in the CLI), never
+    a ManifestError traceback."""
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "a").write_bytes(b"one file\n")
-    os.link(tree / "a", tree / "b")
     scanned = scan(tree)
-    (tree / "b").unlink()
-    (tree / "b").write_bytes(b"now another\n")
+    twice = scanned.found + scanned.found
 
     async def main() -> None:
         backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
         try:
             erc = Erc(who="w", what="x", when="2026", where=ARK)
-            await publish_tree(backend, ARK, scanned.found, erc, previous=None, root=scanned.root)
+            await publish_tree(backend, ARK, twice, erc, previous=None, root=scanned.root)
         finally:
             await backend.aclose()
 
-    with pytest.raises(PublishError, match="changed while it was published"):
+    with pytest.raises(PublishError, match="sorted by path, without repeats"):
         trio.run(main)
+
+
+def test_hard_links_are_read_once_and_counted_as_stored_once(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a").write_bytes(os.urandom(300_000))
+    os.link(tree / "a", tree / "b")
+    done = publish(tree, tmp_path / "store", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert (record["files"], record["bytes"]) == (2, 600_000)
+    assert (record["new_bytes"], record["dedup_bytes"]) == (300_000, 300_000)
+    a, b = (bound(tmp_path / "store", ARK)[0].entry(p) for p in "ab")
+    assert a is not None and b is not None and a.xet_hash == b.xet_hash and b.link == "a"

@@ -19,6 +19,13 @@ parses into about 110 MB without a Python object per entry; version 1 (one array
 entry, in the order of ENTRY_FIELDS) is still read. A reader refuses a newer version with
 a message that says to upgrade.
 
+What POSIX archivers keep beyond that is stored sparsely, only for the entries that have
+it, so an archive without it costs nothing (and a manifest written before these existed
+reads as one without them): `links`, the hard-link groups (positions of files that are one
+inode in the source); `xattrs`, the source's `user.*` extended attributes by position; and
+`root`, the mode, mtime and attributes of the archive's root directory. mtimes are signed
+nanoseconds since 1970 (before it, negative), as stat gives them.
+
 This module imports arkfs.xet.hashing for the hash-string form of XET hashes in JSON; both
 are pure format layers.
 """
@@ -49,6 +56,9 @@ VERSION = 2  # 1: one array per entry; 2: one column per field (Entries)
 ENTRY_FIELDS = ("path", "kind", "size", "mode", "mtime_ns", "xet_hash", "sha256", "target")
 MAX_MANIFEST_SIZE = 256 * 1024 * 1024
 ENTRY_CACHE = 4096  # entries kept made, per manifest
+# The extended-attribute namespaces arkfs serves itself; a source attribute may not be in one.
+OWN_XATTRS = ("user.ark.", "user.xet.", "user.arkfs.")
+Xattrs = tuple[tuple[str, bytes], ...]  # (name, value) pairs, sorted by name
 
 
 class Kind(StrEnum):
@@ -71,6 +81,8 @@ class Entry:
     xet_hash: bytes | None = None  # files only
     sha256: bytes | None = None  # files only
     target: str | None = None  # symlinks only
+    link: str | None = None  # a hard-linked file: the first path of its group, in path order
+    xattrs: Xattrs = ()  # the source's user.* extended attributes
 
     @property
     def name(self) -> str:
@@ -90,6 +102,10 @@ class Entry:
             item["sha256"] = self.sha256.hex()
         if self.target is not None:
             item["target"] = self.target
+        if self.link is not None:
+            item["link"] = self.link
+        if self.xattrs:
+            item["xattrs"] = {name: value.hex() for name, value in self.xattrs}
         return item
 
     @property
@@ -110,7 +126,13 @@ class Entries(Sequence[Entry]):
     tree.
     """
 
-    def __init__(self, columns: dict[str, Any], targets: dict[int, str]) -> None:
+    def __init__(
+        self,
+        columns: dict[str, Any],
+        targets: dict[int, str],
+        links: Sequence[Sequence[int]] = (),
+        xattrs: dict[int, Xattrs] | None = None,
+    ) -> None:
         self._paths: bytes = columns["paths"]
         self._ends: array[int] = columns["path_ends"]
         self._kinds: bytes = columns["kinds"]
@@ -121,7 +143,16 @@ class Entries(Sequence[Entry]):
         self._sha: bytes = columns["sha256s"]
         self._has_sha: bytes = columns["sha256_flags"]
         self._targets = targets
+        self._xattrs = xattrs or {}
+        if any(len(group) < 2 for group in links):
+            raise ManifestError("manifest 'links' holds a group that is not 2+ positions")
+        # Hard links, sparse: a linked file's position -> its group's first, and that
+        # first -> the group's size (the link count).
+        self._leaders = {i: group[0] for group in links for i in group}
+        self._link_counts = {group[0]: len(group) for group in links}
+        self.has_links = bool(links)  # the hot paths (readdir, lookup) ask this first
         self._parents, self._dirs = self._check()
+        self._check_extras(links)
         self._by_parent: array[int] | None = None  # positions ordered by parent, then path
         # A lookup, readdir and getattr of one entry come close together: the last few
         # thousand entries made are kept, so each is made once (lru_cache is C code).
@@ -133,6 +164,8 @@ class Entries(Sequence[Entry]):
         paths, ends = bytearray(), array("I")
         kinds, sizes, modes, mtimes = bytearray(), array("q"), array("H"), array("q")
         xet, sha, has_sha, targets = bytearray(), bytearray(), bytearray(), {}
+        groups: dict[str, list[int]] = {}
+        xattrs: dict[int, Xattrs] = {}
         for i, e in enumerate(entries):
             where = f"manifest entry {e.path!r}"
             try:
@@ -156,12 +189,18 @@ class Entries(Sequence[Entry]):
             has_sha.append(e.sha256 is not None)
             if e.target is not None:
                 targets[i] = e.target
+            if e.link is not None:
+                if e.link != e.path and e.link not in groups:
+                    raise ManifestError(f"{where}: its link {e.link!r} is not a file before it")
+                groups.setdefault(e.link, []).append(i)
+            if e.xattrs:
+                xattrs[i] = e.xattrs
         columns = dict(
             paths=bytes(paths), path_ends=ends, kinds=bytes(kinds), sizes=sizes, modes=modes
         )
         columns |= dict(mtimes=mtimes, xet_hashes=bytes(xet), sha256s=bytes(sha))
         columns["sha256_flags"] = bytes(has_sha)
-        return cls(columns, targets)
+        return cls(columns, targets, list(groups.values()), xattrs)
 
     @classmethod
     def from_packed(cls, obj: dict[str, Any]) -> "Entries":
@@ -191,7 +230,17 @@ class Entries(Sequence[Entry]):
             count and ends[-1] != len(columns["paths"])
         ):
             raise ManifestError("manifest column 'path_ends' does not cut 'paths'")
-        return cls(columns, dict(pairs))
+        links = obj.get("links", [])  # absent in manifests written before links were kept
+        if not isinstance(links, list) or not all(
+            isinstance(g, list) and all(type(i) is int for i in g) for g in links
+        ):
+            raise ManifestError("manifest 'links' must be a list of lists of positions")
+        xattrs = obj.get("xattrs", [])
+        if not isinstance(xattrs, list) or not all(
+            isinstance(p, list) and len(p) == 2 and type(p[0]) is int for p in xattrs
+        ):
+            raise ManifestError("manifest 'xattrs' must be a list of [position, attributes]")
+        return cls(columns, dict(pairs), links, {i: _xattrs(a) for i, a in xattrs})
 
     def to_packed(self) -> dict[str, Any]:
         """The columns as a version 2 document holds them: little-endian, one blob each."""
@@ -200,6 +249,13 @@ class Entries(Sequence[Entry]):
             column = getattr(self, _ATTRS[name])
             packed[name] = column if code in ("B", "32") else _little_endian(column)
         packed["targets"] = sorted([i, t] for i, t in self._targets.items())
+        if self._link_counts:
+            groups: dict[int, list[int]] = {}
+            for i, first in sorted(self._leaders.items()):
+                groups.setdefault(first, []).append(i)
+            packed["links"] = list(groups.values())
+        if self._xattrs:
+            packed["xattrs"] = [[i, _packed_xattrs(a)] for i, a in sorted(self._xattrs.items())]
         return packed
 
     def _check(self) -> tuple["array[int]", dict[bytes, int]]:
@@ -211,7 +267,7 @@ class Entries(Sequence[Entry]):
         if count and max(self._kinds) >= len(_KINDS):
             bad = next(i for i, k in enumerate(self._kinds) if k >= len(_KINDS))
             raise ManifestError(f"manifest entry {self.path(bad)!r} has an unknown kind")
-        for column, top in ((self._sizes, None), (self._mtimes, None), (self._modes, 0o7777)):
+        for column, top in ((self._sizes, None), (self._modes, 0o7777)):  # mtimes are signed
             if count and (min(column) < 0 or (top is not None and max(column) > top)):
                 bad = next(i for i, v in enumerate(column) if v < 0 or (top and v > top))
                 raise ManifestError(f"{self._where(bad)}: size, mode or mtime out of range")
@@ -251,6 +307,34 @@ class Entries(Sequence[Entry]):
         del dirs[b""]
         return parents, dirs
 
+    def _check_extras(self, links: Sequence[Sequence[int]]) -> None:
+        """Raise ManifestError unless each link group is files in path order with one
+        content, mode and mtime (the mount shows them as one inode), and each attribute is
+        a source's user.* one at an entry."""
+        count = len(self)
+        if len(self._leaders) != sum(map(len, links)):
+            raise ManifestError("manifest 'links' lists a position twice")
+        for group in links:
+            if list(group) != sorted(group) or not 0 <= group[0] < count:
+                raise ManifestError("manifest 'links' holds a group not of 2+ positions in order")
+            if group[-1] >= count or any(self._kinds[i] != _FILE for i in group):
+                raise ManifestError(f"{self._where(group[0])}: only files can be hard links")
+            first = self._same_inode(group[0])
+            for i in group[1:]:
+                if self._same_inode(i) != first:
+                    raise ManifestError(
+                        f"{self._where(i)}: a hard link differs from {self.path(group[0])!r}"
+                    )
+        for i, pairs in self._xattrs.items():
+            if not 0 <= i < count:
+                raise ManifestError("manifest 'xattrs' names a position past the entries")
+            for name, _ in pairs:
+                check_xattr_name(name, self._where(i))
+
+    def _same_inode(self, i: int) -> tuple[bytes, int, int, int]:
+        """What entries that are one inode must share: content, size, mode, mtime."""
+        return self._xet[32 * i : 32 * i + 32], self._sizes[i], self._modes[i], self._mtimes[i]
+
     def _where(self, i: int) -> str:
         return f"manifest entry {self.path(i)!r}"
 
@@ -285,12 +369,15 @@ class Entries(Sequence[Entry]):
             self._xet[at : at + 32] if kind is Kind.FILE else None,
             self._sha[at : at + 32] if self._has_sha[i] else None,
             self._targets.get(i),
+            self.path(self._leaders[i]) if i in self._leaders else None,
+            self._xattrs.get(i, ()),
         )
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Entries):
             return all(getattr(self, a) == getattr(other, a) for a in _ATTRS.values()) and (
-                self._targets == other._targets
+                (self._targets, self._leaders, self._xattrs)
+                == (other._targets, other._leaders, other._xattrs)
             )
         return isinstance(other, Sequence) and list(self) == list(other)
 
@@ -330,6 +417,18 @@ class Entries(Sequence[Entry]):
         if code == _SYMLINK:
             size = len(self._targets[i].encode("utf-8", "surrogateescape"))
         return _TYPE_BITS[code] | self._modes[i], size, self._mtimes[i]
+
+    def inode_position(self, i: int) -> int:
+        """The position whose inode entry i shares: its hard-link group's first, else i."""
+        return self._leaders.get(i, i)
+
+    def link_count(self, i: int) -> int:
+        """st_nlink of the file at position i: the size of its hard-link group, else 1."""
+        return self._link_counts.get(self._leaders.get(i, i), 1)
+
+    def xattrs(self, i: int) -> Xattrs:
+        """The source's extended attributes of the entry at position i."""
+        return self._xattrs.get(i, ())
 
     def position(self, path: str) -> int | None:
         """The position of the entry at path, or None."""
@@ -432,15 +531,59 @@ def _little_endian(column: "array[int]") -> bytes:
     return column.tobytes()
 
 
+def check_xattr_name(name: str, where: str) -> None:
+    """Raise ManifestError unless name is a user.* attribute outside arkfs's own namespaces
+    (those the mount serves itself, which it would hide)."""
+    if not name.isprintable() or not _is_utf8(name):
+        raise ManifestError(f"{where}: extended attribute name {name!r} is not UTF-8 text")
+    if not name.startswith("user.") or name.startswith(OWN_XATTRS):
+        raise ManifestError(
+            f"{where}: extended attribute {name!r} is not user.* or is in arkfs's own "
+            f"namespaces ({', '.join(n + '*' for n in OWN_XATTRS)})"
+        )
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _xattrs(obj: object) -> Xattrs:
+    """Attributes from [[name, value], ...] (msgpack) or {name: hex} (JSON), sorted."""
+    pairs = list(obj.items()) if isinstance(obj, dict) else obj
+    if not isinstance(pairs, list) or not all(
+        isinstance(p, list | tuple) and len(p) == 2 and isinstance(p[0], str) for p in pairs
+    ):
+        raise ManifestError("manifest extended attributes must be name and value pairs")
+    try:
+        values = [v if isinstance(v, bytes) else bytes.fromhex(v) for _, v in pairs]
+    except (TypeError, ValueError):
+        raise ManifestError("manifest extended attribute values must be binary or hex") from None
+    named = tuple(sorted(zip((p[0] for p in pairs), values, strict=True)))
+    if len({name for name, _ in named}) != len(named):
+        raise ManifestError("manifest extended attributes name one attribute twice")
+    return named
+
+
+def _packed_xattrs(pairs: Xattrs) -> list[list[Any]]:
+    return [[name, value] for name, value in pairs]
+
+
 @dataclass(frozen=True)
 class Manifest:
-    """An archive: its ARK, its entries sorted by path, and where its CAS is."""
+    """An archive: its ARK, its entries sorted by path, where its CAS is, and its root
+    directory's mode, mtime and attributes (an Entry with path ''; None in manifests
+    written before the root was kept)."""
 
     ark: str
     entries: Entries
     created: float = 0.0
     cas_url: str | None = None
     token_url: str | None = None
+    root: Entry | None = None
 
     def __init__(
         self,
@@ -449,12 +592,14 @@ class Manifest:
         created: float = 0.0,
         cas_url: str | None = None,
         token_url: str | None = None,
+        root: Entry | None = None,
     ) -> None:
         _check_ark(ark)
         columns = entries if isinstance(entries, Entries) else Entries.of(entries)
-        for name, value in zip(
-            self.__dataclass_fields__, (ark, columns, created, cas_url, token_url), strict=True
-        ):
+        if root is not None:
+            check_root(root)
+        values = (ark, columns, created, cas_url, token_url, root)
+        for name, value in zip(self.__dataclass_fields__, values, strict=True):
             object.__setattr__(self, name, value)
 
     def entry(self, path: str) -> Entry | None:
@@ -501,6 +646,9 @@ class Manifest:
         """to_msgpack in pieces, the large columns among them as they are: written to a
         file one by one, a 1M-entry manifest is not copied (packb would copy it twice)."""
         document = self._head() | self.entries.to_packed()
+        if self.root is not None:
+            r = self.root
+            document["root"] = [r.mode, r.mtime_ns, _packed_xattrs(r.xattrs)]
         pieces = [msgpack.Packer().pack_map_header(len(document))]
         for key, value in document.items():
             pieces.append(msgpack.packb(key))
@@ -519,6 +667,8 @@ class Manifest:
         except (ValueError, msgpack.UnpackException) as exc:
             raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
         head = _head(obj)
+        if obj.get("root") is not None:
+            head["root"] = _packed_root(obj["root"])
         if obj["version"] >= 2:
             return cls(entries=Entries.from_packed(obj), **head)
         rows = obj.get("entries")
@@ -533,12 +683,17 @@ class Manifest:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form, for people: hashes as hash strings (XET) and hex (SHA-256)."""
-        return self._head() | {"entries": [e.to_json() for e in self.entries]}
+        root = {} if self.root is None else {"root": self.root.to_json()}
+        return self._head() | root | {"entries": [e.to_json() for e in self.entries]}
 
     @classmethod
     def from_json(cls, obj: object) -> "Manifest":
         head = _head(obj)
         assert isinstance(obj, dict)
+        if obj.get("root") is not None:
+            if not isinstance(obj["root"], dict):
+                raise ManifestError("manifest 'root' must be an object")
+            head["root"] = _entry({"path": "", "kind": "dir", "size": 0} | obj["root"], -1)
         items = obj.get("entries")
         if not isinstance(items, list):
             raise ManifestError("manifest 'entries' must be a list")
@@ -588,6 +743,12 @@ def _entry(item: dict[str, Any], i: int) -> Entry:
         raise ManifestError(f"manifest entry {i} has unknown kind {item.get('kind')!r}") from None
     values: dict[str, Any] = {f: item.get(f) for f in ENTRY_FIELDS}
     values["kind"] = kind
+    if item.get("link") is not None:  # JSON only: version 1 rows have neither
+        values["link"] = item["link"]
+        if not isinstance(values["link"], str):
+            raise ManifestError(f"manifest entry {i}: link must be a string")
+    if item.get("xattrs"):
+        values["xattrs"] = _xattrs(item["xattrs"])
     for key in ("size", "mode", "mtime_ns"):
         if not isinstance(values[key], int) or isinstance(values[key], bool):
             raise ManifestError(f"manifest entry {i}: {key} must be an integer")
@@ -599,6 +760,23 @@ def _entry(item: dict[str, Any], i: int) -> Entry:
     if values["target"] is not None and not isinstance(values["target"], str):
         raise ManifestError(f"manifest entry {i}: target must be a string")
     return Entry(**values)
+
+
+def _packed_root(obj: object) -> Entry:
+    """The root directory of a msgpack manifest's [mode, mtime_ns, attributes]."""
+    if not (isinstance(obj, list) and len(obj) == 3 and all(type(v) is int for v in obj[:2])):
+        raise ManifestError("manifest 'root' must be [mode, mtime_ns, attributes]")
+    return Entry("", Kind.DIR, 0, obj[0], obj[1], xattrs=_xattrs(obj[2]))
+
+
+def check_root(root: Entry) -> None:
+    """Raise ManifestError unless root is a directory entry at path '' that fits the columns."""
+    if root.path or root.kind is not Kind.DIR or not 0 <= root.mode <= 0o7777:
+        raise ManifestError("manifest 'root' must be a directory with a mode of 0o7777 or less")
+    if not -(1 << 63) <= root.mtime_ns < 1 << 63:
+        raise ManifestError("manifest 'root' mtime out of range")
+    for name, _ in root.xattrs:
+        check_xattr_name(name, "manifest 'root'")
 
 
 def _check_ark(ark: str) -> None:
@@ -617,10 +795,16 @@ def build(
     created: float,
     cas_url: str | None = None,
     token_url: str | None = None,
+    root: Entry | None = None,
 ) -> Manifest:
     """A manifest of entries in any order (sorted here)."""
-    ordered = sorted(entries, key=lambda e: e.path.encode("utf-8", "surrogateescape"))
-    return Manifest(ark, ordered, created, cas_url, token_url)
+    ordered = sorted(entries, key=path_order)
+    return Manifest(ark, ordered, created, cas_url, token_url, root)
+
+
+def path_order(entry: Entry) -> bytes:
+    """The key entries are sorted by: their paths as bytes."""
+    return entry.path.encode("utf-8", "surrogateescape")
 
 
 def entry_ark(archive: Ark, path: str) -> Ark:

@@ -23,6 +23,21 @@ def check_naan(naan: str) -> None:
         )
 
 
+ASSIGNED_LENGTH = 5
+
+
+def check_assigned_naan(naan: str) -> None:
+    """Raise unless naan has the form of an assigned NAAN, which an ARK is published under:
+    five betanumeric characters ("Since 2001, every assigned NAAN has consisted of exactly
+    five digits", The Name Assigning Authority Number). Received ARKs keep check_naan."""
+    check_naan(naan)
+    if len(naan) != ASSIGNED_LENGTH:
+        raise NaanSyntaxError(
+            f"NAAN {naan!r} is not an assigned NAAN: those are {ASSIGNED_LENGTH} characters, "
+            "like 12345 (see https://arks.org to get one; 99999 is for tests)"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class SharedNaan:
     """A NAAN any organization may use on a reserved shoulder, with its immutable meaning."""

@@ -17,14 +17,15 @@ from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.minter import mint, parse_shoulder
+from arkfs.ark.naan import check_assigned_naan
 from arkfs.backend.base import Backend
 from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.progress import shown
-from arkfs.cli.target import add_target, archive_ark, latest, run_on_target
+from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.publisher import Summary, publish_tree
-from arkfs.publish.scan import ScanError, scan
+from arkfs.publish.scan import VERSION_NAMES_OPTION, ScanError, Scanned, scan
 from arkfs.util import paths
 from arkfs.util.sizes import human
 from arkfs.xet.errors import HashStringError
@@ -89,6 +90,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     name = what.add_mutually_exclusive_group(required=True)
     name.add_argument("--ark", help="the ARK to bind, ark:NAAN/Name")
     name.add_argument("--shoulder", help="mint a new ARK under NAAN/SHOULDER (e.g. 12345/x6)")
+    what.add_argument(
+        VERSION_NAMES_OPTION,
+        action="store_true",
+        help="publish root entries named like a version (@v1, @v2, ...) although ARKDIR/@vN "
+        "shows that version, so such an entry is reachable only as ARKDIR/@vN/@vN (without "
+        "this option they refuse the publish)",
+    )
     add_target(p, "write")
     _add_erc(p)
     _add_output(p)
@@ -119,7 +127,8 @@ def _add_output(p: argparse.ArgumentParser) -> None:
         "--json",
         action="store_true",
         help="print one JSON object instead of prose: ark, version, follows, files, bytes, "
-        "new_bytes, dedup_bytes, uploaded_bytes",
+        "new_bytes, dedup_bytes, uploaded_bytes (and for publish skipped, warnings, and "
+        "outside_links: symlinks that leave the tree or dangle)",
     )
     out.add_argument(
         "-q",
@@ -175,17 +184,20 @@ def _follows(follows: int | None) -> str:
 def run_publish(args: argparse.Namespace) -> int:
     """Publish DIR as the next version of its ARK, showing its progress; print the ARK and
     how to mount it."""
-    given = archive_ark(args.ark) if args.ark else None
+    given = _ark_to_bind(args.ark) if args.ark else None
     _fields(args)  # before a long scan
     if args.shoulder:
+        no_whitespace(args.shoulder, "a shoulder")
         try:
-            parse_shoulder(args.shoulder)
+            shoulder = parse_shoulder(args.shoulder)
         except ArkError as exc:
             raise BadInput(str(exc)) from None
+        _assigned(shoulder, args.shoulder)
     progress = Progress()
     try:
         with shown(progress, args.quiet):
-            s = _publish(args, given, progress)
+            scanned = _scan(args, progress)
+            s = _publish(args, given, scanned, progress)
     except BaseException as exc:  # KeyboardInterrupt, perhaps inside exception groups
         if not isinstance(first_error(exc), KeyboardInterrupt):
             raise
@@ -199,7 +211,7 @@ def run_publish(args: argparse.Namespace) -> int:
         _print_json(
             s.ark, s.version, s.follows, s.files, s.bytes,
             new_bytes=s.new_bytes, dedup_bytes=s.dedup_bytes, uploaded_bytes=s.uploaded_bytes,
-            skipped=s.skipped,
+            skipped=s.skipped, warnings=scanned.warnings, outside_links=scanned.outside_links,
         )  # fmt: skip
         return 0
     if args.quiet:
@@ -218,13 +230,37 @@ def run_publish(args: argparse.Namespace) -> int:
     return 0
 
 
-def _publish(args: argparse.Namespace, given: Ark | None, progress: Progress) -> Summary:
-    """Scan DIR, then publish it to the target, counting in progress."""
-    root: Path = args.dir
+def _ark_to_bind(text: str) -> Ark:
+    """The ARK --ark names, if one may be bound: no qualifiers, an assigned NAAN's form."""
+    ark = archive_ark(text)
+    _assigned(ark, text)
+    return ark
+
+
+def _assigned(ark: Ark, text: str) -> None:
+    """BadInput unless the NAAN of ark (typed as text) has the form of an assigned one."""
     try:
-        found, skipped = scan(root, progress)
+        check_assigned_naan(ark.naan)
+    except ArkError as exc:
+        raise BadInput(f"{text}: {exc}") from None
+
+
+def _scan(args: argparse.Namespace, progress: Progress) -> Scanned:
+    """Scan DIR, before any hashing; its warnings are printed (one line each) unless -q."""
+    try:
+        scanned = scan(args.dir, progress, args.allow_version_names)
     except ScanError as exc:
         raise BadInput(str(exc)) from None
+    for line in [] if args.quiet else scanned.warnings:
+        print(f"arkfs: warning: {line}", file=sys.stderr)
+    return scanned
+
+
+def _publish(
+    args: argparse.Namespace, given: Ark | None, scanned: Scanned, progress: Progress
+) -> Summary:
+    """Publish the scanned DIR to the target, counting in progress."""
+    root: Path = args.dir
     default_what = root.resolve().name or str(root)
     journal = UploadJournal(_journal_path(args))
 
@@ -241,13 +277,14 @@ def _publish(args: argparse.Namespace, given: Ark | None, progress: Progress) ->
         summary, _ = await publish_tree(
             backend,
             ark,
-            found,
+            scanned.found,
             erc,
             previous=previous,
             message=args.message,
             progress=progress,
-            skipped=skipped,
+            skipped=scanned.skipped,
             journal=journal,
+            root=scanned.root,
         )
         return summary
 
@@ -297,7 +334,7 @@ def _bind_entries(path: Path) -> list[Entry]:
 
 def run_bind(args: argparse.Namespace) -> int:
     """Bind the next version of an ARK to files already in the CAS."""
-    ark = str(archive_ark(args.ark))
+    ark = str(_ark_to_bind(args.ark))
     entries = _bind_entries(args.manifest)
     try:
         manifest = build(ark, entries, time.time())

@@ -35,6 +35,7 @@ def add_target(parser: argparse.ArgumentParser, token: str) -> None:
 
 def archive_ark(text: str) -> Ark:
     """The ARK an archive is bound to: ark:NAAN/Name, no qualifiers."""
+    no_whitespace(text, "an ARK")
     try:
         ark = parse(text)
     except ArkError as exc:
@@ -42,6 +43,13 @@ def archive_ark(text: str) -> Ark:
     if ark.components or ark.variants:
         raise BadInput(f"{text}: an archive is bound to ark:NAAN/Name, without qualifiers")
     return ark
+
+
+def no_whitespace(text: str, what: str) -> None:
+    """BadInput if text, typed as what, holds whitespace: parsing an ARK drops it, and
+    'bad name' must not become badname."""
+    if any(c.isspace() for c in text):
+        raise BadInput(f"{text!r}: {what} holds no spaces or other whitespace")
 
 
 async def latest(backend: Backend, ark: str) -> Archive | None:

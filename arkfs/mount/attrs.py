@@ -121,7 +121,11 @@ class Attributes:
         if node.kind is NodeKind.INFO:
             return self._base(node, INFO_MODE, len(info_record(node)), self._mtime(node))
         if node.kind in (NodeKind.ARCHIVE, NodeKind.VERSION):
-            a = self._base(node, DIR_MODE, 0, self._mtime(node))
+            root = archive.manifest.root  # None in manifests written before it was kept
+            if root is None:
+                a = self._base(node, DIR_MODE, 0, self._mtime(node))
+            else:
+                a = self._base(node, stat.S_IFDIR | root.mode, 0, root.mtime_ns)
             a.st_nlink = 2 + archive.subdirs("")
             return a
         return self._of_entry(node, archive)
@@ -132,6 +136,8 @@ class Attributes:
         a = self._base(node, mode, size, mtime_ns)
         if stat.S_ISDIR(mode):
             a.st_nlink = 2 + archive.subdirs(archive.entries.path(node.index))
+        elif archive.entries.has_links and stat.S_ISREG(mode):
+            a.st_nlink = archive.entries.link_count(node.index)  # hard links: their group's size
         return a
 
     def _mtime(self, node: Node) -> int:

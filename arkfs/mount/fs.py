@@ -35,6 +35,8 @@ from arkfs.mount.xattrs import (
     format_fraction,
     listed,
     object_xattrs,
+    root_xattrs,
+    source_xattrs,
     versions_xattr,
 )
 from arkfs.resolve.objects import RemoteObject
@@ -285,9 +287,13 @@ class ArkOperations(ReadOnlyOperations):
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
             versions = await self.ns.latest.versions(node.key)
-            return ark_xattrs(str(node.ark), archive.erc) | versions_xattr(versions)
+            return (
+                root_xattrs(archive.manifest)
+                | ark_xattrs(str(node.ark), archive.erc)
+                | versions_xattr(versions)
+            )
         if node.kind is NodeKind.VERSION and node.archive is not None:
-            return ark_xattrs(str(node.ark), node.archive.erc)
+            return root_xattrs(node.archive.manifest) | ark_xattrs(str(node.ark), node.archive.erc)
         if node.kind is not NodeKind.ENTRY or node.archive is None:
             return {}
         archive = node.archive
@@ -296,7 +302,9 @@ class ArkOperations(ReadOnlyOperations):
             return {}
         ark, root = node.ark, node.root_ark
         assert root is not None
-        out = ark_xattrs(str(ark), entry_erc(archive.erc, root, entry))
+        out = source_xattrs(entry.xattrs) | ark_xattrs(
+            str(ark), entry_erc(archive.erc, root, entry)
+        )
         if entry.kind is Kind.FILE:
             out.update(file_xattrs(entry))
             assert entry.xet_hash is not None
@@ -328,7 +336,7 @@ class ArkOperations(ReadOnlyOperations):
         value = (await self._xattrs(self.ns.inodes.get(inode))).get(os.fsdecode(name))
         if value is None:
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
-        return value.encode()
+        return value.encode("utf-8", "surrogateescape")
 
     @guarded
     async def listxattr(

@@ -283,7 +283,10 @@ class Namespace:
 
     def _entry_at(self, base: int, parent: Node, archive: IndexedArchive, index: int) -> Node:
         """Entry index under parent, whose version view starts at inode base (the per-entry
-        path of readdir: no ARK is spelled out)."""
+        path of readdir: no ARK is spelled out). Hard links are one inode, their group's
+        first entry's."""
+        if archive.entries.has_links:
+            index = archive.entries.inode_position(index)
         node = self.inodes.find(base + 1 + index)
         if node is None:
             node = Node(

@@ -10,6 +10,7 @@
     user.xet.hash, user.xet.sha256  a file's XET hash string and SHA-256 (hex)
     user.arkfs.cached           files: the fraction of the file in the chunk cache
     user.arkfs.stats            root: the mount's counters as JSON (`arkfs stats`)
+    user.*                      the source's own attributes, as published (source_xattrs)
 
 Only attributes with a value exist; symlinks have none (Linux refuses `user.*` on them).
 listxattr never lists the volatile ones (a copy would keep a stale value), only getxattr
@@ -19,7 +20,7 @@ answers them; with -o hide_xattrs it lists none of these (as CVMFS_HIDE_MAGIC_XA
 import json
 from collections.abc import Iterable, Sequence
 
-from arkfs.archive.manifest import Entry
+from arkfs.archive.manifest import Entry, Manifest
 from arkfs.archive.record import VersionInfo
 from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
@@ -98,6 +99,18 @@ def file_xattrs(entry: Entry) -> dict[str, str]:
     if entry.sha256 is not None:
         out[XET_SHA256] = entry.sha256.hex()
     return out
+
+
+def source_xattrs(pairs: Sequence[tuple[str, bytes]]) -> dict[str, str]:
+    """The source's attributes kept in the manifest, as published; values that are not
+    UTF-8 stay the bytes they are (surrogate escapes, encoded back when served)."""
+    return {name: value.decode("utf-8", "surrogateescape") for name, value in pairs}
+
+
+def root_xattrs(manifest: Manifest) -> dict[str, str]:
+    """The source attributes of an archive's root directory (none in manifests written
+    before the root was kept)."""
+    return {} if manifest.root is None else source_xattrs(manifest.root.xattrs)
 
 
 def format_fraction(fraction: float) -> str:

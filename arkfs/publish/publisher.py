@@ -16,7 +16,7 @@ interruption starts from the chunks of the xorbs recorded, so it uploads only th
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import trio
@@ -24,6 +24,7 @@ import trio
 from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
+from arkfs.ark.errors import ManifestError
 from arkfs.backend.base import Backend
 from arkfs.publish.dedup import (
     ChunkIndex,
@@ -120,10 +121,12 @@ class Publisher:
         previous: Archive | None,
         message: str = "",
         skipped: list[str] | None = None,
+        root: Entry | None = None,
     ) -> Summary:
         """Upload the files of found, bind the next version of ark to their manifest, erc and
         message, and say what it did. previous is the latest version (None if unbound): its
-        chunks are known to be stored already."""
+        chunks are known to be stored already. root is the tree's root directory (mode,
+        mtime, attributes)."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
         self.progress.files = sum(1 for f in found if f.entry.kind is Kind.FILE)
         self.progress.begin("hash")
@@ -138,6 +141,9 @@ class Publisher:
         placements: list[tuple[Found, FileDigest, list[Placed]]] = []
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
         files = [f for f in found if f.entry.kind is Kind.FILE]
+        # The other names of a hard-linked file are its first's content: read it once.
+        copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
+        files = [f for f in files if f.entry.link in (None, f.entry.path)]
         async with trio.open_nursery() as uploads:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
@@ -159,20 +165,33 @@ class Publisher:
             self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
+        linked: dict[str, FileDigest] = {}
         for f, digest, placed in placements:
             block = _file_block(digest, placed)
             blocks.setdefault(block.file_hash, block)
             entries.append(_file_entry(f.entry, digest))
+            if f.entry.link is not None:
+                linked[f.entry.path] = digest
+        for f in copies:
+            assert f.entry.link is not None
+            digest = linked[f.entry.link]
+            entries.append(_file_entry(f.entry, digest))
+            self.progress.hashed += digest.size  # its first's bytes: stored once
+            self.progress.deduplicated += digest.size
+            self.progress.files_stored += 1
         self.progress.begin("bind")
         shards = await self._upload_shards(list(blocks.values()))
-        self.manifest = build(ark, entries, time.time())
+        try:
+            self.manifest = build(ark, entries, time.time(), root=root)
+        except ManifestError as exc:  # scan checked what it found: not these entries
+            raise PublishError(f"the manifest cannot be built: {exc}") from None
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
         self.progress.bound(bound.version)
         return Summary(
             ark=ark,
-            files=len(placements),
+            files=len(placements) + len(copies),
             bytes=self.progress.total,
             new_bytes=self.progress.new,
             dedup_bytes=self.progress.deduplicated,
@@ -452,15 +471,7 @@ def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
 
 def _file_entry(scanned: Entry, digest: FileDigest) -> Entry:
     """The manifest entry of a hashed file; its size is what was read, not what stat said."""
-    return Entry(
-        scanned.path,
-        Kind.FILE,
-        digest.size,
-        scanned.mode,
-        scanned.mtime_ns,
-        digest.file_hash,
-        digest.sha256,
-    )
+    return replace(scanned, size=digest.size, xet_hash=digest.file_hash, sha256=digest.sha256)
 
 
 def _split(shard: Shard) -> list[Shard]:
@@ -490,13 +501,14 @@ async def publish_tree(
     progress: Progress | None = None,
     skipped: list[str] | None = None,
     journal: UploadJournal | None = None,
+    root: Entry | None = None,
 ) -> tuple[Summary, Manifest]:
     """Publish scanned entries as the next version of ark (resuming from journal, if one is
     given); return the summary and the manifest of the version bound (the one sent, not
     fetched back: for 1,000,000 files that would be a second ~110 MB round trip)."""
     publisher = Publisher(backend, progress, journal)
     summary = await publisher.publish(
-        ark, found, erc, previous=previous, message=message, skipped=skipped
+        ark, found, erc, previous=previous, message=message, skipped=skipped, root=root
     )
     assert publisher.manifest is not None
     return summary, publisher.manifest

@@ -1,14 +1,36 @@
-"""Walk a directory tree into manifest entries (hashes are filled in later)."""
+"""Walk a directory tree into manifest entries (hashes are filled in later).
 
+Everything that would make the tree unpublishable, or that the mount would show other than
+the tree says, is found here, before any hashing: names no ARK can carry, a root entry
+named like a version, attributes inside arkfs's own namespaces, and entries the manifest
+would refuse (check_publishable). What is published but worth a word (a real `x?info`
+beside `x`, symlinks that leave the tree or dangle) comes back as warnings.
+"""
+
+import errno
 import os
+import posixpath
 import stat
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from arkfs.archive.manifest import Entry, Kind
-from arkfs.ark.errors import ArkError
+from arkfs.archive.manifest import (
+    Entries,
+    Entry,
+    Kind,
+    Xattrs,
+    check_root,
+    check_xattr_name,
+    path_order,
+)
+from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import filename_to_qualifier
+from arkfs.ark.versions import version_of_name
 from arkfs.publish.progress import Progress
+
+INFLECTIONS = ("?info", "??")  # THUMP: a name ending so is read as its base's record
+VERSION_NAMES_OPTION = "--allow-version-names"
 
 
 class ScanError(Exception):
@@ -23,13 +45,31 @@ class Found:
     source: Path
 
 
-def scan(root: Path, progress: Progress | None = None) -> tuple[list[Found], list[str]]:
-    """Every directory, file and symlink below root, sorted by path; and what was skipped.
-    Each file found is counted in progress, if given."""
+@dataclass
+class Scanned:
+    """What scan found: the entries sorted by path, the root directory, what was skipped,
+    warning lines, and the symlinks that leave the tree or dangle: path, target, why."""
+
+    found: list[Found]
+    root: Entry
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    outside_links: list[dict[str, str]] = field(default_factory=list)
+
+
+def scan(
+    root: Path, progress: Progress | None = None, allow_version_names: bool = False
+) -> Scanned:
+    """Every directory, file and symlink below root, sorted by path, and what was skipped.
+    Each file found is counted in progress, if given. A root entry named like a version
+    (`@v1`) is refused unless allow_version_names: the mount and the resolver show version
+    1 there, and the entry only as `ARKDIR/@vN/@v1`."""
     if not root.is_dir():
         raise ScanError(f"{root} is not a directory: publish takes a directory")
-    found: list[Found] = []
-    skipped: list[str] = []
+    st = root.stat()
+    top = Entry("", Kind.DIR, 0, stat.S_IMODE(st.st_mode), st.st_mtime_ns, xattrs=_xattrs(root))
+    scanned = Scanned([], top)
+    inodes: dict[tuple[int, int], list[int]] = {}  # (device, inode) of files linked elsewhere
     stack = [("", root)]
     while stack:
         rel, here = stack.pop()
@@ -44,24 +84,120 @@ def scan(root: Path, progress: Progress | None = None) -> tuple[list[Found], lis
                 filename_to_qualifier(name)
             except ArkError as exc:
                 raise ScanError(f"{path}: {exc}") from None
+            if not rel and not allow_version_names and version_of_name(name) is not None:
+                raise ScanError(
+                    f"{path}: a root entry named like a version would be hidden behind version "
+                    f"{version_of_name(name)} (reachable only as ARKDIR/@vN/{name}); rename it, "
+                    f"or accept that with {VERSION_NAMES_OPTION}"
+                )
+            _check_inflection(scanned, names, name, sub)
             st = path.lstat()
             mode, mtime = stat.S_IMODE(st.st_mode), st.st_mtime_ns
             if stat.S_ISDIR(st.st_mode):
-                found.append(Found(Entry(sub, Kind.DIR, 0, mode, mtime), path))
+                entry = Entry(sub, Kind.DIR, 0, mode, mtime, xattrs=_xattrs(path))
+                scanned.found.append(Found(entry, path))
                 stack.append((sub, path))
             elif stat.S_ISREG(st.st_mode):
-                found.append(Found(Entry(sub, Kind.FILE, st.st_size, mode, mtime), path))
+                entry = Entry(sub, Kind.FILE, st.st_size, mode, mtime, xattrs=_xattrs(path))
+                if st.st_nlink > 1:
+                    inodes.setdefault((st.st_dev, st.st_ino), []).append(len(scanned.found))
+                scanned.found.append(Found(entry, path))
                 if progress is not None:
                     progress.files += 1
                     progress.total += st.st_size
             elif stat.S_ISLNK(st.st_mode):
                 target = os.readlink(path)
-                found.append(
-                    Found(
-                        Entry(sub, Kind.SYMLINK, len(target), mode, mtime, None, None, target), path
-                    )
-                )
+                entry = Entry(sub, Kind.SYMLINK, len(target), mode, mtime, target=target)
+                scanned.found.append(Found(entry, path))
+                _check_symlink(scanned, root, sub, target)
             else:
-                skipped.append(f"{sub}: not a regular file, directory or symlink")
-    found.sort(key=lambda f: f.entry.path)
-    return found, skipped
+                scanned.skipped.append(f"{sub}: not a regular file, directory or symlink")
+    _link(scanned.found, inodes.values())
+    scanned.found.sort(key=lambda f: path_order(f.entry))
+    if scanned.outside_links:
+        scanned.warnings.append(
+            f"{len(scanned.outside_links)} symlinks leave the tree or dangle (published as "
+            f"they are): {', '.join(_shown(link) for link in scanned.outside_links)}"
+        )
+    check_publishable(scanned)
+    return scanned
+
+
+def check_publishable(scanned: Scanned) -> None:
+    """Raise ScanError if the manifest would refuse these entries (the hashes, not known
+    yet, stand in as zeros): found now, not after hashing every byte."""
+    stand_in = bytes(32)
+    try:
+        check_root(scanned.root)
+        Entries.of(
+            Entry(
+                e.path, e.kind, e.size, e.mode, e.mtime_ns, stand_in, None, None, e.link, e.xattrs
+            )
+            if e.kind is Kind.FILE
+            else e
+            for e in (f.entry for f in scanned.found)
+        )
+    except ManifestError as exc:
+        raise ScanError(str(exc)) from None
+
+
+def _link(found: list[Found], groups: Iterable[list[int]]) -> None:
+    """Mark each group of two or more files that are one inode as hard links of the first
+    in path order (the manifest's order)."""
+    for group in groups:
+        if len(group) < 2:
+            continue
+        first = min((found[i].entry for i in group), key=path_order).path
+        for i in group:
+            found[i] = Found(replace(found[i].entry, link=first), found[i].source)
+
+
+def _check_inflection(scanned: Scanned, names: list[str], name: str, sub: str) -> None:
+    """A warning for a real `x?info` (or `x??`) beside `x`: it stands where x's record is."""
+    for inflection in INFLECTIONS:
+        base = name[: -len(inflection)]
+        if name.endswith(inflection) and base and base in names:
+            scanned.warnings.append(
+                f"{sub} shadows the {inflection} record of {base!r}: it is published, and "
+                f"{inflection} beside {base!r} reads this file, not the record"
+            )
+            return
+
+
+def _check_symlink(scanned: Scanned, root: Path, sub: str, target: str) -> None:
+    """Note a symlink whose target is absolute, climbs out of the tree, or does not exist."""
+    inside = posixpath.normpath(posixpath.join(posixpath.dirname(sub), target))
+    if target.startswith("/"):
+        why = "absolute"
+    elif inside == ".." or inside.startswith("../"):
+        why = "leaves the tree"
+    elif not (root / inside).exists():
+        why = "dangles"
+    else:
+        return
+    scanned.outside_links.append({"path": sub, "target": target, "why": why})
+
+
+def _shown(link: dict[str, str]) -> str:
+    return f"{link['path']} -> {link['target']} ({link['why']})"
+
+
+def _xattrs(path: Path) -> Xattrs:
+    """The user.* extended attributes of path (not followed if it is a symlink); ScanError
+    for one inside arkfs's own namespaces."""
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.ENOSYS):
+            return ()
+        raise ScanError(f"cannot list the extended attributes of {path}: {exc.strerror}") from None
+    pairs = []
+    for name in sorted(n for n in names if n.startswith("user.")):
+        try:
+            check_xattr_name(name, str(path))
+            pairs.append((name, os.getxattr(path, name, follow_symlinks=False)))
+        except ManifestError as exc:
+            raise ScanError(f"{exc}: remove or rename it to publish") from None
+        except OSError as exc:
+            raise ScanError(f"cannot read {name} of {path}: {exc.strerror}") from None
+    return tuple(pairs)

@@ -48,7 +48,7 @@ def _header(name: str, kind: Kind, mode: int, mtime: float, size: int, target: s
 def members(manifest: Manifest, path: str, top: str, mtime: float) -> list[Member]:
     """The members of directory path ('' the archive root) of manifest, all under the
     directory top; mtime is top's when path is the root."""
-    d = manifest.entry(path) if path else None
+    d = manifest.entry(path) if path else manifest.root  # None: a manifest without its root
     mode, mtime = (d.mode, d.mtime_ns / 1e9) if d else (DIR_MODE, mtime)
     out = [Member(_header(top, Kind.DIR, mode, mtime, 0, ""), None)]
     prefix = path + "/" if path else ""

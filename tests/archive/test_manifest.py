@@ -1,5 +1,7 @@
 """Archive manifests: round trips, validation, and entry ARKs."""
 
+from pathlib import Path
+
 import msgpack
 import pytest
 from hypothesis import given
@@ -191,3 +193,75 @@ def test_columns_give_names_kinds_and_stat_without_an_entry() -> None:
         assert entries.kind(i) is entry.kind
         assert entries.at_top(i) == ("/" not in entry.path)
     assert entries.stat(1)[1] == len("s5.v7.xsl")  # c3/link: its target's length
+
+
+def posix_sample() -> Manifest:
+    """What POSIX archivers keep: mtimes before 1970, a hard-link group, user.* attributes
+    and the root directory's mode and mtime."""
+    root = Entry("", Kind.DIR, 0, 0o750, -5, xattrs=(("user.root", b"r"),))
+    return build(
+        ARK,
+        [
+            Entry("a", Kind.FILE, 5, 0o644, -1_000_000_000_123, H1, link="a"),
+            Entry("d", Kind.DIR, 0, 0o755, -1, xattrs=(("user.dir", b""),)),
+            Entry("d/b", Kind.FILE, 5, 0o644, -1_000_000_000_123, H1, link="a"),
+            Entry("d/c", Kind.FILE, 5, 0o644, 7, H1, xattrs=(("user.x", b"\xff\x00"),)),
+        ],
+        1.0,
+        root=root,
+    )
+
+
+def test_mtimes_before_1970_links_attributes_and_root_round_trip() -> None:
+    m = posix_sample()
+    for again in (Manifest.from_msgpack(m.to_msgpack()), Manifest.from_json(m.to_json())):
+        assert again == m and again.root == m.root
+        e = again.entries
+        assert [x.mtime_ns for x in e] == [-1_000_000_000_123, -1, -1_000_000_000_123, 7]
+        assert [e.inode_position(i) for i in range(4)] == [0, 1, 0, 3]
+        assert [e.link_count(i) for i in range(4)] == [2, 1, 2, 1]
+        assert e.xattrs(3) == (("user.x", b"\xff\x00"),) and e.xattrs(0) == ()
+        assert e.stat(2)[2] == -1_000_000_000_123
+    assert m.to_json()["root"]["mtime_ns"] == -5
+    assert m.to_json()["entries"][2]["link"] == "a"
+
+
+def test_a_manifest_written_by_the_release_before_links_reads_as_one_without_them() -> None:
+    """tests/data/manifest-v2-before-links.msgpack: sample() encoded by the code before the
+    manifest kept links, attributes and the root (no 'links', 'xattrs', 'root' keys)."""
+    old = (Path(__file__).parent.parent / "data" / "manifest-v2-before-links.msgpack").read_bytes()
+    assert {"links", "xattrs", "root"}.isdisjoint(msgpack.unpackb(old, strict_map_key=False))
+    m = Manifest.from_msgpack(old)
+    assert m == sample() and m.root is None
+    assert m.to_msgpack() == old  # without extras, this encoder writes what the old one did
+    assert m.entries.link_count(2) == 1 and m.entries.xattrs(2) == ()
+
+
+def _posix(**changes: object) -> bytes:
+    obj = msgpack.unpackb(posix_sample().to_msgpack(), raw=False, strict_map_key=False)
+    return msgpack.packb(obj | changes, use_bin_type=True)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (_posix(links=[[0, 1]]), "only files"),
+        (_posix(links=[[0, 3]]), "differs"),
+        (_posix(links=[[0]]), "2\\+ positions"),
+        (_posix(links=[[]]), "2\\+ positions"),
+        (_posix(links=[[2, 0]]), "2\\+ positions"),
+        (_posix(xattrs=[[3, [["user.x", b"1"], ["user.x", b"2"]]]]), "twice"),
+        (_posix(links=[[0, 2], [2, 3]]), "twice"),
+        (_posix(links=[[0, 9]]), "only files"),
+        (_posix(links="x"), "lists of positions"),
+        (_posix(xattrs=[[3, [["user.ark.id", b"x"]]]]), "own"),
+        (_posix(xattrs=[[3, [["trusted.x", b"x"]]]]), "user"),
+        (_posix(xattrs=[[9, [["user.x", b"x"]]]]), "past the entries"),
+        (_posix(root=[0o755, 0, [["user.xet.hash", b""]]]), "own"),
+        (_posix(root=[0o10000, 0, []]), "0o7777"),
+        (_posix(root="x"), "mode, mtime_ns"),
+    ],
+)
+def test_malformed_extras_are_refused_with_a_reason(data: bytes, message: str) -> None:
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_msgpack(data)

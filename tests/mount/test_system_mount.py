@@ -52,7 +52,9 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = Path(tempfile.mkdtemp(prefix="arkfs-shared-"))
     try:
         base.chmod(0o755)
-        publish(make_tree(tmp_path_factory.mktemp("tree")), ARK, "--store", str(base / "store"))
+        tree = make_tree(tmp_path_factory.mktemp("tree"))
+        tree.chmod(0o755)  # the archive root shows its tree's mode: pytest's are 0700
+        publish(tree, ARK, "--store", str(base / "store"))
         yield base
     finally:
         shutil.rmtree(base, ignore_errors=True)

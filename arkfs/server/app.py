@@ -9,7 +9,8 @@ get 404 (hf_xet relies on that to fall back from routes a CAS may lack).
 Every error is answered here, once, in the format of its route's face: JSON `{"error"}` on
 the CAS and token routes (`/v1/...`, `/v2/...`), one line of text/plain elsewhere (the
 resolver). 5xx replies also get exactly one log line, never a traceback; a client that
-goes away is not an error.
+goes away is not an error. A full store is 507 Insufficient Storage, which clients do not
+retry; an unavailable one 503 with Retry-After.
 """
 
 import logging
@@ -42,12 +43,20 @@ from arkfs.server.tokens import SCOPES, derive_key
 from arkfs.server.view import Site
 from arkfs.service.archive import ArchiveService
 from arkfs.store.base import Store
-from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.store.errors import (
+    NotFound,
+    OutOfRange,
+    Rejected,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+)
 
 log = logging.getLogger("arkfs.serve")
 
 GRACEFUL_TIMEOUT = 5.0  # seconds requests in flight get to finish once shutdown starts
 RETRY_AFTER = 5  # seconds a client waits before it retries a store that is unavailable
+STORE_FULL = "the server's store is full; its operator must free space"  # 507's message
 JSON_FACE = ("/v1/", "/v2/")  # path prefixes of the CAS and token routes
 # What hypercorn's send raises when the client closed (or half-closed) under a reply.
 _GONE = (trio.BrokenResourceError, trio.BusyResourceError, trio.ClosedResourceError)
@@ -72,6 +81,8 @@ def _status(exc: Exception) -> tuple[int, str, dict[str, str], str | None]:
             return 400, str(exc), {}, None
         case StoreCorrupt():
             return 500, str(exc), {}, str(exc)
+        case StoreFull():
+            return 507, STORE_FULL, {}, f"store: {exc}"
         case StoreError() | OSError():
             retry = {"Retry-After": str(RETRY_AFTER)}
             return 503, "the store is unavailable; retry later", retry, f"store: {exc}"

@@ -15,10 +15,11 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
   data path, which calls blame() or blame_reconstruction()) for BAD_TIME, with one log
   line naming it;
 - a mirror much slower than the others is asked after them, as CVMFS demotes hosts: each
-  mirror's reply time is smoothed (SMOOTHING), and one whose smoothed time is over
-  SLOW_FACTOR times the fastest's (and over SLOW_FLOOR) is slow, with one log line; a
-  mirror not yet measured counts as fast, so it is asked; a slow mirror's estimate is
-  forgotten once PROBE_AFTER old, so that it is asked again and re-measured;
+  mirror's reply time (per MiB, for fetches over one; manifests are not timed) is
+  smoothed (SMOOTHING), and one whose smoothed time is over SLOW_FACTOR times the
+  fastest's (and over SLOW_FLOOR) is slow, with one log line; a mirror not yet measured
+  counts as fast, so it is asked; a slow mirror's estimate is forgotten once PROBE_AFTER
+  old, so that it is asked again and re-measured;
 - an archive version is read from the first mirror that answers, and checked against the
   same version on the others that answer within AGREE_TIME: mirrors that disagree on any
   file's hash make it an error (BadReply), never a mix.
@@ -59,6 +60,7 @@ REMEMBERED = 1 << 16  # xorbs whose URLs and reconstruction ranges are remembere
 SMOOTHING = 0.3  # weight of a new reply time in a mirror's smoothed reply time
 SLOW_FACTOR = 4.0  # a mirror this many times slower than the fastest is asked last
 SLOW_FLOOR = 0.1  # seconds: a smoothed reply time below this is never slow
+WORK_UNIT = 1 << 20  # bytes of a fetch that count as one reply in a mirror's speed
 PROBE_AFTER = 30.0  # seconds after which a slow mirror's estimate is forgotten (re-probed)
 T = TypeVar("T")
 
@@ -169,11 +171,16 @@ class MirroredBackend:
             self._mark(index, BAD_TIME, f"sent a reconstruction that fails verification ({why})")
 
     async def _first(
-        self, order: list[int], call: Callable[[int], Awaitable[T]], hedge: float
+        self,
+        order: list[int],
+        call: Callable[[int], Awaitable[T]],
+        hedge: float,
+        units: float | None = 1.0,
     ) -> tuple[T, int]:
         """call(mirror) on the mirrors in order, each once the one before failed or took
         hedge seconds; the first success, and its mirror. NotBound only if every mirror
-        said so; else a refusal, else Unreachable."""
+        said so; else a refusal, else Unreachable. Each reply time, divided by units (the
+        reply's work: 1, or its MiB), counts in the mirror's speed; None: not counted."""
         done: list[tuple[T, int]] = []
         errors: list[tuple[int, BackendError]] = []
 
@@ -182,7 +189,8 @@ class MirroredBackend:
             try:
                 result = await call(index)
             except trio.Cancelled:
-                self._timed(index, trio.current_time() - start, finished=False)
+                if units is not None:
+                    self._timed(index, (trio.current_time() - start) / units, finished=False)
                 raise
             except Unreachable as exc:
                 self._mark(index, DOWN_TIME, f"is unreachable ({exc})")
@@ -193,7 +201,8 @@ class MirroredBackend:
             except BackendError as exc:
                 errors.append((index, exc))
             else:
-                self._timed(index, trio.current_time() - start)
+                if units is not None:
+                    self._timed(index, (trio.current_time() - start) / units)
                 done.append((result, index))
                 scope.cancel()
             failed.set()
@@ -216,7 +225,10 @@ class MirroredBackend:
 
     async def archive(self, ark: str, version: int | None = None) -> Archive:
         found, index = await self._first(
-            self._order(0), lambda i: self.mirrors[i].archive(ark, version), self.hedge_after
+            self._order(0),
+            lambda i: self.mirrors[i].archive(ark, version),
+            self.hedge_after,
+            None,  # a manifest's size, so its time, is unknown beforehand: not a speed
         )
         others = [i for i in self._order(0) if i != index]
         await self._check_agreement(ark, found, index, others)
@@ -338,7 +350,8 @@ class MirroredBackend:
             self._served.put(xorb_hash, index)
             return data
 
-        data, _ = await self._first(self._spread(xorb_hash), one, self.hedge_after)
+        units = max(1.0, (fr.byte_end + 1 - fr.byte_start) / WORK_UNIT)
+        data, _ = await self._first(self._spread(xorb_hash), one, self.hedge_after, units)
         return data
 
     async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:

@@ -3,6 +3,7 @@
 import argparse
 import functools
 import logging
+import math
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 0 <= args.port <= MAX_PORT:
         raise BadInput(f"--port {args.port} is not a port number (0 to {MAX_PORT})")
-    if not args.keep_alive > 0:
+    if not 0 < args.keep_alive < math.inf:
         raise BadInput(f"--keep-alive must be a positive number of seconds, got {args.keep_alive}")
     if args.token_ttl <= 0:
         raise BadInput(f"--token-ttl must be a positive number of seconds, got {args.token_ttl}")

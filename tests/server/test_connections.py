@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.support.archive import publish
+from tests.support.cli import run_arkfs
 from tests.support.server import arkfs_server
 
 ARK = "ark:b5072/k9ep"
@@ -95,3 +96,14 @@ def test_idle_connections_after_streamed_replies_end_after_the_keep_alive_time(
         for path in STREAMED:
             sockets.append(ask(url, path, None))
         assert all(closed_by_server(s) for s in sockets)
+
+
+@pytest.mark.parametrize("seconds", ["0", "-1", "inf", "nan"])
+def test_a_keep_alive_time_that_is_no_positive_number_is_bad_input(
+    tmp_path: Path, seconds: str
+) -> None:
+    done = run_arkfs(
+        "serve", "--store", str(tmp_path / "s"), "--open-read", "--keep-alive", seconds
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "--keep-alive must be a positive number of seconds" in done.stderr

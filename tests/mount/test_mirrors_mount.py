@@ -137,6 +137,7 @@ def same_tree(a: Path, b: Path) -> bool:
     return subprocess.run(["diff", "-r", str(a), str(b)], capture_output=True).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_slow_mirror_listed_first_is_demoted(many: Mirrors, tmp_path: Path) -> None:
     """#23 item 10: a mirror whose replies are much slower than the other's is asked last;
     it got half the requests (a 212-file archive took 711 s with it first, 12-20 s without)."""
@@ -155,6 +156,7 @@ def test_a_slow_mirror_listed_first_is_demoted(many: Mirrors, tmp_path: Path) ->
         assert f"mirror {slow.url} is slow" in log, log
 
 
+@pytest.mark.slow
 def test_a_mirror_that_sends_another_files_reconstruction_is_named_and_avoided(
     many: Mirrors, tmp_path: Path
 ) -> None:

@@ -6,9 +6,10 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.identifier import Ark
 
 THUMP_VERSION = "0.6"
-# The comment line by which an arkfs server's /.well-known/ark (Finding a Resolver Service)
-# tells clients that its ARKs are arkfs archives.
-ARKFS_MARK = "# arkfs resolver: append a Compact ARK to the service path above"
+# The response header by which an arkfs server's /.well-known/ark tells clients that its
+# ARKs are arkfs archives. IANA Considerations: the file itself holds only the service path
+# (a strict client reads the whole body as the path), so nothing else may go in it.
+ARKFS_HEADER = "X-Arkfs-Resolver"
 
 
 def info_response(

@@ -18,7 +18,7 @@ import trio
 
 from arkfs import __version__
 from arkfs.backend.base import BadReply, Refused, Unauthorized
-from arkfs.backend.retry import Retry, RetryPolicy, retryable
+from arkfs.backend.retry import INSUFFICIENT_STORAGE, Retry, RetryPolicy, retryable
 from arkfs.util.sizes import human
 
 CONNECT_TIMEOUT = 3.0  # a second lost SYN is resent after 3 s
@@ -86,6 +86,8 @@ def raise_for_status(resp: httpx.Response, what: str) -> None:
         )
     if status == 403:
         raise Unauthorized(f"{what}: {where} refused access ({msg}); use a token with that scope")
+    if status == INSUFFICIENT_STORAGE:
+        raise Refused(f"{what}: the server's store is full ({where}); its operator must free space")
     raise Refused(f"{what}: {where} answered HTTP {status}: {msg}")
 
 

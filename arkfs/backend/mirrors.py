@@ -11,8 +11,15 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
   reconstruction of the same bytes, remembered per xorb), assuming, as replicas do, that
   mirrors hold the same xorbs byte for byte;
 - a mirror that did not answer is avoided for DOWN_TIME; one that sent bad bytes (a
-  footer failing its hash here, chunks failing theirs in the data path, which calls
-  blame()) for BAD_TIME, with one log line naming it;
+  footer failing its hash here, chunks or a reconstruction failing their checks in the
+  data path, which calls blame() or blame_reconstruction()) for BAD_TIME, with one log
+  line naming it;
+- a mirror much slower than the others is asked after them, as CVMFS demotes hosts: each
+  mirror's reply time (per MiB, for fetches over one; manifests are not timed) is
+  smoothed (SMOOTHING), and one whose smoothed time is over SLOW_FACTOR times the
+  fastest's (and over SLOW_FLOOR) is slow, with one log line; a mirror not yet measured
+  counts as fast, so it is asked; a slow mirror's estimate is forgotten once PROBE_AFTER
+  old, so that it is asked again and re-measured;
 - an archive version is read from the first mirror that answers, and checked against the
   same version on the others that answer within AGREE_TIME: mirrors that disagree on any
   file's hash make it an error (BadReply), never a mix.
@@ -50,6 +57,11 @@ DOWN_TIME = 10.0  # seconds an unreachable mirror is asked last
 BAD_TIME = 300.0  # seconds a mirror that sent bad bytes is asked last
 AGREE_TIME = 5.0  # seconds the other mirrors get to confirm an archive version
 REMEMBERED = 1 << 16  # xorbs whose URLs and reconstruction ranges are remembered
+SMOOTHING = 0.3  # weight of a new reply time in a mirror's smoothed reply time
+SLOW_FACTOR = 4.0  # a mirror this many times slower than the fastest is asked last
+SLOW_FLOOR = 0.1  # seconds: a smoothed reply time below this is never slow
+WORK_UNIT = 1 << 20  # bytes of a fetch that count as one reply in a mirror's speed
+PROBE_AFTER = 30.0  # seconds after which a slow mirror's estimate is forgotten (re-probed)
 T = TypeVar("T")
 
 
@@ -73,6 +85,10 @@ class MirroredBackend:
         self._urls: LRU[tuple[int, bytes], str] = LRU(REMEMBERED)  # (mirror, xorb) -> URL
         self._ranges: LRU[bytes, tuple[bytes, int, int]] = LRU(REMEMBERED)  # xorb -> file range
         self._served: LRU[bytes, int] = LRU(REMEMBERED)  # xorb -> mirror of its last fetch
+        self._rebuilt: LRU[bytes, int] = LRU(REMEMBERED)  # file -> mirror of its last terms
+        self._latency: dict[int, tuple[float, float]] = {}  # mirror -> (smoothed s, when)
+        self._slow: set[int] = set()  # mirrors asked after the others for being slow
+        self._named: set[int] = set()  # slow mirrors the log has named
 
     def __repr__(self) -> str:
         return f"MirroredBackend({self.name!r})"
@@ -84,11 +100,55 @@ class MirroredBackend:
     # --- health ------------------------------------------------------------------------
 
     def _order(self, first: int) -> list[int]:
-        """Mirror indices starting at first, healthy ones before avoided ones."""
+        """Mirror indices starting at first: healthy ones, then slow ones, then avoided."""
         n = len(self.mirrors)
         rotated = [(first + i) % n for i in range(n)]
         now = time.monotonic()
-        return sorted(rotated, key=lambda i: self._avoid.get(i, 0.0) > now)
+        self._forget_old_estimates()
+        return sorted(rotated, key=lambda i: (self._avoid.get(i, 0.0) > now, i in self._slow))
+
+    def _forget_old_estimates(self) -> None:
+        """Drop the reply time of slow mirrors last measured PROBE_AFTER ago: unmeasured,
+        a mirror is asked again, and its next reply measures it afresh."""
+        now = trio.current_time()
+        old = [i for i in self._slow if now - self._latency[i][1] >= PROBE_AFTER]
+        for index in old:
+            del self._latency[index]
+        if old:
+            self._rank()
+
+    def _timed(self, index: int, seconds: float, finished: bool = True) -> None:
+        """Count a reply time of mirror index (a lower bound if not finished: the call was
+        cancelled) in its smoothed time."""
+        old = self._latency.get(index)
+        if old is None:
+            smoothed = seconds
+        elif finished or seconds > old[0]:
+            smoothed = old[0] + SMOOTHING * (seconds - old[0])
+        else:
+            return
+        self._latency[index] = (smoothed, trio.current_time())
+        self._rank()
+
+    def _rank(self) -> None:
+        """Which mirrors are slow: over SLOW_FLOOR and SLOW_FACTOR times the fastest, an
+        unmeasured mirror counting as fast (so it is asked, and measured). Only one slower
+        than a measured mirror is named in the log, once until it is fast again."""
+        times = {i: t for i, (t, _) in self._latency.items()}
+        measured = min(times.values(), default=0.0)
+        fastest = measured if len(times) == len(self.mirrors) else 0.0
+        self._slow = {i for i, t in times.items() if t > max(SLOW_FLOOR, SLOW_FACTOR * fastest)}
+        for i, t in times.items():
+            name = self.mirrors[i].name
+            if t > max(SLOW_FLOOR, SLOW_FACTOR * measured) and i not in self._named:
+                self._named.add(i)
+                log.warning(
+                    "mirror %s is slow (%.2f s a reply, the fastest %.2f s); asking it last",
+                    name, t, measured,
+                )  # fmt: skip
+            elif i not in self._slow and i in self._named:
+                self._named.discard(i)
+                log.info("mirror %s is no longer slow (%.2f s a reply)", name, t)
 
     def _mark(self, index: int, seconds: float, why: str) -> None:
         now = time.monotonic()
@@ -104,18 +164,34 @@ class MirroredBackend:
         if index is not None:
             self._mark(index, BAD_TIME, f"sent bad bytes ({why})")
 
+    def blame_reconstruction(self, file_hash: bytes, why: str) -> None:
+        """The last reconstruction of file_hash failed verification: avoid its mirror."""
+        index = self._rebuilt.peek(file_hash)
+        if index is not None:
+            self._mark(index, BAD_TIME, f"sent a reconstruction that fails verification ({why})")
+
     async def _first(
-        self, order: list[int], call: Callable[[int], Awaitable[T]], hedge: float
+        self,
+        order: list[int],
+        call: Callable[[int], Awaitable[T]],
+        hedge: float,
+        units: float | None = 1.0,
     ) -> tuple[T, int]:
         """call(mirror) on the mirrors in order, each once the one before failed or took
         hedge seconds; the first success, and its mirror. NotBound only if every mirror
-        said so; else a refusal, else Unreachable."""
+        said so; else a refusal, else Unreachable. Each reply time, divided by units (the
+        reply's work: 1, or its MiB), counts in the mirror's speed; None: not counted."""
         done: list[tuple[T, int]] = []
         errors: list[tuple[int, BackendError]] = []
 
         async def attempt(index: int, failed: trio.Event, scope: trio.CancelScope) -> None:
+            start = trio.current_time()
             try:
                 result = await call(index)
+            except trio.Cancelled:
+                if units is not None:
+                    self._timed(index, (trio.current_time() - start) / units, finished=False)
+                raise
             except Unreachable as exc:
                 self._mark(index, DOWN_TIME, f"is unreachable ({exc})")
                 errors.append((index, exc))
@@ -125,6 +201,8 @@ class MirroredBackend:
             except BackendError as exc:
                 errors.append((index, exc))
             else:
+                if units is not None:
+                    self._timed(index, (trio.current_time() - start) / units)
                 done.append((result, index))
                 scope.cancel()
             failed.set()
@@ -147,7 +225,10 @@ class MirroredBackend:
 
     async def archive(self, ark: str, version: int | None = None) -> Archive:
         found, index = await self._first(
-            self._order(0), lambda i: self.mirrors[i].archive(ark, version), self.hedge_after
+            self._order(0),
+            lambda i: self.mirrors[i].archive(ark, version),
+            self.hedge_after,
+            None,  # a manifest's size, so its time, is unknown beforehand: not a speed
         )
         others = [i for i in self._order(0) if i != index]
         await self._check_agreement(ark, found, index, others)
@@ -202,9 +283,10 @@ class MirroredBackend:
     async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
         self._turn += 1
         order = self._order(self._turn % len(self.mirrors))
-        rec, _ = await self._first(
+        rec, index = await self._first(
             order, lambda i: self._reconstruction(i, file_hash, start, end), self.hedge_after
         )
+        self._rebuilt.put(file_hash, index)
         return rec
 
     async def _reconstruction(
@@ -268,7 +350,8 @@ class MirroredBackend:
             self._served.put(xorb_hash, index)
             return data
 
-        data, _ = await self._first(self._spread(xorb_hash), one, self.hedge_after)
+        units = max(1.0, (fr.byte_end + 1 - fr.byte_start) / WORK_UNIT)
+        data, _ = await self._first(self._spread(xorb_hash), one, self.hedge_after, units)
         return data
 
     async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:

@@ -1,13 +1,13 @@
 """When to retry a request and how long to wait: the one rule every remote call follows.
 
-Connection failures, 429 and 5xx are retried, within a bounded number of attempts, after
-pauses that double from first_delay up to max_delay, each scaled by a random factor in
-[0.5, 1.5) so that clients which failed together do not retry together. A Retry-After
-header lengthens the pause. Everything is bounded by an overall deadline: no attempt starts
-and no pause ends at or after it, and the drivers cut an attempt still under way there, so a
-reply that trickles in cannot hold a request (or the thread running it) past it. A host
-that let connects time out twice is given up at once: one that drops packets will not
-answer a third.
+Connection failures, 429 and 5xx (but 507: a full store stays full) are retried, within a
+bounded number of attempts, after pauses that double from first_delay up to max_delay, each
+scaled by a random factor in [0.5, 1.5) so that clients which failed together do not retry
+together. A Retry-After header lengthens the pause. Everything is bounded by an overall
+deadline: no attempt starts and no pause ends at or after it, and the drivers cut an
+attempt still under way there, so a reply that trickles in cannot hold a request (or the
+thread running it) past it. A host that let connects time out twice is given up at once:
+one that drops packets will not answer a third.
 
 The decisions are pure: the drivers (the async httpx loop in http.py, the blocking loop in
 ranged.py) pass a clock, do the sleeping and the I/O, and report each failure:
@@ -31,11 +31,13 @@ from arkfs.backend.base import Unreachable
 NO_SERVER_HINT = "is `arkfs serve` running?"
 SERVER_ERROR_HINT = "retry later, or see the server's log"
 TOO_SLOW_HINT = "the server or the network is stuck or too slow; see the server's log"
+INSUFFICIENT_STORAGE = 507  # RFC 4918: the server's store is full; never retried
 
 
 def retryable(status: int) -> bool:
-    """Whether a reply with this status may be worth another attempt: 429 and 5xx."""
-    return status == 429 or status >= 500
+    """Whether a reply with this status may be worth another attempt: 429 and 5xx, but not
+    507 Insufficient Storage (a full store stays full while the client waits)."""
+    return status == 429 or (status >= 500 and status != INSUFFICIENT_STORAGE)
 
 
 def retry_after(value: str | None) -> float | None:

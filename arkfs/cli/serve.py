@@ -3,6 +3,7 @@
 import argparse
 import functools
 import logging
+import math
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -13,7 +14,7 @@ import trio
 from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.stores import add_store_options, open_store, workers
 from arkfs.server.accesslog import AccessLog
-from arkfs.server.app import run_server
+from arkfs.server.app import KEEP_ALIVE, run_server
 from arkfs.server.auth import Authorizer, TokensFileError
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import DEFAULT_TTL, TokenIssuer, derive_key
@@ -72,6 +73,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     listen.add_argument(
         "--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)"
     )
+    listen.add_argument(
+        "--keep-alive",
+        type=float,
+        default=KEEP_ALIVE,
+        metavar="SECONDS",
+        help=f"seconds an idle connection is kept open (default {KEEP_ALIVE:g})",
+    )
     access = p.add_argument_group("access")
     access.add_argument("--open-read", action="store_true", help="let anyone read without a token")
     access.add_argument(
@@ -115,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 0 <= args.port <= MAX_PORT:
         raise BadInput(f"--port {args.port} is not a port number (0 to {MAX_PORT})")
+    if not 0 < args.keep_alive < math.inf:
+        raise BadInput(f"--keep-alive must be a positive number of seconds, got {args.keep_alive}")
     if args.token_ttl <= 0:
         raise BadInput(f"--token-ttl must be a positive number of seconds, got {args.token_ttl}")
     key = _read_key(args.key_file) if args.key_file else None
@@ -146,7 +156,12 @@ def run(args: argparse.Namespace) -> int:
                 stop.set()
                 return
 
-        server = functools.partial(run_server, shutdown_trigger=stop.wait, access_log=access_log)
+        server = functools.partial(
+            run_server,
+            shutdown_trigger=stop.wait,
+            access_log=access_log,
+            keep_alive=args.keep_alive,
+        )
         # The signals are caught before READY=1 is sent: a SIGTERM that follows READY at
         # once must stop the server cleanly, not kill it with the default handler.
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import trio
 
 from arkfs.backend.base import Backend
+from arkfs.backend.mirrors import MirroredBackend
 from arkfs.mount.backend_calls import BadBytes, FetchUrls, call_backend
 from arkfs.mount.file_map import FileMap, build_map, layout_map
 from arkfs.mount.jobs import Pending, ReadError
@@ -34,6 +35,14 @@ FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
 
 
 Early = Callable[[FileMap], None]  # told the unchecked map, to start fetching by it
+
+
+class Unverified(BadBytes):
+    """A reconstruction (with the footers it named) that fails the trust chain."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # what failed, without the file and backend names
 
 
 def _sent_footers(rec: Reconstruction, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
@@ -122,7 +131,7 @@ class MapLoader:
             self._parts.cache.get_map, file_hash, limiter=self._parts.limiters.disk
         )
         if fmap is None:
-            fmap = await self._build(backend, file_hash, size, early)
+            fmap = await self._build_checked(backend, file_hash, size, early)
             self._parts.stats.maps_loaded += 1
             self._parts.writer.write_map(fmap)
         elif fmap.size != size:
@@ -134,6 +143,19 @@ class MapLoader:
             self._parts.stats.maps_from_disk += 1
         self._maps.put((file_hash, size), fmap, len(fmap) + MAP_OVERHEAD)
         return fmap
+
+    async def _build_checked(
+        self, backend: Backend, file_hash: bytes, size: int, early: Early | None
+    ) -> FileMap:
+        """_build; from mirrors, a reconstruction that fails verification has its mirror
+        blamed (one log line names it) and is asked once more, of the others first."""
+        try:
+            return await self._build(backend, file_hash, size, early)
+        except Unverified as exc:
+            if not isinstance(backend, MirroredBackend):
+                raise
+            backend.blame_reconstruction(file_hash, exc.reason)
+        return await self._build(backend, file_hash, size, None)
 
     async def _build(
         self, backend: Backend, file_hash: bytes, size: int, early: Early | None
@@ -153,7 +175,8 @@ class MapLoader:
             try:
                 sent = await trio.to_thread.run_sync(_sent_footers, rec, need, limiter=cpu)
             except XetError as exc:
-                raise BadBytes(f"{what}: {backend.name} sent a malformed footer: {exc}") from None
+                why = f"a malformed footer: {exc}"
+                raise Unverified(f"{what}: {backend.name} sent {why}", why) from None
             footers |= sent
             need = [xh for xh in need if xh not in footers]
         fetched: dict[bytes, XorbFooter] = {}
@@ -184,7 +207,8 @@ class MapLoader:
                     _check_sent, file_hash, size, rec.terms, footers, sent, limiter=cpu
                 )
         except XetError as exc:
-            raise ReadError(f"{what} from {backend.name} fails verification: {exc}") from None
+            why = str(exc)
+            raise Unverified(f"{what} from {backend.name} fails verification: {why}", why) from None
         self._parts.stats.footers_sent += len(sent)
         fetched |= sent
         # Only footers that gave a verified map are kept: a wrong one must not outlive

@@ -22,7 +22,7 @@ import trio
 
 from arkfs.ark.identifier import Ark
 from arkfs.ark.registry import RegistryError, RegistryRecord
-from arkfs.ark.thump import ARKFS_MARK
+from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import BackendError, NotBound, Unreachable
 from arkfs.backend.http import make_client, origin, send
 from arkfs.backend.retry import RetryPolicy
@@ -216,7 +216,7 @@ class Resolver:
 
     async def _service_path(self, url: str) -> tuple[str | None, bool]:
         """The service path /.well-known/ark announces on url's origin (None if it does
-        not), and whether it is an arkfs resolver (its comment line says so)."""
+        not), and whether it is an arkfs resolver (its ARKFS_HEADER says so)."""
         try:
             resp = await self._request("GET", f"{origin(url)}/.well-known/ark", WELL_KNOWN_POLICY)
         except BackendError:
@@ -224,7 +224,7 @@ class Resolver:
         if resp.status_code != 200:
             return None, False
         lines = [line.strip() for line in resp.text.splitlines()]
-        arkfs = ARKFS_MARK in lines
+        arkfs = ARKFS_HEADER in resp.headers
         for line in lines:
             if line and not line.startswith("#"):
                 path = (line if line.endswith("/") else line + "/") if line[0] == "/" else None

@@ -9,7 +9,8 @@ get 404 (hf_xet relies on that to fall back from routes a CAS may lack).
 Every error is answered here, once, in the format of its route's face: JSON `{"error"}` on
 the CAS and token routes (`/v1/...`, `/v2/...`), one line of text/plain elsewhere (the
 resolver). 5xx replies also get exactly one log line, never a traceback; a client that
-goes away is not an error.
+goes away is not an error. A full store is 507 Insufficient Storage, which clients do not
+retry; an unavailable one 503 with Retry-After.
 """
 
 import logging
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Callable
 import hypercorn.trio.run
 import trio
 from hypercorn.config import Config
+from hypercorn.events import Closed, Event, Updated
 from hypercorn.trio import serve
 from hypercorn.trio.tcp_server import TCPServer
 from starlette.applications import Starlette
@@ -42,12 +44,21 @@ from arkfs.server.tokens import SCOPES, derive_key
 from arkfs.server.view import Site
 from arkfs.service.archive import ArchiveService
 from arkfs.store.base import Store
-from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.store.errors import (
+    NotFound,
+    OutOfRange,
+    Rejected,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+)
 
 log = logging.getLogger("arkfs.serve")
 
 GRACEFUL_TIMEOUT = 5.0  # seconds requests in flight get to finish once shutdown starts
+KEEP_ALIVE = 30.0  # seconds an idle connection is kept open for the client's next request
 RETRY_AFTER = 5  # seconds a client waits before it retries a store that is unavailable
+STORE_FULL = "the server's store is full; its operator must free space"  # 507's message
 JSON_FACE = ("/v1/", "/v2/")  # path prefixes of the CAS and token routes
 # What hypercorn's send raises when the client closed (or half-closed) under a reply.
 _GONE = (trio.BrokenResourceError, trio.BusyResourceError, trio.ClosedResourceError)
@@ -72,6 +83,8 @@ def _status(exc: Exception) -> tuple[int, str, dict[str, str], str | None]:
             return 400, str(exc), {}, None
         case StoreCorrupt():
             return 500, str(exc), {}, str(exc)
+        case StoreFull():
+            return 507, STORE_FULL, {}, f"store: {exc}"
         case StoreError() | OSError():
             retry = {"Retry-After": str(RETRY_AFTER)}
             return 503, "the store is unavailable; retry later", retry, f"store: {exc}"
@@ -188,13 +201,29 @@ def build_app(
 
 
 class _OneConnection(TCPServer):
-    """hypercorn's server of one connection, whose failures end that connection only.
+    """hypercorn's server of one connection, whose failures end that connection only, and
+    whose end or recycling after a reply is never cancelled half-way.
 
     hypercorn 0.18 lets some protocol races escape a connection's task, and they end the
     whole server: a client that sends a request's headers and half-closes while the reply
     goes out (an early 401 or 413) raises trio.BusyResourceError. Its mitigation upstream
     (pgjones/hypercorn#228) is in no release; this is it, for arkfs.
+
+    hypercorn also closes (`Connection: close`) or recycles (keep-alive) a connection from
+    inside the app's task, once the app sent the last bytes of its reply. For a streamed
+    reply, that task is starlette's StreamingResponse, which hypercorn's own http.disconnect
+    (sent on that same path) cancels: the close or the restart of the keep-alive timer was
+    cancelled at its first checkpoint, and the socket stayed open until the client closed
+    it (300 GETs with `Connection: close` held 300 descriptors). Both are quick and cannot
+    block, so they run shielded.
     """
+
+    async def protocol_send(self, event: Event) -> None:
+        if isinstance(event, Closed | Updated):
+            with trio.CancelScope(shield=True):
+                await super().protocol_send(event)
+        else:
+            await super().protocol_send(event)
 
     async def run(self) -> None:
         try:
@@ -218,15 +247,17 @@ async def run_server(
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
     access_log: AccessLog | None = None,
+    keep_alive: float = KEEP_ALIVE,
 ) -> None:
     """Serve until cancelled, or until shutdown_trigger returns (then requests in flight
     get GRACEFUL_TIMEOUT to finish); report the base URL through task_status once
-    listening. access_log: where each request's line goes (accesslog.py), if anywhere."""
+    listening. access_log: where each request's line goes (accesslog.py), if anywhere;
+    keep_alive: the seconds an idle connection is kept open."""
     app = build_app(store, auth, signer, workers, access_log)
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None  # hypercorn's would log signed URLs; accesslog.py strips them
     config.errorlog = log
-    config.keep_alive_timeout = 30
+    config.keep_alive_timeout = keep_alive
     config.graceful_timeout = GRACEFUL_TIMEOUT
     await serve(app, config, shutdown_trigger=shutdown_trigger, task_status=task_status)  # type: ignore[arg-type]

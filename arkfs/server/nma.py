@@ -41,9 +41,8 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   413 over 256 MiB.
 - `GET /arks?prefix=ark:NAAN/` (read scope): `{"arks": [...]}`, sorted normalized ARKs.
 - `GET /` (no token): the resolver's home page; `?prefix=` (read scope) lists bound ARKs.
-- `GET /.well-known/ark` (no token): the service path "/" on the first line, as the spec
-  asks (IANA Considerations), then `#` comment lines with the NAANs served here and the
-  URL template.
+- `GET /.well-known/ark` (no token): the service path "/" and nothing else, as the spec
+  asks (IANA Considerations); the header X-Arkfs-Resolver says its ARKs are arkfs archives.
 
 HEAD works wherever GET does. The rules (bind, archives, files) are the archive service's.
 Errors on these routes are one line of text/plain naming the ARK or the problem, or an
@@ -76,7 +75,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
-from arkfs.ark.thump import ARKFS_MARK, info_response
+from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server import tarball
 from arkfs.server.auth import Scope
@@ -126,17 +125,12 @@ class NmaService(Face):
     # --- discovery ---------------------------------------------------------------------
 
     async def well_known(self, request: Request) -> Response:
-        """Finding a Resolver Service: the service path, then NAANs and template as comments."""
-        arks = await self.run(self.service.list_archives, "")
-        naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in arks})
-        base = str(request.base_url)
-        lines = [
-            _service_path(request),
-            ARKFS_MARK,
-            f"# naans: {' '.join(naans)}",
-            f"# template: {base}ark:{{naan}}/{{name}}",
-        ]
-        return Response("\n".join(lines) + "\n", media_type="text/plain")
+        """Finding a Resolver Service: the service path, one line and nothing else (IANA
+        Considerations: a strict client reads the whole body as the path); a header marks
+        an arkfs resolver."""
+        return Response(
+            _service_path(request) + "\n", media_type="text/plain", headers={ARKFS_HEADER: "1"}
+        )
 
     async def home(self, request: Request) -> Response:
         """The resolver's home page; `?prefix=` (read scope) searches the bound ARKs."""

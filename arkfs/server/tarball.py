@@ -22,6 +22,9 @@ BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE  # the end of a tar is padded to a whole record, as tar(1) writes
 FLUSH_BYTES = 1024 * 1024  # headers and small files are gathered up to this before a send
 DIR_MODE = 0o755  # the top directory of an archive root's tar, which has no entry of its own
+# The permission bits a member keeps: setuid, setgid and sticky are cleared, as `git archive`
+# does, so that `tar -x` as root never makes a setuid-root file from a published tree.
+PERMISSIONS = 0o777
 _TYPES = {Kind.DIR: tarfile.DIRTYPE, Kind.FILE: tarfile.REGTYPE, Kind.SYMLINK: tarfile.SYMTYPE}
 
 
@@ -41,7 +44,8 @@ def _padded(size: int) -> int:
 def _header(name: str, kind: Kind, mode: int, mtime: float, size: int, target: str) -> bytes:
     info = tarfile.TarInfo(name)
     info.type = _TYPES[kind]
-    info.mode, info.mtime, info.size, info.linkname = mode, int(mtime), size, target
+    info.mode, info.mtime = mode & PERMISSIONS, int(mtime)
+    info.size, info.linkname = size, target
     return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
 
 

@@ -1,8 +1,14 @@
 """Errors of the store: each message says what is wrong and what to do about it."""
 
+import errno
+
 
 class StoreError(Exception):
     """Base class of every store error."""
+
+
+class StoreFull(StoreError):
+    """The store's disk (or quota) is full: what was being written was not stored."""
 
 
 class NotFound(StoreError, LookupError):
@@ -19,3 +25,8 @@ class OutOfRange(Rejected):
 
 class StoreCorrupt(StoreError):
     """Stored data that is damaged: it no longer matches its name or its index rows."""
+
+
+def is_full(exc: OSError) -> bool:
+    """Whether an OSError means that the disk or the quota is full (StoreFull's cause)."""
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT)

@@ -55,7 +55,15 @@ from arkfs.store.base import (
     stored_footer,
     version_problems,
 )
-from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt, StoreError
+from arkfs.store.errors import (
+    NotFound,
+    OutOfRange,
+    Rejected,
+    StoreCorrupt,
+    StoreError,
+    StoreFull,
+    is_full,
+)
 from arkfs.store.shards import stored_shard_problem
 from arkfs.util.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.xet.errors import XetError
@@ -134,6 +142,8 @@ def _sqlite_errors(index: Path) -> Iterator[None]:
     except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
         raise  # a bug of the caller, such as use after close
     except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+            raise StoreFull(f"index {index}: {exc}; free space on its disk") from exc
         raise StoreError(f"index {index}: {exc}; retry, or check the disk and permissions") from exc
     except sqlite3.DatabaseError as exc:
         raise StoreCorrupt(f"index {index} is damaged ({exc}); restore it from a backup") from exc
@@ -276,6 +286,10 @@ class LocalStore:
         try:
             write_atomic(path, data)
         except OSError as exc:
+            if is_full(exc):
+                raise StoreFull(
+                    f"cannot write {path}: {exc.strerror}; free space on its disk"
+                ) from exc
             raise StoreError(
                 f"cannot write {path}: {exc.strerror or exc}; check free space and permissions"
             ) from exc

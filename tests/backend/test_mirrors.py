@@ -1,6 +1,7 @@
 """MirroredBackend's choices, on trio's virtual clock: hedging, failover, which error wins,
 bad mirrors asked last, and mirrors that disagree on an archive version."""
 
+import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -14,9 +15,9 @@ from arkfs.archive.manifest import Entry, Kind, Manifest
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
-from arkfs.backend.mirrors import HEDGE_AFTER, MirroredBackend
+from arkfs.backend.mirrors import HEDGE_AFTER, PROBE_AFTER, MirroredBackend
 from arkfs.xet.reconstruction import Reconstruction
-from tests.mount.fake_backend import FETCH, FakeBackend
+from tests.mount.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
 
 
 class Mirror:
@@ -181,3 +182,61 @@ def test_a_blamed_mirror_is_asked_last() -> None:
         assert served.calls[FETCH] == 1 and other.calls[FETCH] == 1
 
     run(main)
+
+
+def test_a_slow_mirror_is_asked_last_and_probed_again(caplog: pytest.LogCaptureFixture) -> None:
+    """#23 item 10: a mirror much slower than the others (not so slow that hedging helps)
+    kept its turn. Now it is asked after them, named once, and asked again after
+    PROBE_AFTER: if it answers fast then, it has its turn back."""
+    delay = {"slow": 1.0, "fast": 0.01}
+
+    def timed(name: str) -> Callable[[], Awaitable[Any]]:
+        async def answer() -> Any:
+            await trio.sleep(delay[name])
+            return ["v1"]
+
+        return answer
+
+    slow, fast = Mirror("slow", timed("slow")), Mirror("fast", timed("fast"))
+    mirrors = MirroredBackend([slow, fast])
+
+    async def main() -> None:
+        for _ in range(10):
+            await mirrors.versions("ark:1/x")
+        assert (slow.calls, fast.calls) == (1, 9)  # measured once, then asked last
+        await trio.sleep(PROBE_AFTER)
+        for _ in range(3):
+            await mirrors.versions("ark:1/x")
+        assert (slow.calls, fast.calls) == (2, 11)  # probed once, still slow
+        delay["slow"] = 0.01  # it recovers
+        await trio.sleep(PROBE_AFTER)
+        for _ in range(3):
+            await mirrors.versions("ark:1/x")
+        assert (slow.calls, fast.calls) == (5, 11)  # listed first, and fast again
+
+    with caplog.at_level(logging.INFO, logger="arkfs.backend.mirrors"):
+        run(main)
+    named = [r.getMessage() for r in caplog.records if "mirror slow is" in r.getMessage()]
+    assert len(named) == 2 and "is slow" in named[0] and "no longer slow" in named[1], named
+
+
+def test_a_mirror_whose_reconstruction_fails_verification_is_named_and_asked_last(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    a, b = NamedFake("a", FILES), NamedFake("b", FILES)
+    mirrors = MirroredBackend([a, b])
+    file = a.files["data"]
+
+    async def main() -> None:
+        await mirrors.reconstruction(file.hash, 0, file.size)
+        liar = a if a.calls[RECONSTRUCTION] else b
+        honest = b if liar is a else a
+        mirrors.blame_reconstruction(file.hash, "its terms hash to another file")
+        for _ in range(4):
+            await mirrors.reconstruction(file.hash, 0, file.size)
+        assert liar.calls[RECONSTRUCTION] == 1 and honest.calls[RECONSTRUCTION] == 4
+        named = [r.getMessage() for r in caplog.records if f"mirror {liar.name} " in r.getMessage()]
+        assert len(named) == 1 and "reconstruction that fails verification" in named[0]
+
+    with caplog.at_level(logging.WARNING, logger="arkfs.backend.mirrors"):
+        run(main)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from arkfs.ark.thump import ARKFS_MARK
+from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import NotBound
 from arkfs.mount.discovery import DiscoveredBackends
 from arkfs.resolve.discover import Resolver
@@ -35,7 +35,8 @@ def test_unknown_arks_are_not_resolved_again_at_once(tmp_path: Path) -> None:
 
 def test_arkfs_servers_give_backends_and_other_responders_objects(tmp_path: Path) -> None:
     with redirector() as arkfs, redirector() as web:
-        arkfs.pages["/.well-known/ark"] = f"/\n{ARKFS_MARK}\n"
+        arkfs.pages["/.well-known/ark"] = "/\n"
+        arkfs.headers["/.well-known/ark"] = {ARKFS_HEADER: "1"}
         arkfs.pages["/ark:12345/x6"] = "an archive's landing page"
         web.pages["/b7"] = "<html>a landing page</html>"
         registry = tmp_path / "registry.json"

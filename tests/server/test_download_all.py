@@ -2,9 +2,12 @@
 the archive root, a directory and an older version unpack to exactly what was published;
 damage found mid-stream cuts the reply short, and what arrived is a true prefix."""
 
+import io
 import os
 import signal
+import stat
 import subprocess
+import tarfile
 from pathlib import Path
 
 import httpx
@@ -121,3 +124,27 @@ def test_damage_mid_stream_cuts_the_tar_short_and_sends_no_wrong_byte(tmp_path: 
     cut = (tmp_path / "cut.tar").read_bytes()
     assert 0 < len(cut) < len(whole) and whole.startswith(cut)
     assert "reply cut short" in log and "is damaged" in log
+
+
+def test_the_tar_clears_setuid_setgid_and_sticky_bits_as_git_archive_does(tmp_path: Path) -> None:
+    """#23 item 13: `tar -x` as root of a `?tar` made a setuid-root file of a published one."""
+    src = tmp_path / "src"
+    (src / "shared").mkdir(parents=True)
+    (src / "tool").write_bytes(b"#!/bin/sh\n")
+    (src / "shared" / "group").write_bytes(b"g\n")
+    modes = {"tool": 0o4755, "shared/group": 0o2644, "shared": 0o3777, "": 0o755}
+    for rel, mode in modes.items():
+        os.chmod(src / rel, mode)
+    store = tmp_path / "store"
+    publish(src, ARK, "--store", str(store))
+    manifest, _ = bound(store, ARK)
+    assert {e.path: e.mode for e in manifest.entries}["tool"] == 0o4755  # kept as published
+    with arkfs_server(store, "--open-read") as (url, _):
+        whole = httpx.get(f"{url}/{ARK}?tar", timeout=60).content
+        out = unpacked(f"{url}/{ARK}?tar", tmp_path / "out") / "t4r9z-v1"
+    with tarfile.open(fileobj=io.BytesIO(whole)) as tar:
+        got = {m.name.partition("/")[2]: m.mode for m in tar.getmembers()}
+    assert got == {rel: mode & 0o777 for rel, mode in modes.items()}
+    assert os.getuid() != 0 or all(  # as root, tar -x keeps the modes it is given
+        stat.S_IMODE((out / rel).stat().st_mode) == mode & 0o777 for rel, mode in modes.items()
+    )

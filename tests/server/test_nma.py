@@ -19,6 +19,7 @@ import pytest
 
 from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.ark.erc import Erc, Segment
+from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string, string_to_hash
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, parse_footer
 from tests.support.hfxet import upload_files
@@ -348,14 +349,14 @@ def test_unknown_routes_are_404_for_hf_xet_fallbacks(served: Served) -> None:
     assert httpx.post(f"{served.url}/v1/xorb-grants/default/x").status_code == 404
 
 
-def test_well_known_ark_names_the_service_path(served: Served) -> None:
+def test_well_known_ark_holds_the_service_path_alone(served: Served) -> None:
+    """#23 item 15: `#` comment lines after the path were read by strict clients as part of
+    it (IANA Considerations: the file holds the service path); arkfs says so in a header."""
     r = httpx.get(f"{served.url}/.well-known/ark")
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
-    lines = r.text.splitlines()
-    assert lines[0] == "/"
-    assert "# naans: b5072" in lines
-    assert f"# template: {served.url}/ark:{{naan}}/{{name}}" in lines
+    assert r.text == "/\n" and r.text.strip() == "/"
+    assert r.headers[ARKFS_HEADER] == "1"
 
 
 def test_arks_lists_bound_archives_by_prefix(served: Served) -> None:

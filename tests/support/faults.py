@@ -14,7 +14,12 @@ The modes:
 - flip: one bit of the body flipped, in its middle;
 - stall-head: read the request and never answer;
 - stall-body: the head and half the body, then nothing more;
-- trickle: the head, then the body one byte every TRICKLE_TICK seconds.
+- trickle: the head, then the body one byte every TRICKLE_TICK seconds;
+- slow: the whole reply, SLOW_DELAY seconds late (a far or overloaded mirror).
+
+swap(old, new) forwards every request whose target holds old with new in its place: a
+mirror that answers for one file with another's reconstruction. `seen` counts every
+request by kind.
 
 down("refuse") closes the listening socket, so connections are refused; down("blackhole")
 listens with a full accept queue that is never served, so connects hang as to a host whose
@@ -28,6 +33,7 @@ import socketserver
 import struct
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
@@ -37,9 +43,12 @@ from arkfs.xet.reconstruction import FOOTERS_HEADER
 from tests.support.mount import Mounted, arkfs_mount
 from tests.support.server import Server
 
-MODES = ("5xx", "reset", "truncate", "short", "flip", "stall-head", "stall-body", "trickle")
+MODES = (
+    "5xx", "reset", "truncate", "short", "flip", "stall-head", "stall-body", "trickle", "slow"
+)  # fmt: skip
 KINDS = ("any", "archive", "reconstruction", "xorb", "footer", "upload")
 TRICKLE_TICK = 1.0  # seconds between trickled bytes
+SLOW_DELAY = 0.25  # seconds each reply of a slow proxy is held back
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "te"}
 
 
@@ -94,6 +103,8 @@ class FaultProxy(socketserver.ThreadingTCPServer):
         self.damaged = 0  # requests damaged so far
         self.closing = threading.Event()
         self.clients: set[socket.socket] = set()
+        self.seen: Counter[str] = Counter()  # requests received, by kind
+        self.swaps: dict[str, str] = {}
 
     def inject(self, mode: str, kind: str = "any", count: int | None = None) -> None:
         """Damage the next count requests of kind (all of them if count is None)."""
@@ -109,6 +120,7 @@ class FaultProxy(socketserver.ThreadingTCPServer):
     def take(self, req: Request) -> str | None:
         """The mode to apply to req, if the fault covers it; counts it."""
         with self.lock:
+            self.seen[kind_of(req)] += 1
             f = self.fault
             if f is None or f.kind not in ("any", kind_of(req)):
                 return None
@@ -153,6 +165,8 @@ class _Handler(socketserver.BaseRequestHandler):
             self._hold(sock)
             return False
         status, headers, body, upstream = self._forward(req)
+        if mode == "slow" and self.server.closing.wait(SLOW_DELAY):
+            return False
         half = len(body) // 2
         if mode == "short":
             body = body[:half]
@@ -191,7 +205,10 @@ class _Handler(socketserver.BaseRequestHandler):
                 # as a CAS without the extension: footers are fetched, so the fault hits them
                 dropped.add(FOOTERS_HEADER.lower())
             headers = {k: v for k, v in req.headers if k.lower() not in dropped}
-            conn.request(req.method, req.target, body=req.body or None, headers=headers)
+            target = req.target
+            for old, new in self.server.swaps.items():
+                target = target.replace(old, new)
+            conn.request(req.method, target, body=req.body or None, headers=headers)
             resp = conn.getresponse()
             body = resp.read()
             every = resp.getheaders()
@@ -260,9 +277,19 @@ class Proxy:
     def heal(self) -> None:
         self.server.heal()
 
+    def swap(self, old: str, new: str) -> None:
+        """Forward requests for old as requests for new (see the module docstring)."""
+        self.server.swaps[old] = new
+
     @property
     def damaged(self) -> int:
         return self.server.damaged
+
+    @property
+    def seen(self) -> Counter[str]:
+        """The requests received so far, by kind (see kind_of)."""
+        with self.server.lock:
+            return Counter(self.server.seen)
 
     def _start(self, port: int) -> None:
         self._server = FaultProxy(self.upstream, port)

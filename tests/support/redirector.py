@@ -21,11 +21,13 @@ class Seen:
 @dataclass
 class Redirector:
     """Routes: path prefix -> (status, target); a request under the prefix is redirected to
-    target + the rest of its path. Anything else gets 404, or `pages[path]` if set."""
+    target + the rest of its path. Anything else gets 404, or `pages[path]` if set (with
+    `headers[path]`, if set)."""
 
     url: str = ""
     routes: dict[str, tuple[int, str]] = field(default_factory=dict)
     pages: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, dict[str, str]] = field(default_factory=dict)  # path -> extra headers
     seen: list[Seen] = field(default_factory=list)
 
     def redirect(self, prefix: str, target: str, status: int = 302) -> None:
@@ -55,6 +57,8 @@ def _handler(state: Redirector) -> type[http.server.BaseHTTPRequestHandler]:
             self.send_response(200 if page is not None else 404)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in state.headers.get(self.path, {}).items():
+                self.send_header(name, value)
             self.end_headers()
             if body:
                 self.wfile.write(data)

@@ -464,7 +464,7 @@ class RemoteBackend:
         result = json_reply(resp, what).get("result")
         if result not in (0, 1) or isinstance(result, bool):
             raise BadReply(f"{what}: {origin(str(resp.request.url))} sent no result 0 or 1")
-        return result == 1
+        return bool(result == 1)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -11,6 +11,8 @@ A verified map is also kept on disk (pack_map, unpack_map), so a file whose chun
 cached reads with no backend at all, after a remount too. Loading one checks it again.
 """
 
+from __future__ import annotations
+
 import sys
 from array import array
 from bisect import bisect_right
@@ -43,13 +45,13 @@ class FileMap:
 
     file_hash: bytes
     size: int
-    ends: array  # file offset where chunk i ends ('Q')
+    ends: array[int]  # file offset where chunk i ends ('Q')
     hashes: bytes  # chunk hashes, HASH_SIZE bytes each
     xorbs: list[bytes]  # the distinct xorbs of the file
-    xorb_of: array  # index into xorbs of chunk i ('I')
-    index: array  # index of chunk i in its xorb ('I')
-    packed_start: array  # where chunk i starts in its serialized xorb ('I')
-    packed_end: array  # where it ends ('I')
+    xorb_of: array[int]  # index into xorbs of chunk i ('I')
+    index: array[int]  # index of chunk i in its xorb ('I')
+    packed_start: array[int]  # where chunk i starts in its serialized xorb ('I')
+    packed_end: array[int]  # where it ends ('I')
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -139,7 +141,7 @@ def decode_run(data: bytes, fmap: FileMap, run: Sequence[int]) -> list[bytes]:
     return out
 
 
-def _le_bytes(a: array) -> bytes:
+def _le_bytes(a: array[int]) -> bytes:
     """An array's items as little-endian bytes, whatever this machine's byte order."""
     if sys.byteorder == "big":
         a = array(a.typecode, a)
@@ -147,7 +149,7 @@ def _le_bytes(a: array) -> bytes:
     return a.tobytes()
 
 
-def _from_le(typecode: str, data: object, n: int, name: str) -> array:
+def _from_le(typecode: str, data: object, n: int, name: str) -> array[int]:
     a = array(typecode)
     if not isinstance(data, bytes) or len(data) != n * a.itemsize:
         raise BadMapFile(f"{name} does not hold {n} items")
@@ -168,7 +170,7 @@ def pack_map(fmap: FileMap) -> bytes:
         "xorbs": fmap.xorbs,
     }
     body |= {name: _le_bytes(getattr(fmap, name)) for name in _ARRAYS}
-    packed = msgpack.packb(body, use_bin_type=True)
+    packed: bytes = msgpack.packb(body, use_bin_type=True)
     return blake3.blake3(packed).digest() + packed
 
 

@@ -234,7 +234,7 @@ class _OneConnection(TCPServer):
             )
 
 
-hypercorn.trio.run.TCPServer = _OneConnection  # type: ignore[misc]  # looked up per serve()
+hypercorn.trio.run.TCPServer = _OneConnection  # type: ignore[attr-defined]  # looked up per serve()
 
 
 async def run_server(

@@ -464,7 +464,7 @@ def _attachment(filename: str) -> str:
 
 def _service_path(request: Request) -> str:
     """The resolver's service path: where appending a Compact ARK gives its URL."""
-    return request.scope.get("root_path", "") + "/"
+    return str(request.scope.get("root_path", "")) + "/"
 
 
 def _choose(request: Request, offers: Sequence[str]) -> str:

@@ -4,11 +4,13 @@ tokens file format shown by `serve --help` is the one the server reads."""
 
 import argparse
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from arkfs.cli.main import build_parser, main
+from arkfs.cli.main import COMMAND_NAMES, COMMANDS, build_parser, main
 from arkfs.cli.serve import TOKENS_FORMAT
 from arkfs.server.auth import Scope, parse_tokens
 from tests.support.cli import run_arkfs
@@ -92,3 +94,31 @@ def test_serve_help_shows_the_tokens_file_format_the_server_reads() -> None:
     assert sorted(tokens.values()) == [Scope.READ, Scope.WRITE]
     for group in ("store:", "listening:", "access:"):
         assert f"\n{group}\n" in done.stdout
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    """`arkfs --help` lists the commands from COMMANDS without importing their modules; the
+    lines must be the modules' own, in order, whichever command was chosen."""
+    table = [(name, line) for name, _, line in COMMANDS]
+    for chosen in (None, "", *COMMAND_NAMES):
+        parser = build_parser(chosen)
+        (listing,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        assert [(a.dest, a.help) for a in listing._choices_actions] == table, chosen
+
+
+@pytest.mark.parametrize("words", [["--version"], ["--help"], ["ark", "--help"]])
+def test_only_the_chosen_command_is_imported(words: list[str]) -> None:
+    """The fast command line: `arkfs --version` imports no command module, and `arkfs ark
+    --help` none but its own."""
+    script = (
+        "import sys\nfrom arkfs.cli.main import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('arkfs.'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *words], capture_output=True, text=True, timeout=60
+    )
+    loaded = set(done.stdout.split("\n")[-2].split())
+    commands = {f"arkfs.cli.{module}" for _, module, _ in COMMANDS}
+    assert loaded & commands == ({"arkfs.cli.ark"} if words[0] == "ark" else set())
+    assert not any(m.startswith(("arkfs.mount", "arkfs.server", "arkfs.backend")) for m in loaded)

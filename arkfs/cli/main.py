@@ -1,24 +1,15 @@
 """Entry point: parse the command line and run one subcommand with the exit code contract
-(EXIT_CODES, shown by `arkfs --help`): every failure is one line on stderr."""
+(EXIT_CODES, shown by `arkfs --help`): every failure is one line on stderr.
 
-import argparse
+Only the chosen command's module is imported (`arkfs --version` and `arkfs --help` import
+none), so the command line starts fast; the other commands are listed by their one-line
+help from COMMANDS. Ctrl-C at any moment, while modules load too, exits 130 with one line.
+"""
+
+from __future__ import annotations
+
 import sys
-from collections.abc import Sequence
 
-from arkfs import __version__
-from arkfs.backend.base import BackendError
-from arkfs.cli import (
-    ark,
-    completion,
-    config,
-    mount,
-    publish,
-    resolve,
-    serve,
-    store,
-    versions,
-    xet,
-)
 from arkfs.cli.common import (
     EXIT_CODES,
     EXIT_FAILURE,
@@ -28,17 +19,52 @@ from arkfs.cli.common import (
     Interrupted,
     first_error,
 )
-from arkfs.cli.helptext import Parser
-from arkfs.cli.mount_form import is_mount_form, mount_argv
-from arkfs.publish.publisher import PublishError
-from arkfs.store.errors import StoreError
 
-COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve, config, completion)
-FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: exit 1, with why
+if False:  # typing only: importing nothing more before main() runs keeps Ctrl-C short
+    import argparse
+    from collections.abc import Sequence
+
+# Every command, in `arkfs --help` order: its name, the module that registers it (with the
+# module's other commands), and its one-line help (tests/test_cli_help.py checks these
+# against the modules' own).
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("xet", "xet", "hash files the way XET storage does (no server needed)"),
+    ("ark", "ark", "parse, normalize, check and mint ARK identifiers"),
+    ("publish", "publish", "upload a directory and bind an ARK to it"),
+    ("bind", "publish", "bind an ARK to files already in the CAS"),
+    ("versions", "versions", "list the versions of an archive and what each changed"),
+    ("serve", "serve", "serve a store over HTTP: ARK resolver and XET CAS"),
+    ("store", "store", "inspect and check a store directory"),
+    ("mount", "mount", "mount the archives as a read-only filesystem"),
+    ("umount", "mount", "unmount an arkfs mount"),
+    ("stats", "mount", "show what a mount has read, fetched and cached"),
+    (
+        "resolve",
+        "resolve",
+        "show how an ARK resolves: registry record, redirect hops, responder, ?info",
+    ),
+    ("config", "config", "show the effective mount settings"),
+    ("completion", "completion", "print a shell completion script"),
+)
+COMMAND_NAMES = [name for name, _, _ in COMMANDS]
+
+# The errors that are not the input's fault (exit 1, with why), by module: one that is not
+# imported yet cannot have been raised, so it is not imported to check (OSError always is).
+FAILURES = {
+    "arkfs.backend.base": "BackendError",
+    "arkfs.publish.publisher": "PublishError",
+    "arkfs.store.errors": "StoreError",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole `arkfs` parser, with one subparser per command module."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `arkfs` parser: every command module's subparsers, or with command only that
+    command's module, the others listed by name and help."""
+    from importlib import import_module
+
+    from arkfs import __version__
+    from arkfs.cli.helptext import Parser
+
     parser = Parser(
         prog="arkfs",
         description="Browse and read persistent archives: ARK-named directories whose files "
@@ -49,45 +75,63 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"arkfs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
-        module.add_parser(sub)
+    chosen = {module for name, module, _ in COMMANDS if command in (None, name)}
+    for name, module, line in COMMANDS:
+        if module not in chosen:
+            sub.add_parser(name, help=line)
+        elif name not in sub.choices:  # the module registers its other commands too
+            import_module(f"arkfs.cli.{module}").add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `arkfs` with argv (or as mount(8)'s helper, `arkfs SOURCE MOUNTPOINT -o ...`);
     return the exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     try:
-        if is_mount_form(argv, _command_names(parser), sys.argv[0]):
-            argv = mount_argv(argv)
-    except BadInput as exc:
-        print(f"arkfs: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    args = parser.parse_args(argv)
-    try:
-        return _run_command(args)
-    except BadInput as exc:
-        print(f"arkfs: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except FAILURES as exc:
-        print(f"arkfs: {_reason(exc)}", file=sys.stderr)
-        return EXIT_FAILURE
-    except Interrupted as exc:
-        print(f"arkfs: {exc}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
-def _command_names(parser: argparse.ArgumentParser) -> list[str]:
-    """The subcommand names (and aliases) of parser."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return list(action.choices)
-    return []
+def _main(argv: list[str]) -> int:
+    """main, with Ctrl-C left to it."""
+    from arkfs.cli.mount_form import is_mount_form, mount_argv
+
+    try:
+        if is_mount_form(argv, COMMAND_NAMES, sys.argv[0]):
+            argv = mount_argv(argv)
+    except BadInput as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args = build_parser(_chosen(argv)).parse_args(argv)
+    try:
+        return _run_command(args)
+    except BadInput as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Interrupted as exc:
+        print(f"arkfs: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if not _is_failure(exc):
+            raise
+        print(f"arkfs: {_reason(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _chosen(argv: Sequence[str]) -> str:
+    """The command argv names (its first word that is no option), or "" for none."""
+    return next((word for word in argv if not word.startswith("-")), "")
+
+
+def _is_failure(exc: Exception) -> bool:
+    """Is exc one of FAILURES (or an OSError)?"""
+    return isinstance(exc, OSError) or any(
+        isinstance(exc, getattr(sys.modules[module], name))
+        for module, name in FAILURES.items()
+        if module in sys.modules
+    )
 
 
 def _run_command(args: argparse.Namespace) -> int:

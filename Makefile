@@ -7,7 +7,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 TEST_ARGS ?=
 
-.PHONY: install system-packages install-system uninstall-system test lint demo bench clean
+.PHONY: install system-packages install-system uninstall-system test test-fast lint demo bench clean
 
 # Where mount(8) finds arkfs: mount.fuse3 runs `arkfs` for -t fuse.arkfs through /bin/sh
 # with the default PATH (so /usr/local/bin), and mount(8) looks for /sbin/mount.TYPE helpers
@@ -51,6 +51,10 @@ lint: install
 
 test: install lint
 	$(PY) -m pytest $(TEST_ARGS)
+
+# The unit tests only (no FUSE, no subprocess, no server): the fast loop while changing one layer.
+test-fast: install
+	$(PY) -m pytest -m unit -q $(TEST_ARGS)
 
 demo: install
 	@bash examples/demo.sh $(VENV)

@@ -3,7 +3,11 @@ every log of the session)."""
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.secrets import leaks, logs_under, tokens_in
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def test_the_secret_check_finds_tokens_and_signatures(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ import pytest
 from arkfs.cli.main import build_parser
 from arkfs.cli.mount_form import mount_argv
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 UNITS = Path(__file__).resolve().parents[1] / "examples" / "systemd"
 
 

@@ -22,6 +22,8 @@ from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.errors import ManifestError
 from arkfs.ark.normalization import parse
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 ARK = "ark:12345/x6np1wh8k"
 H1, H2 = bytes(range(32)), bytes(range(1, 33))
 

@@ -7,6 +7,8 @@ from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.archive.record import VersionInfo
 from arkfs.ark.errors import VersionError
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 ARK = "ark:12345/x6np1wh8k"
 V2 = VersionInfo(ARK, 2, 1_700_000_000.25, "fixed\na typo", 1, 3, 1536)
 

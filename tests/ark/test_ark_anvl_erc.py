@@ -21,6 +21,8 @@ from arkfs.ark import (
 )
 from tests.ark.strategies import anvl_records, ercs
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 # The body of the THUMP session in Overview of The HTTP URL Mapping Protocol (THUMP).
 THUMP_BODY = """\
 erc:

@@ -18,6 +18,8 @@ from arkfs.ark import (
 from arkfs.ark.filenames import filename_text, text_filename
 from tests.ark.strategies import file_names
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 @pytest.mark.parametrize(
     ("name", "qualifier"),

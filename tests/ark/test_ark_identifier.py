@@ -15,6 +15,8 @@ from arkfs.ark import (
 )
 from tests.ark.strategies import arks, segments
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 def test_resolver_and_query_do_not_take_part_in_identity() -> None:
     a = Ark("12345", "x54", resolver="https://a.org/", query="?info")

@@ -19,6 +19,8 @@ from arkfs.ark import (
 from arkfs.ark.ncda import ALPHABET
 from arkfs.ark.repertoire import BETANUMERIC
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 def test_known_vector() -> None:
     assert check_character("13030/xf93gt2") == "q"

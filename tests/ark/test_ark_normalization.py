@@ -19,6 +19,8 @@ from arkfs.ark import (
 )
 from tests.ark.strategies import arks, spellings
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 @pytest.mark.parametrize(
     "text",

@@ -8,6 +8,8 @@ import pytest
 from arkfs.ark.normalization import parse
 from arkfs.ark.registry import RegistryError, RegistryRecord, parse_registry
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 # The public NAAN registry in JSON, 2024-11-07 (1,432 NAAN and 368 shoulder records).
 SNAPSHOT = gzip.decompress((Path(__file__).parents[1] / "data/naan_records.json.gz").read_bytes())
 

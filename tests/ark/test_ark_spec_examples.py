@@ -12,6 +12,8 @@ from arkfs.ark import (
     verify,
 )
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 ANATOMY = "https://example.org/ark:12345/x6np1wh8k/c3/s5.v7.xsl"
 
 

@@ -6,6 +6,8 @@ from arkfs.ark import filename_to_qualifier, normalize, parse, qualifier_to_file
 from arkfs.ark.errors import FilenameError, VersionError
 from arkfs.ark.versions import split_version, version_name, version_of_name, versioned
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 ARK = "ark:12345/x6np1wh8k"
 
 

@@ -23,6 +23,8 @@ from tests.backend.content import (
     upload,
 )
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 T = TypeVar("T")
 
 

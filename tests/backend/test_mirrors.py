@@ -19,6 +19,8 @@ from arkfs.backend.mirrors import HEDGE_AFTER, PROBE_AFTER, MirroredBackend
 from arkfs.xet.reconstruction import Reconstruction
 from tests.mount.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 class Mirror:
     """A backend whose versions() and archive() do what the test says."""

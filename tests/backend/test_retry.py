@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from arkfs.backend.base import BadReply, Unreachable
 from arkfs.backend.retry import DownOrigins, Retry, RetryPolicy, retry_after, retryable
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 WHERE = "http://127.0.0.1:9"
 
 

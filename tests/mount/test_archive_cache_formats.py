@@ -3,10 +3,14 @@ manifest kept hard links, attributes and the root directory."""
 
 from pathlib import Path
 
+import pytest
+
 from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.mount.archive_cache import ArchiveCache
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 OLD = Path(__file__).parent.parent / "data" / "manifest-v2-before-links.msgpack"
 

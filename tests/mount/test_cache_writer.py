@@ -17,6 +17,8 @@ from arkfs.mount.jobs import Host, ReadError
 from arkfs.xet.hashing import chunk_hash
 from tests.mount.test_chunk_cache import file_map
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 class HeldCache(ChunkCache):
     """A ChunkCache whose chunk writes wait until the test lets them go, or fail."""

@@ -6,11 +6,15 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from arkfs.mount.chunk_cache import ChunkCache, pack_bytes
 from arkfs.mount.file_map import FileMap, build_map, pack_map
 from arkfs.xet.hashing import chunk_hash, file_hash, hash_to_string
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import serialize_xorb
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def chunks(n: int, size: int = 1000, seed: int = 0) -> list[tuple[bytes, bytes]]:

@@ -4,6 +4,7 @@ loads in flight, and prefetch claims only as many groups as may run."""
 import random
 from pathlib import Path
 
+import pytest
 import trio
 
 from arkfs.mount.backend_calls import FetchUrls
@@ -15,6 +16,8 @@ from arkfs.mount.map_loader import MapLoader
 from arkfs.mount.parts import Parts
 from arkfs.mount.stats import MountStats
 from tests.mount.fake_backend import FETCH, FakeBackend
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def test_prefetch_claims_only_the_groups_it_can_start(tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from arkfs.mount.reader import ContentReader, ReadError
 from arkfs.mount.stats import MountStats
 from tests.mount.fake_backend import FETCH, FOOTER, RECONSTRUCTION, FakeBackend, FakeFile, Flip
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 MIB = 1024 * 1024
 
 

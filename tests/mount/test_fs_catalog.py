@@ -13,6 +13,8 @@ from arkfs.mount.config import ConfigError, load_config
 from arkfs.store.local import LocalStore
 from tests.support.archive import publish
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 def test_config_maps_naans_to_resolvers(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"

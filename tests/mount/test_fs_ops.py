@@ -9,6 +9,8 @@ import trio
 from arkfs.backend.base import BadReply, NotBound, Unauthorized, Unreachable
 from arkfs.mount.fs import guarded
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 @pytest.mark.parametrize(
     ("raised", "code", "logged"),

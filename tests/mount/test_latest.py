@@ -3,6 +3,7 @@ new one reported once; versions by number never change. On an embedded store, no
 
 from pathlib import Path
 
+import pytest
 import trio
 
 from arkfs.backend.embedded import EmbeddedBackend
@@ -10,6 +11,8 @@ from arkfs.mount.catalog import Catalog
 from arkfs.mount.latest import LatestVersions
 from arkfs.store.local import LocalStore
 from tests.support.archive import publish
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 ARK = "ark:12345/x6latest"
 

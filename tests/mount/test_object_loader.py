@@ -18,6 +18,8 @@ from arkfs.mount.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
 from arkfs.resolve.objects import BLOCK, ObjectReader, RemoteObject
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 BIG = RemoteObject("ark:b1/x", "http://127.0.0.1:9/x", 40 * BLOCK, None, None, None)
 
 

@@ -3,10 +3,13 @@
 from dataclasses import dataclass
 from itertools import pairwise
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from arkfs.mount.prefetch import PREFETCH_MAX, PREFETCH_MIN, SEQ_SLACK, Prefetcher
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 MIB = 1024 * 1024
 

@@ -1,5 +1,7 @@
 """The publisher's chunk index and fragmentation rule."""
 
+import pytest
+
 from arkfs.publish.dedup import (
     LOW_FACTOR,
     MIN_RUN_BYTES,
@@ -9,6 +11,8 @@ from arkfs.publish.dedup import (
     XorbRef,
 )
 from arkfs.xet.shard import CasBlock, CasChunk, Shard, ShardFooter, keyed_chunk_hash
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def test_find_prefers_the_location_that_continues_the_run() -> None:

@@ -3,9 +3,13 @@
 import os
 from pathlib import Path
 
+import pytest
+
 from arkfs.publish.journal import UploadJournal
 from arkfs.xet.hashing import chunk_hash
 from arkfs.xet.xorb import serialize_xorb
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def test_records_load_back_and_a_torn_tail_is_ignored(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ from arkfs.publish import publisher
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import CasBlock, FileBlock, Shard
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 def test_shards_are_split_by_file_count_and_lose_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(publisher, "MAX_SHARD_FILES", 7)

@@ -4,7 +4,11 @@ keep blocks on disk, and its record's JSON form."""
 import hashlib
 from dataclasses import replace
 
+import pytest
+
 from arkfs.resolve.objects import BLOCK, WHOLE, RemoteObject
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 MIB = 1024 * 1024
 BIG = RemoteObject("ark:b1/x", "http://h/x", 24 * MIB + 1, '"e1"', bytes(32), "erc:")

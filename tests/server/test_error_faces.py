@@ -17,6 +17,8 @@ from arkfs.server.auth import Authorizer, Scope
 from arkfs.store.base import Store
 from arkfs.store.errors import StoreError
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 READ = {"Authorization": "Bearer r"}
 FILE = "/v1/reconstructions/" + "12" * 32
 CAS_ROUTES = [FILE, "/v2/reconstructions/" + "12" * 32, "/v1/chunks/default/" + "34" * 32]

@@ -23,6 +23,8 @@ from arkfs.xet.hashing import ZERO_HASH, hash_to_string
 from arkfs.xet.shard import Shard, parse_shard, serialize_upload
 from tests.backend.content import Content, build_content, erc_of, manifest_of
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 SECRET = bytes(range(32))
 NOW = 1_700_000_000 // DEDUP_KEY_TTL * DEDUP_KEY_TTL  # the start of a key period
 

@@ -17,6 +17,8 @@ from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import SerializedXorb, parse_xorb
 from tests.store.factory import file_of, first_chunks, random_xorb, shard_blob
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 Stored = tuple[LocalStore, FileRecord, bytes, list[SerializedXorb]]
 
 

@@ -3,11 +3,14 @@
 import ast
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import arkfs.util
 from arkfs.util.lru import LRU
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def test_get_touches_and_peek_does_not() -> None:

@@ -5,6 +5,8 @@ import pytest
 from arkfs.server.signing import SIGNATURE
 from arkfs.util.urls import SECRET_PARAMS, without_secrets
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 @pytest.mark.parametrize(
     ("url", "kept"),

@@ -3,12 +3,15 @@
 import itertools
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arkfs.xet.chunking import Chunker, chunk_stream, reference_chunk_lengths
 from arkfs.xet.constants import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from tests.support.corpus import corpus
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def lengths_fed_in(data: bytes, piece: int) -> list[int]:

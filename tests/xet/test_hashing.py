@@ -19,6 +19,8 @@ from arkfs.xet.hashing import (
     xorb_hash,
 )
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 def node(tail: int, fill: int) -> bytes:
     """A hash whose last 8 bytes read as tail (little-endian)."""

@@ -14,6 +14,8 @@ from arkfs.xet.reconstruction import (
     plan_range,
 )
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 X1, X2 = bytes([1]) * 32, bytes([2]) * 32
 SIZES = {X1: [100, 200, 300, 400], X2: [50, 50, 50]}
 # A file of X1 chunks 1..4 (900 bytes) then X2 chunks 0..3 (150 bytes).

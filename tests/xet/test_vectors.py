@@ -1,5 +1,7 @@
 """The test vectors of the XET spec's appendix ("Test Vectors")."""
 
+import pytest
+
 from arkfs.xet.hashing import (
     chunk_hash,
     hash_to_string,
@@ -7,6 +9,8 @@ from arkfs.xet.hashing import (
     string_to_hash,
     verification_hash,
 )
+
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
 def test_chunk_hash_vector() -> None:

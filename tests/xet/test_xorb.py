@@ -25,6 +25,8 @@ from arkfs.xet.xorb import (
 )
 from tests.support.corpus import corpus
 
+pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+
 
 def chunks_of(*datas: bytes) -> list[tuple[bytes, bytes]]:
     return [(chunk_hash(d), d) for d in datas]

@@ -1,4 +1,4 @@
-"""The disk cache: chunks, xorb footers and file maps, keyed by hash, bounded by an LRU.
+"""The disk cache: chunks, xorb footers and file maps, keyed by hash, bounded in size.
 
 Layout under root, every file named by the XET hash string of what names it:
     packs/<first 2 hex digits>/<pack id>        decompressed chunks stored together
@@ -27,8 +27,10 @@ object has other ids. Their bytes have no hash of their own to check, so each fi
 the BLAKE3 of (block id, bytes), then the bytes; a file that fails it is deleted, logged
 once and reported missing, as a damaged pack is.
 
-The LRU (packs, footers and maps, each weighed by its file's size) lives in memory;
-scan() fills it once from the directory, oldest mtime first, reading each pack's header.
+Which files go when the cache is full is the eviction policy's choice (eviction.py; by
+default the least recently used, each file weighed by its size). The index of the files
+and their chunks lives in memory; scan() fills it once from the directory, oldest mtime
+first, reading each pack's header.
 Blocking methods (scan, get_chunks, put_chunks, get_footer, put_footer, get_map, put_map,
 get_block, put_block, drop_blocks)
 are for worker threads and are thread-safe; has(), chunks_at_hand() (chunks in the page
@@ -47,16 +49,16 @@ import struct
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import blake3
 import xxhash
 
+from arkfs.mount.eviction import EvictionPolicy, LRUPolicy
 from arkfs.mount.file_map import BadMapFile, FileMap, pack_map, unpack_map
 from arkfs.util.atomic import is_temp, remove_stale_temps, write_atomic
-from arkfs.util.lru import LRU
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
@@ -66,7 +68,7 @@ from arkfs.xet.xorb import XorbFooter, footer_record
 log = logging.getLogger(__name__)
 
 PACKS, FOOTERS, MAPS, BLOCKS = "packs", "footers", "maps", "blocks"
-# LRU keys: a tag, then the pack id, xorb hash (footer), file hash (map) or block id.
+# File keys: a tag, then the pack id, xorb hash (footer), file hash (map) or block id.
 _PACK_TAG, _FOOTER_TAG, _MAP_TAG, _BLOCK_TAG = b"P", b"F", b"M", b"B"
 _KINDS = ((PACKS, _PACK_TAG), (FOOTERS, _FOOTER_TAG), (MAPS, _MAP_TAG), (BLOCKS, _BLOCK_TAG))
 _DIRS = {tag: kind for kind, tag in _KINDS}
@@ -75,11 +77,11 @@ _COUNT = struct.Struct("<I")
 _ENTRY = struct.Struct(f"<{HASH_SIZE}sIQ")  # chunk hash, size, checksum
 _checksum = xxhash.xxh3_64_intdigest
 OPEN_FILES = 256  # cache files kept open between reads
-TOUCH_EVERY = 60.0  # seconds: how often a file read is re-dated for the next scan's LRU order
+TOUCH_EVERY = 60.0  # seconds: how often a file read is re-dated for the next scan's order
 
 
 class _Where(NamedTuple):
-    """Where a cached chunk is: its pack's LRU key, offset and size, and its checksum."""
+    """Where a cached chunk is: its pack's file key, offset and size, and its checksum."""
 
     pack: bytes
     offset: int
@@ -122,7 +124,7 @@ def _read_nowait(fd: int, start: int, size: int) -> bytes | None:
 
 
 def _touch(fd: int) -> None:
-    """Date a file just read, for the LRU order the next scan sees (every TOUCH_EVERY s at
+    """Date a file just read, for the order the next scan sees (every TOUCH_EVERY s at
     most: a write of the inode per 4 KiB read cost more than the read)."""
     if time.time() - os.fstat(fd).st_mtime > TOUCH_EVERY:
         os.utime(fd)
@@ -171,7 +173,7 @@ def _pack_header(fd: int) -> list[_Listed]:
 
 
 def _path(root: Path, key: bytes) -> Path:
-    """The file of an LRU key under root."""
+    """The file of a file key under root."""
     name = hash_to_string(key[1:])
     return root / _DIRS[key[:1]] / name[:2] / name
 
@@ -189,7 +191,7 @@ _Found = tuple[float, bytes, int, list[_Listed]]  # mtime, key, size, chunks
 
 
 def _walk(root: Path) -> list[_Found]:
-    """(mtime, LRU key, size, chunks listed) of every cache file under root, oldest first;
+    """(mtime, file key, size, chunks listed) of every cache file under root, oldest first;
     stale temp files and unusable files are removed on the way."""
     found: list[_Found] = []
     for kind, tag in _KINDS:
@@ -219,7 +221,7 @@ def _walk(root: Path) -> list[_Found]:
 
 
 def _delete(root: Path, keys: list[bytes]) -> None:
-    """Delete the files of keys the LRU evicted."""
+    """Delete the files of keys the policy evicted."""
     for key in keys:
         _path(root, key).unlink(missing_ok=True)
 
@@ -291,12 +293,13 @@ class _OpenFiles:
 
 
 class _Index:
-    """What the cache holds, in memory: the LRU of its files, weighed by their sizes, and
+    """What the cache holds, in memory: its files, in the order of the eviction policy, and
     where each chunk is. Thread-safe."""
 
-    def __init__(self, max_bytes: int) -> None:
-        # LRU key -> the chunk hashes a pack indexes (none for a footer or map)
-        self.files: LRU[bytes, list[bytes]] = LRU(max_bytes)
+    def __init__(self, policy: EvictionPolicy) -> None:
+        self.files = policy
+        # file key -> the chunk hashes a pack indexes (none for a footer or map)
+        self._packs: dict[bytes, list[bytes]] = {}
         self._chunks: dict[bytes, _Where] = {}
         self._lock = threading.Lock()
 
@@ -327,8 +330,9 @@ class _Index:
         victims: list[bytes] = []
         with self._lock:
             put_since = set(self.files)
-            newer = [(k, self.files.weight(k), self._pack_entries(k)) for k in self.files]
+            newer = [(k, self.files.size(k), self._pack_entries(k)) for k in self.files]
             self.files.clear()
+            self._packs.clear()
             self._chunks.clear()
             for _mtime, key, size, listed in found:
                 if key not in put_since:
@@ -345,29 +349,31 @@ class _Index:
     def touch(self, key: bytes) -> None:
         """Make a file the most recently used, if indexed."""
         with self._lock:
-            self.files.get(key)
+            self.files.hit(key)
 
     def _pack_entries(self, key: bytes) -> list[_Listed]:
         """(hash, offset, size, checksum) of the chunks of an indexed pack (lock held)."""
-        return [(h, *self._chunks[h][1:]) for h in self.files.peek(key, [])]
+        return [(h, *self._chunks[h][1:]) for h in self._packs.get(key, [])]
 
     def _add(self, key: bytes, size: int, listed: list[_Listed]) -> list[bytes]:
-        """Index key as most recently used, with the chunks of a pack; unindex the least
-        recently used beyond max_bytes and return their keys (lock held)."""
+        """Index key as just used, with the chunks of a pack; unindex the files the policy
+        evicts for it and return their keys (lock held)."""
         self._drop(key)
         hashes = []
         for h, offset, length, check in listed:
             if h not in self._chunks:
                 self._chunks[h] = _Where(key, offset, length, check)
                 hashes.append(h)
-        evicted = self.files.put(key, hashes, size)
-        for old, old_hashes in evicted:
-            self._unindex_chunks(old, old_hashes)
-        return [old for old, _ in evicted]
+        self._packs[key] = hashes
+        evicted = self.files.admit(key, size)
+        for old in evicted:
+            self._unindex_chunks(old, self._packs.pop(old, []))
+        return evicted
 
     def _drop(self, key: bytes) -> None:
         """Unindex key and the chunks of its pack (lock held)."""
-        self._unindex_chunks(key, self.files.pop(key, []))
+        self.files.remove(key)
+        self._unindex_chunks(key, self._packs.pop(key, []))
 
     def _unindex_chunks(self, key: bytes, hashes: list[bytes]) -> None:
         """Unindex the chunks of hashes that the pack key holds (lock held)."""
@@ -379,9 +385,16 @@ class _Index:
 class ChunkCache:
     """Decompressed chunks on disk, keyed by chunk hash, shared across archives and mounts."""
 
-    def __init__(self, root: Path, max_bytes: int) -> None:
+    def __init__(
+        self,
+        root: Path,
+        max_bytes: int,
+        policy: Callable[[int], EvictionPolicy] = LRUPolicy,
+    ) -> None:
+        """A cache under root of at most max_bytes; what goes when it is full is the choice
+        of policy(max_bytes) (by default the least recently used: arkfs.mount.eviction)."""
         self.root = Path(root)
-        self._index = _Index(max_bytes)
+        self._index = _Index(policy(max_bytes))
         self._files = _OpenFiles(OPEN_FILES)
         self._lock = threading.Lock()  # guards bad_files
         self._scan_lock = threading.Lock()  # a second scan() waits for the first to finish
@@ -483,7 +496,7 @@ class ChunkCache:
         self._files.drop([key])
 
     def _delete(self, keys: list[bytes]) -> None:
-        """Close and delete the files of keys the LRU evicted."""
+        """Close and delete the files of keys the policy evicted."""
         self._files.drop(keys)
         _delete(self.root, keys)
 

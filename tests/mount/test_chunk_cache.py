@@ -3,12 +3,14 @@ within max_bytes, the startup scan."""
 
 import os
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from arkfs.mount.chunk_cache import ChunkCache, pack_bytes
+from arkfs.mount.eviction import EvictionPolicy
 from arkfs.mount.file_map import FileMap, build_map, pack_map
 from arkfs.xet.hashing import chunk_hash, file_hash, hash_to_string
 from arkfs.xet.reconstruction import Term
@@ -103,6 +105,58 @@ def test_eviction_keeps_within_max_bytes_in_lru_order(tmp_path: Path) -> None:
     assert all(cache.has(h) for h, _ in (a, c, d))
     cache.put_chunks([(chunk_hash(bytes(4000)), bytes(4000))])  # larger than the cache
     assert cache.used_bytes <= 3 * one
+
+
+class KeepFirst:
+    """A policy other than LRU: when full, the newcomer goes and what came first stays."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._sizes: dict[bytes, int] = {}
+
+    @property
+    def total(self) -> int:
+        return sum(self._sizes.values())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._sizes
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._sizes)
+
+    def size(self, key: bytes) -> int:
+        return self._sizes[key]
+
+    def admit(self, key: bytes, size: int) -> list[bytes]:
+        self._sizes[key] = size
+        if self.total <= self.capacity:
+            return []
+        del self._sizes[key]
+        return [key]
+
+    def hit(self, key: bytes) -> None:
+        pass
+
+    def remove(self, key: bytes) -> None:
+        self._sizes.pop(key, None)
+
+    def clear(self) -> None:
+        self._sizes.clear()
+
+
+def test_the_eviction_policy_chooses_what_goes(tmp_path: Path) -> None:
+    """The seam: the cache deletes the files its policy names (here the newcomer), not the
+    least recently used."""
+    a, b, c = chunks(3)
+    one = len(pack_bytes([a]))
+    policy: Callable[[int], EvictionPolicy] = KeepFirst
+    cache = ChunkCache(tmp_path, 2 * one, policy)
+    cache.scan()
+    put_each(cache, [a, b])
+    assert cache.get_chunks([b[0]]) == {b[0]: b[1]}
+    put_each(cache, [c])
+    assert cache.has(a[0]) and cache.has(b[0]) and not cache.has(c[0])
+    assert len(packs(tmp_path)) == 2 and cache.used_bytes <= 2 * one
 
 
 def test_scan_restores_index_in_mtime_order(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ against its hash. Errors are BackendError subclasses with one-line messages. An 
 an arkfs.archive.record.Archive, the one type every layer shares.
 """
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
@@ -40,10 +40,45 @@ class Refused(BackendError):
     """The backend refused what we sent (a 4xx other than auth): the message says why."""
 
 
-class Backend(Protocol):
-    """An archive side: the NMA (bindings) and the CAS (files, xorbs, dedup)."""
+class CasReader(Protocol):
+    """What the mount's data path needs of a backend: the CAS reads of a file's bytes."""
 
     name: str  # for messages and cache keys: the base URL, or 'embedded:<dir>'
+
+    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+        """Terms and fetch ranges covering bytes [start, end) of a file (end > start)."""
+        ...
+
+    async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:
+        """The packed bytes of fr (byte_start..byte_end inclusive) of a xorb.
+
+        Returns exactly byte_end - byte_start + 1 bytes or raises; an expired URL raises
+        Unauthorized, and the caller asks for a new reconstruction.
+        """
+        ...
+
+    async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:
+        """The footer of a xorb, located through any of its fetch ranges; checked against
+        the xorb hash (footer.verify and name) before it is returned."""
+        ...
+
+
+@runtime_checkable
+class Blamable(Protocol):
+    """A backend of several servers (mirrors), told which one sent what failed its check so
+    the next attempt asks another; a backend of one server has nothing to blame."""
+
+    def blame(self, xorb_hash: bytes, why: str) -> None:
+        """The bytes of xorb_hash last fetched failed their check."""
+        ...
+
+    def blame_reconstruction(self, file_hash: bytes, why: str) -> None:
+        """The last reconstruction of file_hash failed verification."""
+        ...
+
+
+class Backend(CasReader, Protocol):
+    """An archive side: the NMA (bindings) and the CAS (files, xorbs, dedup)."""
 
     async def archive(self, ark: str, version: int | None = None) -> Archive:
         """Version version of the archive bound to a normalized ark:NAAN/Name, its latest
@@ -62,23 +97,6 @@ class Backend(Protocol):
     async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
         """Bind the next version of manifest.ark to manifest, erc and message, and say which
         version it is; every file hash must be in the CAS. Earlier versions stay."""
-        ...
-
-    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
-        """Terms and fetch ranges covering bytes [start, end) of a file (end > start)."""
-        ...
-
-    async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:
-        """The packed bytes of fr (byte_start..byte_end inclusive) of a xorb.
-
-        Returns exactly byte_end - byte_start + 1 bytes or raises; an expired URL raises
-        Unauthorized, and the caller asks for a new reconstruction.
-        """
-        ...
-
-    async def footer(self, xorb_hash: bytes, fr: FetchRange) -> XorbFooter:
-        """The footer of a xorb, located through any of its fetch ranges; checked against
-        the xorb hash (footer.verify and name) before it is returned."""
         ...
 
     async def has_file(self, file_hash: bytes, size: int) -> bool:

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import trio
 
-from arkfs.backend.base import Backend, BackendError, BadReply, Unauthorized
+from arkfs.backend.base import BackendError, BadReply, CasReader, Unauthorized
 from arkfs.mount.jobs import ReadError
 from arkfs.util.lru import LRU
 from arkfs.xet.reconstruction import Reconstruction
@@ -57,11 +57,11 @@ class FetchUrls:
     def __init__(self, capacity: int = URLS) -> None:
         self._urls: LRU[tuple[str, bytes], str] = LRU(capacity)
 
-    def get(self, backend: Backend, xorb_hash: bytes) -> str | None:
+    def get(self, backend: CasReader, xorb_hash: bytes) -> str | None:
         """The URL to fetch from xorb_hash through backend; None if none was seen."""
         return self._urls.peek((backend.name, xorb_hash))
 
-    def keep(self, backend: Backend, rec: Reconstruction) -> None:
+    def keep(self, backend: CasReader, rec: Reconstruction) -> None:
         """Remember the URLs of a reconstruction, replacing older ones."""
         for xh, frs in rec.fetch.items():
             if frs:

@@ -24,8 +24,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 
 import trio
 
-from arkfs.backend.base import Backend
-from arkfs.backend.mirrors import MirroredBackend
+from arkfs.backend.base import Blamable, CasReader
 from arkfs.mount.backend_calls import BadBytes, Expired, FetchUrls, call_backend
 from arkfs.mount.file_map import FileMap, decode_run
 from arkfs.mount.jobs import Pending, ReadError
@@ -82,12 +81,12 @@ class ChunkLoader:
         return self._prefetching
 
     def claim(
-        self, backend: Backend, fmap: FileMap, indices: Sequence[int]
+        self, backend: CasReader, fmap: FileMap, indices: Sequence[int]
     ) -> list[Pending[Chunks]]:
         """The loads of the chunks at indices, for a read: joined if in flight, else started."""
         return self._claim(backend, fmap, indices, prefetch=False)[0]
 
-    def prefetch(self, backend: Backend, fmap: FileMap, start: int, stop: int) -> int:
+    def prefetch(self, backend: CasReader, fmap: FileMap, start: int, stop: int) -> int:
         """Claim the chunks of bytes [start, stop) not in memory or in flight, in the
         background, as far as PREFETCH_GROUPS allows; return where the claim ended."""
         if not self._parts.host.running:
@@ -102,7 +101,7 @@ class ChunkLoader:
         return fmap.start(todo[done]) if done < len(todo) else fmap.ends[last - 1]
 
     def _claim(
-        self, backend: Backend, fmap: FileMap, indices: Sequence[int], prefetch: bool
+        self, backend: CasReader, fmap: FileMap, indices: Sequence[int], prefetch: bool
     ) -> tuple[list[Pending[Chunks]], int]:
         """Pending loads of the chunks at indices: joined if in flight, else started as groups.
 
@@ -140,7 +139,7 @@ class ChunkLoader:
 
     async def _group(
         self,
-        backend: Backend,
+        backend: CasReader,
         fmap: FileMap,
         run: list[int],
         pending: Pending[Chunks],
@@ -184,7 +183,7 @@ class ChunkLoader:
         return found
 
     async def _fetch_run(
-        self, backend: Backend, fmap: FileMap, run: list[int], prefetch: bool
+        self, backend: CasReader, fmap: FileMap, run: list[int], prefetch: bool
     ) -> list[bytes]:
         """Fetch the packed bytes of run (one xorb, consecutive chunks); decode and check them.
 
@@ -206,14 +205,14 @@ class ChunkLoader:
                 )
             except BadBytes as exc:
                 problem = exc
-            if isinstance(backend, MirroredBackend):  # the next attempt avoids that mirror
+            if isinstance(backend, Blamable):  # the next attempt avoids that mirror
                 backend.blame(xh, str(problem))
             if attempt == 1:
                 log.warning("%s; fetching it again", problem)
         raise problem
 
     async def _fetch_bytes(
-        self, backend: Backend, fmap: FileMap, run: list[int], prefetch: bool, fresh: bool
+        self, backend: CasReader, fmap: FileMap, run: list[int], prefetch: bool, fresh: bool
     ) -> bytes:
         """The packed bytes of run from backend, with a known URL unless fresh (or none is
         known); an expired URL is replaced once."""
@@ -244,7 +243,7 @@ class ChunkLoader:
             raise BadBytes(f"{what}: {backend.name} sent {len(data)} bytes, not {hi - lo}")
         return data
 
-    async def _fresh_url(self, backend: Backend, fmap: FileMap, run: list[int]) -> str:
+    async def _fresh_url(self, backend: CasReader, fmap: FileMap, run: list[int]) -> str:
         """A fetch URL for the xorb of run, from a reconstruction of the bytes run holds."""
         name = hash_to_string(fmap.file_hash)
         xh = fmap.xorbs[fmap.xorb_of[run[0]]]

@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
-from arkfs.backend.base import Backend
-from arkfs.backend.mirrors import MirroredBackend
+from arkfs.backend.base import Blamable, CasReader
 from arkfs.mount.backend_calls import BadBytes, FetchUrls, call_backend
 from arkfs.mount.file_map import FileMap, build_map, layout_map
 from arkfs.mount.jobs import Pending, ReadError
@@ -92,7 +91,7 @@ class MapLoader:
         return self._maps.peek((file_hash, size))
 
     async def load(
-        self, backend: Backend, file_hash: bytes, size: int, early: Early | None = None
+        self, backend: CasReader, file_hash: bytes, size: int, early: Early | None = None
     ) -> FileMap:
         """The file's map, loaded once however many reads ask for it at the same time.
 
@@ -110,7 +109,7 @@ class MapLoader:
 
     async def _load(
         self,
-        backend: Backend,
+        backend: CasReader,
         key: tuple[bytes, int],
         pending: Pending[FileMap],
         early: Early | None,
@@ -123,7 +122,7 @@ class MapLoader:
             del self._loads[key]
 
     async def _get(
-        self, backend: Backend, file_hash: bytes, size: int, early: Early | None
+        self, backend: CasReader, file_hash: bytes, size: int, early: Early | None
     ) -> FileMap:
         """The map from the disk cache, else built from the backend and written there;
         kept in memory either way."""
@@ -145,20 +144,20 @@ class MapLoader:
         return fmap
 
     async def _build_checked(
-        self, backend: Backend, file_hash: bytes, size: int, early: Early | None
+        self, backend: CasReader, file_hash: bytes, size: int, early: Early | None
     ) -> FileMap:
         """_build; from mirrors, a reconstruction that fails verification has its mirror
         blamed (one log line names it) and is asked once more, of the others first."""
         try:
             return await self._build(backend, file_hash, size, early)
         except Unverified as exc:
-            if not isinstance(backend, MirroredBackend):
+            if not isinstance(backend, Blamable):
                 raise
             backend.blame_reconstruction(file_hash, exc.reason)
         return await self._build(backend, file_hash, size, None)
 
     async def _build(
-        self, backend: Backend, file_hash: bytes, size: int, early: Early | None
+        self, backend: CasReader, file_hash: bytes, size: int, early: Early | None
     ) -> FileMap:
         """File Reconstruction of the whole file, footers, then the checks of build_map."""
         what = f"file {hash_to_string(file_hash)}"
@@ -229,7 +228,7 @@ class MapLoader:
         return found
 
     async def _fetch_footers(
-        self, backend: Backend, what: str, rec: Reconstruction, xorbs: list[bytes]
+        self, backend: CasReader, what: str, rec: Reconstruction, xorbs: list[bytes]
     ) -> dict[bytes, XorbFooter]:
         """Footers of xorbs from the backend, in parallel; the first failure is raised."""
         got: dict[bytes, XorbFooter] = {}

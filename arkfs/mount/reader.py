@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Hashable
 
 import trio
 
-from arkfs.backend.base import Backend
+from arkfs.backend.base import CasReader
 from arkfs.mount.allocator import limit_arenas
 from arkfs.mount.backend_calls import FetchUrls
 from arkfs.mount.cache_writer import CacheWriter
@@ -89,7 +89,7 @@ class ContentReader:
 
     async def read(
         self,
-        backend: Backend,
+        backend: CasReader,
         file_hash: bytes,
         size: int,
         offset: int,
@@ -205,7 +205,7 @@ class ContentReader:
 
     async def _read(
         self,
-        backend: Backend,
+        backend: CasReader,
         file_hash: bytes,
         size: int,
         offset: int,
@@ -261,7 +261,7 @@ class ContentReader:
         self.stats.cache_hits += len(missing)
         return True
 
-    def _claim_early(self, backend: Backend, fmap: FileMap, offset: int, end: int) -> None:
+    def _claim_early(self, backend: CasReader, fmap: FileMap, offset: int, end: int) -> None:
         """Start loading the chunks of bytes [offset, end) by a map still being checked
         (map_loader.py): a cold read's first bytes need not wait for every hash. The read
         then joins these loads through the checked map."""
@@ -272,7 +272,7 @@ class ContentReader:
         self.stats.early_loads += len(todo)
 
     def _prefetch(
-        self, backend: Backend, fmap: FileMap, stream: Hashable, offset: int, end: int
+        self, backend: CasReader, fmap: FileMap, stream: Hashable, offset: int, end: int
     ) -> None:
         """Tell the prefetch policy of a read; claim in the background what it asks for."""
         window = self._prefetcher.on_read(stream, offset, end, fmap.size)

@@ -19,6 +19,7 @@ needs about one FUSE read per chunk: about 25,000 per run.
 
 import json
 import subprocess
+from functools import partial
 from pathlib import Path
 
 from benchmarks.common import (
@@ -91,8 +92,8 @@ def bench_fio(archive: Archive, local: Path) -> list[Figure]:
         path = archive.in_mount(mount, local)
         sides = {"cold 4 KiB": cold, "trivial 4 KiB": lambda: fio(trivial, BLOCKS["4 KiB"])}
         for label, block in BLOCKS.items():
-            sides[f"mount {label}"] = lambda block=block: fio(path, block)
-            sides[f"local {label}"] = lambda block=block: fio(local, block)
+            sides[f"mount {label}"] = partial(fio, path, block)
+            sides[f"local {label}"] = partial(fio, local, block)
         got = interleaved(sides)
         peaks["cached"] = mount.peak_rss() / MIB
     figures = [

@@ -11,6 +11,8 @@ dentries and inodes dropped) and warm (right after).
 
 import subprocess
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from benchmarks.common import METADATA, Figure, compare, drop_caches, interleaved, value
@@ -68,13 +70,13 @@ def bench_metadata(archive: Archive) -> list[Figure]:
         return {"cold": cold, "warm": timed(command, tree)[0]}
 
     with trivial_mount(tree) as trivial:
-        sides = {}
+        sides: dict[str, Callable[[], dict[str, float]]] = {}
         for name, command in COMMANDS.items():
-            sides[f"first {name}"] = lambda c=command: on_mount(c, True)
-            sides[f"warm {name}"] = lambda c=command: on_mount(c, False)
-            sides[f"trivial {name}"] = lambda c=command: on_trivial(c, trivial)
-            sides[f"local {name}"] = lambda c=command: on_local(c)
-        sides[NO_XATTRS] = lambda: on_mount(COMMANDS["ls -lR"], True, NO_XATTRS)
+            sides[f"first {name}"] = partial(on_mount, command, True)
+            sides[f"warm {name}"] = partial(on_mount, command, False)
+            sides[f"trivial {name}"] = partial(on_trivial, command, trivial)
+            sides[f"local {name}"] = partial(on_local, command)
+        sides[NO_XATTRS] = partial(on_mount, COMMANDS["ls -lR"], True, NO_XATTRS)
         got = interleaved(sides)
     figures = []
     for name in COMMANDS:

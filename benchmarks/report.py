@@ -8,6 +8,7 @@ import platform
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import NOISY_LOAD, QUICK, REPEAT, SECTIONS, Figure
 
@@ -37,10 +38,10 @@ def _result(f: Figure) -> str:
     return {True: "met", False: "**missed**", None: "—"}[f.met]
 
 
-def noisy_run(run: dict[str, object]) -> bool:
+def noisy_run(run: dict[str, Any]) -> bool:
     """Whether other work loaded the machine when the run began (the load average taken
     later counts the bench's own processes, so only the first one tells)."""
-    return run["load_before"][0] > NOISY_LOAD  # type: ignore[index,no-any-return]
+    return run["load_before"][0] > NOISY_LOAD
 
 
 def machine() -> dict[str, object]:
@@ -139,7 +140,7 @@ def write_chart(figures: list[Figure]) -> Path:
     y = range(len(shown))
     ax.barh(y, [f.ratio for f in shown], color=colours)
     for i, f in enumerate(shown):
-        ax.text(f.ratio, i, f" {f.ratio:.2f}", va="center", fontsize=8)  # type: ignore[arg-type]
+        ax.text(f.ratio, i, f" {f.ratio:.2f}", va="center", fontsize=8)
         if f.target is not None:
             ax.plot([float(f.target.split()[1])] * 2, [i - 0.4, i + 0.4], color="black", lw=2)
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")

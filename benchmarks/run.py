@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -110,16 +111,16 @@ def main() -> int:
         else:
             for name, bench in WORKDIR_BENCHES.items():
                 if name in names:
-                    figures += run(name, lambda bench=bench: bench(workdir, data))
+                    figures += run(name, partial(bench, workdir, data))
             mounts = [(n, b) for n, b in MOUNT_BENCHES.items() if n in names]
             if mounts:
                 print("publishing the corpora for the mount benchmarks", flush=True)
                 archive = attempt("publish", lambda: stack.enter_context(published(workdir, data)))
-            for name, bench in mounts:
+            for name, mount_bench in mounts:
                 if isinstance(archive, Failed):
                     figures += missing(name, archive)
                 else:
-                    figures += run(name, lambda bench=bench: bench(archive))
+                    figures += run(name, partial(mount_bench, archive))
     seconds = time.perf_counter() - started
     record = {"seconds": seconds, "load_before": load, "load_after": os.getloadavg()}
     print()

@@ -46,7 +46,7 @@ class _DiesAtFirstUpload(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.close_connection = True
-        self.server.socket.close()  # new connections are refused from now on
+        self.server.socket.close()  # type: ignore[attr-defined]  # a TCPServer: refused from now on
 
     def log_message(self, format: str, *args: object) -> None:
         pass

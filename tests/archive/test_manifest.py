@@ -52,7 +52,7 @@ def test_msgpack_and_json_round_trip() -> None:
 
 
 names = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="/\0"), min_size=1, max_size=12
+    st.characters(exclude_categories=["Cs"], exclude_characters="/\0"), min_size=1, max_size=12
 ).filter(lambda n: n not in (".", ".."))
 
 

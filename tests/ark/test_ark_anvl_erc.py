@@ -2,6 +2,7 @@
 
 import json
 from http import HTTPStatus
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -163,7 +164,7 @@ def test_erc_errors(text: str, message: str) -> None:
     ],
 )
 def test_segment_rejects_elements_it_could_not_write_back(
-    kwargs: dict[str, object], message: str
+    kwargs: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ErcError, match=message):
         Segment(**kwargs)

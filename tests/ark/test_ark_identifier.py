@@ -1,5 +1,7 @@
 """The Ark value: validation, equality, string forms and relations."""
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -41,7 +43,7 @@ def test_resolver_and_query_do_not_take_part_in_identity() -> None:
     ],
 )
 def test_constructor_accepts_only_normalized_parts(
-    kwargs: dict[str, object], error: type[ArkSyntaxError], message: str
+    kwargs: dict[str, Any], error: type[ArkSyntaxError], message: str
 ) -> None:
     with pytest.raises(error, match=message):
         Ark(**kwargs)

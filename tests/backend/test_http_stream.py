@@ -3,6 +3,7 @@ its caller bounds it, against a real loopback server that sends an endless body.
 
 import http.server
 import resource
+from collections.abc import Iterator
 
 import pytest
 import trio
@@ -45,7 +46,7 @@ class Endless(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def base() -> str:
+def base() -> Iterator[str]:
     with serve_in_thread(Endless) as url:
         yield url
 

@@ -22,27 +22,32 @@ from tests.mount.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
-class Mirror:
-    """A backend whose versions() and archive() do what the test says."""
+class Mirror(FakeBackend):
+    """A backend whose versions(), archive() and list_archives() do what the test says."""
 
     def __init__(self, name: str, answer: Callable[[], Awaitable[Any]]) -> None:
+        super().__init__({})
         self.name = name
         self.answer = answer
-        self.calls = 0
+        self.asked = 0
         self.cancelled = False
 
-    async def versions(self, *args: object) -> Any:
-        self.calls += 1
+    async def _answer(self) -> Any:
+        self.asked += 1
         try:
             return await self.answer()
         except trio.Cancelled:
             self.cancelled = True
             raise
 
-    archive = list_archives = versions
+    async def versions(self, ark: str) -> list[VersionInfo]:
+        return await self._answer()
 
-    async def aclose(self) -> None:
-        pass
+    async def archive(self, ark: str, version: int | None = None) -> Archive:
+        return await self._answer()
+
+    async def list_archives(self, prefix: str = "") -> list[str]:
+        return await self._answer()
 
 
 def run(fn: Callable[[], Awaitable[Any]]) -> Any:
@@ -77,7 +82,7 @@ def test_a_stuck_mirror_is_hedged_and_cancelled() -> None:
         assert trio.current_time() - start == pytest.approx(HEDGE_AFTER)  # virtual time
 
     run(main)
-    assert stuck.cancelled and fast.calls == 1
+    assert stuck.cancelled and fast.asked == 1
 
 
 def test_a_failing_mirror_fails_over_at_once_and_is_asked_last_after() -> None:
@@ -91,7 +96,7 @@ def test_a_failing_mirror_fails_over_at_once_and_is_asked_last_after() -> None:
         assert await mirrors.versions("ark:1/x") == ["v1"]
 
     run(main)
-    assert down.calls == 1 and up.calls == 2  # the second call asked `up` first
+    assert down.asked == 1 and up.asked == 2  # the second call asked `up` first
 
 
 @pytest.mark.parametrize(
@@ -205,16 +210,16 @@ def test_a_slow_mirror_is_asked_last_and_probed_again(caplog: pytest.LogCaptureF
     async def main() -> None:
         for _ in range(10):
             await mirrors.versions("ark:1/x")
-        assert (slow.calls, fast.calls) == (1, 9)  # measured once, then asked last
+        assert (slow.asked, fast.asked) == (1, 9)  # measured once, then asked last
         await trio.sleep(PROBE_AFTER)
         for _ in range(3):
             await mirrors.versions("ark:1/x")
-        assert (slow.calls, fast.calls) == (2, 11)  # probed once, still slow
+        assert (slow.asked, fast.asked) == (2, 11)  # probed once, still slow
         delay["slow"] = 0.01  # it recovers
         await trio.sleep(PROBE_AFTER)
         for _ in range(3):
             await mirrors.versions("ark:1/x")
-        assert (slow.calls, fast.calls) == (5, 11)  # listed first, and fast again
+        assert (slow.asked, fast.asked) == (5, 11)  # listed first, and fast again
 
     with caplog.at_level(logging.INFO, logger="arkfs.backend.mirrors"):
         run(main)

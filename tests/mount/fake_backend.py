@@ -2,7 +2,8 @@
 
 FakeBackend serves real xorbs, footers and reconstructions, built with arkfs.xet from
 files held in memory (tests.backend.content.build_content, the way a publisher builds
-them). Only the CAS reads the data path uses are there: reconstruction, fetch, footer.
+them). It is a whole Backend, but only the CAS reads the data path uses (reconstruction,
+fetch, footer) serve anything; it binds no archive and takes no uploads.
 Faults are queued per operation and each call takes the next one, in the style of
 mountpoint-s3's failure-injecting test clients: an error to raise (Unreachable,
 Unauthorized, BadReply), a Stall (the call blocks until the test releases it), or a
@@ -16,10 +17,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import trio
 
+from arkfs.archive.manifest import Manifest
+from arkfs.archive.record import Archive, VersionInfo
+from arkfs.ark.erc import Erc
 from arkfs.backend.base import BackendError, NotBound, Refused, Unauthorized
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction, plan_range
-from arkfs.xet.shard import parse_shard
+from arkfs.xet.shard import Shard, parse_shard
 from arkfs.xet.xorb import SerializedXorb, XorbFooter
 from tests.backend.content import build_content
 
@@ -147,6 +151,32 @@ class FakeBackend:
             wrong = bytes([first[0] ^ 1]) + first[1:]
             footer = replace(footer, chunk_hashes=(wrong, *footer.chunk_hashes[1:]))
         return footer
+
+    # --- the rest of a Backend, which the data path never calls ------------------------------
+
+    async def archive(self, ark: str, version: int | None = None) -> Archive:
+        raise NotBound(f"{ark}: a FakeBackend binds no archive")
+
+    async def versions(self, ark: str) -> list[VersionInfo]:
+        raise NotBound(f"{ark}: a FakeBackend binds no archive")
+
+    async def list_archives(self, prefix: str = "") -> list[str]:
+        return []
+
+    async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        raise Refused("a FakeBackend binds nothing")
+
+    async def has_file(self, file_hash: bytes, size: int) -> bool:
+        return file_hash in self._terms
+
+    async def query_dedup(self, chunk_hash: bytes) -> Shard | None:
+        return None
+
+    async def upload_xorb(self, xorb_hash: bytes, data: bytes) -> bool:
+        raise Refused("a FakeBackend takes no uploads")
+
+    async def upload_shard(self, data: bytes) -> bool:
+        raise Refused("a FakeBackend takes no uploads")
 
     async def aclose(self) -> None:
         pass

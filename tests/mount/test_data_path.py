@@ -6,12 +6,13 @@ import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import cast
 
 import pytest
 import trio
 import trio.testing
 
-from arkfs.backend.base import BadReply, Unauthorized, Unreachable
+from arkfs.backend.base import BackendError, BadReply, Unauthorized, Unreachable
 from arkfs.mount.backend_calls import BACKEND_TIMEOUT
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.reader import ContentReader, ReadError
@@ -197,7 +198,7 @@ def test_a_stalled_fetch_blocks_only_its_own_waiters(
                 await read(reader, fake, big, 3 * MIB, 4096)  # other chunks of the same file
                 await read(reader, fake, other, 0, 300_000)  # another file, its map too
                 await trio.testing.wait_all_tasks_blocked()
-                assert done == [] and reader.stats.to_json()["inflight_chunks"] >= 1
+                assert done == [] and cast(int, reader.stats.to_json()["inflight_chunks"]) >= 1
                 stall.release()
             assert sorted(done) == ["first", "joined"]
             assert reader.stats.errors == 0
@@ -266,7 +267,7 @@ def test_sequential_reads_claim_ahead_and_random_reads_do_not(
     ],
 )
 def test_a_failure_is_not_remembered(
-    tmp_path: Path, files: dict[str, bytes], operation: str, error: Exception, times: int
+    tmp_path: Path, files: dict[str, bytes], operation: str, error: BackendError, times: int
 ) -> None:
     fake = FakeBackend(files)
     f = fake.files["other"]

@@ -99,8 +99,14 @@ def test_stat_matches_the_manifest(env: Env) -> None:
     out = lines("find", env.archive, "-mindepth", "1", "-printf", r"%P\t%s\t%m\t%T@\t%y\t%n\n")
     seen = {}
     for line in out:
-        path, size, mode, mtime, kind, nlink = line.split("\t")
-        seen[path] = (int(size), int(mode, 8), int(Decimal(mtime) * 10**9), kind, int(nlink))
+        path, size_s, mode_s, mtime_s, kind_s, nlink_s = line.split("\t")
+        seen[path] = (
+            int(size_s),
+            int(mode_s, 8),
+            int(Decimal(mtime_s) * 10**9),
+            kind_s,
+            int(nlink_s),
+        )
     assert set(seen) == {e.path for e in env.manifest.entries}
     for e in env.manifest.entries:
         size, mode, mtime_ns, kind, nlink = seen[e.path]

@@ -203,15 +203,15 @@ def test_find_ls_and_stat_show_the_manifest(archive: Archive, scratch: Path) -> 
             assert seen[path][:3] == [KIND[e.kind], str(size), f"{e.mode:o}"], path
             assert (mtime, seen[path][4]) == (e.mtime_ns, e.target or ""), path
         original = find(archive.tree)
-        for path, (kind, size, *rest) in original.items():
-            assert seen[path] == [kind, "0" if kind == "d" else size, *rest], path
+        for path, (kind, size_s, *rest) in original.items():
+            assert seen[path] == [kind, "0" if kind == "d" else size_s, *rest], path
         assert ls_lr(root) == ls_lr(archive.tree)
         for rel in (BIG_FILE, "corpus/empty", "corpus/131073", "nested/link-to-text", "nested"):
             e = entries[rel]
             size = len(e.target or "") if e.kind is Kind.SYMLINK else e.size
-            mode, got_size, mtime = lines("stat", "-c", STAT, root / rel)[0].split("|")
+            mode, got_size, got_mtime = lines("stat", "-c", STAT, root / rel)[0].split("|")
             assert (int(mode, 16), int(got_size)) == (e.st_mode, size), rel
-            assert Decimal(mtime) * 10**9 == e.mtime_ns, rel
+            assert Decimal(got_mtime) * 10**9 == e.mtime_ns, rel
 
 
 RANDOM_READER = """

@@ -72,7 +72,8 @@ def make_names_tree(root: Path, work: Path) -> Path:
     (root / LONG).write_text("long name\n")
     work.mkdir()
     (work / "f").write_text("x\n")
-    for step in (["init", "-q", "-b", "main", work], ["-C", work, "add", "f"]):
+    steps: list[list[str | Path]] = [["init", "-q", "-b", "main", work], ["-C", work, "add", "f"]]
+    for step in steps:
         assert git(*step).returncode == 0
     assert git("-C", work, "commit", "-q", "-m", "one").returncode == 0
     assert git("init", "-q", "--bare", "-b", "main", root / "repo.git").returncode == 0

@@ -4,6 +4,7 @@ through EmbeddedBackend (the same store) and RemoteBackend (HTTP)."""
 import random
 import shutil
 from pathlib import Path
+from typing import cast
 
 import pytest
 import trio
@@ -271,7 +272,7 @@ def test_cache_stays_within_max_bytes(
                 f = published.files[name]
                 assert await reader.read(b, f.hash, f.size, 0, f.size) == f.data
                 await drain_writes(reader)
-                assert 0 < reader.stats.to_json()["cache_bytes"] <= limit
+                assert 0 < cast(int, reader.stats.to_json()["cache_bytes"]) <= limit
 
     trio.run(main)
     on_disk = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())

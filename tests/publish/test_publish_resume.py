@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arkfs.publish.journal import UploadJournal
-from arkfs.xet.xorb import MAX_XORB_SIZE
+from arkfs.xet.constants import MAX_XORB_SIZE
 from tests.support.cli import ARKFS, run_arkfs
 from tests.support.server import Server
 

@@ -22,7 +22,7 @@ def test_store_check_in_full_by_sampling_and_on_damage(
     for x in xs:
         scaled_store.put_xorb(x.hash, x.data)
     scaled_store.put_shard(*shard_blob(rng), [file_of(xs)], first_chunks(xs))
-    where = (scaled_place.location, "--s3-endpoint", scaled_place.endpoint)
+    where: tuple[str, ...] = (scaled_place.location, "--s3-endpoint", scaled_place.endpoint)
     where += ("--index", scaled_place.index)
     done = run_arkfs("store", "check", *where)
     assert done.returncode == 0, done.stdout + done.stderr

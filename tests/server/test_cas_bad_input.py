@@ -18,7 +18,7 @@ WRITE = {"Authorization": "Bearer w"}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def server(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("bad")
     (root / "tokens").write_text("w write\nr read\n")
     with arkfs_server(root / "store", "--tokens", str(root / "tokens")) as (url, _):
@@ -39,7 +39,7 @@ def xorb(seed: int) -> tuple[str, bytes]:
     return hash_to_string(x.hash), x.data
 
 
-def test_bad_xorbs_refused_store_unchanged(server) -> None:  # type: ignore[no-untyped-def]
+def test_bad_xorbs_refused_store_unchanged(server) -> None:
     url, store = server
     before = tree(store)
     name, data = xorb(1)
@@ -58,7 +58,7 @@ def test_bad_xorbs_refused_store_unchanged(server) -> None:  # type: ignore[no-u
     assert tree(store) == before
 
 
-def test_shard_with_missing_xorb_refused(server) -> None:  # type: ignore[no-untyped-def]
+def test_shard_with_missing_xorb_refused(server) -> None:
     url, store = server
     before = tree(store)
     data = random.Random(3).randbytes(20_000)
@@ -70,7 +70,7 @@ def test_shard_with_missing_xorb_refused(server) -> None:  # type: ignore[no-unt
     assert tree(store) == before
 
 
-def test_shard_with_wrong_file_hash_refused(server) -> None:  # type: ignore[no-untyped-def]
+def test_shard_with_wrong_file_hash_refused(server) -> None:
     url, store = server
     name, data = xorb(4)
     r = httpx.post(f"{url}/v1/xorbs/default/{name}", content=data, headers=WRITE)
@@ -84,7 +84,7 @@ def test_shard_with_wrong_file_hash_refused(server) -> None:  # type: ignore[no-
     assert tree(store) == before
 
 
-def test_shard_field_that_disagrees_with_its_xorb_refused(server) -> None:  # type: ignore[no-untyped-def]
+def test_shard_field_that_disagrees_with_its_xorb_refused(server) -> None:
     url, store = server
     name, data = xorb(5)
     httpx.post(f"{url}/v1/xorbs/default/{name}", content=data, headers=WRITE)
@@ -102,7 +102,7 @@ def test_shard_field_that_disagrees_with_its_xorb_refused(server) -> None:  # ty
     assert tree(store) == before
 
 
-def test_signed_urls_expire_and_resist_tampering(server) -> None:  # type: ignore[no-untyped-def]
+def test_signed_urls_expire_and_resist_tampering(server) -> None:
     url, _ = server
     name, _ = xorb(4)
     r = httpx.get(f"{url}/v1/xorb-data/{name}?expires=1&sig=00")

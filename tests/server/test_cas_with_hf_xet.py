@@ -16,7 +16,7 @@ TOKENS = "reader read\nwriter write\n"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def served(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("cas")
     (root / "tokens").write_text(TOKENS)
     (root / "files").mkdir()
@@ -30,7 +30,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
         yield url, {n: (paths[n], m.hash, m.file_size) for n, m in zip(names, metas, strict=True)}
 
 
-def test_whole_files_read_back_identical(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_whole_files_read_back_identical(served, tmp_path: Path) -> None:
     url, files = served
     for name, (path, file_hash, size) in files.items():
         out = tmp_path / name
@@ -38,7 +38,7 @@ def test_whole_files_read_back_identical(served, tmp_path: Path) -> None:  # typ
         assert out.read_bytes() == path.read_bytes(), name
 
 
-def test_ranges_read_back_identical(served) -> None:  # type: ignore[no-untyped-def]
+def test_ranges_read_back_identical(served) -> None:
     url, files = served
     path, file_hash, size = files["random-24MiB"]
     data = path.read_bytes()
@@ -50,7 +50,7 @@ def test_ranges_read_back_identical(served) -> None:  # type: ignore[no-untyped-
         assert got == data[start:end], (start, end)
 
 
-def test_auth_statuses(served) -> None:  # type: ignore[no-untyped-def]
+def test_auth_statuses(served) -> None:
     url, files = served
     _, file_hash, _ = files["text"]
     r = httpx.get(f"{url}/v1/reconstructions/{file_hash}")
@@ -66,7 +66,7 @@ def test_auth_statuses(served) -> None:  # type: ignore[no-untyped-def]
     assert r.headers["cache-control"] == "private, no-store"
 
 
-def test_range_past_end_is_416(served) -> None:  # type: ignore[no-untyped-def]
+def test_range_past_end_is_416(served) -> None:
     url, files = served
     _, file_hash, size = files["text"]
     r = httpx.get(
@@ -77,7 +77,7 @@ def test_range_past_end_is_416(served) -> None:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
-def test_footers_extension_only_when_asked(served, version: str) -> None:  # type: ignore[no-untyped-def]
+def test_footers_extension_only_when_asked(served, version: str) -> None:
     """hf_xet never sends FOOTERS_HEADER, so its replies (the downloads above) are unchanged;
     asked, the reply carries a footer for exactly its xorbs, each one that checks."""
     url, files = served

@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from arkfs.store.base import Binding, ChunkLocation, Store, VersionInfo
+from arkfs.archive.record import VersionInfo
+from arkfs.store.base import Binding, ChunkLocation, Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected
 from arkfs.store.local import LocalStore
 from arkfs.store.scaled import ScaledStore

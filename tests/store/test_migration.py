@@ -7,12 +7,14 @@ import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import arkfs.store.local
 from arkfs.archive.manifest import Entry, Kind, build
-from arkfs.store.base import Binding, VersionInfo
+from arkfs.archive.record import VersionInfo
+from arkfs.store.base import Binding
 from arkfs.store.errors import StoreError
 from arkfs.store.local import LocalStore
 from tests.store.schema1 import schema1_store
@@ -38,7 +40,7 @@ OLD = [
 ]
 
 
-def index_of(root: Path) -> tuple[object, ...]:
+def index_of(root: Path) -> tuple[Any, ...]:
     """The schema version, the tables, and the bindings or versions, as SQLite reads them."""
     with closing(sqlite3.connect(root / "index.sqlite")) as db:
         version = db.execute("SELECT version FROM schema_version").fetchone()[0]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.store.base import Binding, VersionInfo
+from arkfs.archive.record import VersionInfo
+from arkfs.store.base import Binding
 from arkfs.store.errors import NotFound, Rejected
 from arkfs.store.local import LocalStore
 
@@ -87,9 +88,10 @@ def test_bind_rejects_bad_bindings_and_changes_nothing(store: LocalStore) -> Non
     good = Binding(ARK, b"", "erc:\n", 2.0)
     bad = [
         (dataclasses.replace(good, ark=""), "non-empty ARK"),
-        (dataclasses.replace(good, manifest="text"), "manifest bytes"),
-        (dataclasses.replace(good, updated="now"), "Unix time"),
-        (dataclasses.replace(good, message=None), "a message"),
+        # the wrong types are the test
+        (dataclasses.replace(good, manifest="text"), "manifest bytes"),  # type: ignore[arg-type]
+        (dataclasses.replace(good, updated="now"), "Unix time"),  # type: ignore[arg-type]
+        (dataclasses.replace(good, message=None), "a message"),  # type: ignore[arg-type]
         (dataclasses.replace(good, files=-1), "counts of files and bytes"),
         (dataclasses.replace(good, bytes=True), "counts of files and bytes"),
         (dataclasses.replace(good, version=2), "bind assigns them"),

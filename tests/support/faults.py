@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from arkfs.xet.reconstruction import FOOTERS_HEADER
 from tests.support.mount import Mounted, arkfs_mount
@@ -233,17 +234,17 @@ class _Handler(socketserver.BaseRequestHandler):
                 return
 
 
-def _read_request(reader: "socket.SocketIO | object") -> Request | None:
-    line = reader.readline()  # type: ignore[attr-defined]
+def _read_request(reader: "BinaryIO") -> Request | None:
+    line = reader.readline()
     if not line:
         return None
     method, target, _ = line.decode("latin-1").split(" ", 2)
     headers = []
-    while (h := reader.readline()) not in (b"\r\n", b"\n", b""):  # type: ignore[attr-defined]
+    while (h := reader.readline()) not in (b"\r\n", b"\n", b""):
         name, _, value = h.decode("latin-1").partition(":")
         headers.append((name.strip(), value.strip()))
     req = Request(method, target, headers, b"")
-    req.body = reader.read(int(req.header("content-length") or 0))  # type: ignore[attr-defined]
+    req.body = reader.read(int(req.header("content-length") or 0))
     return req
 
 
@@ -264,7 +265,8 @@ class Proxy:
         self._hole: list[socket.socket] = []
         self._start(0)
         assert self._server is not None
-        self.port, self.url = self._server.port, self._server.url
+        self.port: int = self._server.port
+        self.url: str = self._server.url
 
     @property
     def server(self) -> FaultProxy:

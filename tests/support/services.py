@@ -276,11 +276,11 @@ def place_for(store: Path | str) -> ScaledPlace:
     """The bucket and database standing in for a store directory: the same for the same
     directory (a restarted server finds what it stored); servers started on first use."""
     if not _shared:
-        weed, pg = SeaweedFS(), PostgreSQL()
-        _shared.extend((weed, pg))
+        s3, database = SeaweedFS(), PostgreSQL()
+        _shared.extend((s3, database))
         atexit.register(_remove_shared)
-        weed.start()
-        pg.start()
+        s3.start()
+        database.start()
     weed, pg = _shared
     assert isinstance(weed, SeaweedFS) and isinstance(pg, PostgreSQL)
     key = str(Path(store).resolve())

@@ -95,7 +95,7 @@ def test_footers_ride_along_only_when_present() -> None:
         lambda j: j["fetch_info"][hash_to_string(X2)][0].__setitem__("url", 5),
     ],
 )
-def test_malformed_replies(mutate) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_replies(mutate) -> None:
     j = rec().to_v1()
     mutate(j)
     with pytest.raises(ReconstructionError):

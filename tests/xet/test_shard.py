@@ -53,7 +53,7 @@ def u64(data: bytes, at: int) -> int:
     return int.from_bytes(data[at : at + 8], "little")
 
 
-def patch(data: bytes, at: int, fmt: str, *values: int) -> bytes:
+def patch(data: bytes, at: int, fmt: str, *values: int | bytes) -> bytes:
     out = bytearray(data)
     struct.pack_into(fmt, out, at, *values)
     return bytes(out)

@@ -147,7 +147,7 @@ def footer_of(blob: bytes) -> tuple[int, int]:
         (lambda b, s: b[:-20] + b"\x01" + b[-19:], "trailer reserved"),
     ],
 )
-def test_footer_rules(patch, field: str) -> None:  # type: ignore[no-untyped-def]
+def test_footer_rules(patch, field: str) -> None:
     _, blob = sample_xorb(n=2)
     start, _ = footer_of(blob)
     with pytest.raises(XorbFormatError) as err:

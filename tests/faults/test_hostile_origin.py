@@ -1,0 +1,208 @@
+"""Plain HTTP objects from hostile origins, through a real mount and real read(2)s: 0 wrong
+bytes (each read is the truth or EIO), the mount daemon's peak RSS within RSS_BOUND, no
+read(2) without end, and recovery without a remount. Each test prints its figures:
+`hostile MODE: wrong bytes W, peak RSS R MiB, longest read L s`."""
+
+import errno
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.hostile_origin import SHORT, Hostile, Origin, hostile_origin, truth
+from tests.support.mount import Mounted, arkfs_mount
+
+NAAN = "b5557"
+MIB = 1024 * 1024
+RSS_BOUND = 256 * MIB  # the mount daemon's peak resident memory, whatever the origin does
+READ_GUARD = 60.0  # seconds: a read(2) longer than this is an unbounded wait, not slowness
+CHUNK = 128 * 1024  # bytes per read(2), as the kernel's readahead asks
+
+
+@dataclass
+class Figures:
+    """What one mode's reads got."""
+
+    mode: str
+    wrong: int = 0
+    longest: float = 0.0
+    errors: list[int] = field(default_factory=list)
+
+    def check(self, m: Mounted) -> None:
+        """Assert the suite's three bounds and print the figures."""
+        peak = vm_hwm(m.pid)
+        print(
+            f"hostile {self.mode}: wrong bytes {self.wrong}, peak RSS {peak / MIB:.0f} MiB, "
+            f"longest read {self.longest:.2f} s"
+        )
+        assert self.wrong == 0
+        assert peak <= RSS_BOUND
+        assert self.longest < READ_GUARD
+
+
+def vm_hwm(pid: int) -> int:
+    """The peak resident memory of process pid, in bytes (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for pid {pid}")
+
+
+@contextmanager
+def mounted(origin: Origin, tmp_path: Path, name: str = "mnt") -> Iterator[Mounted]:
+    registry = tmp_path / "registry.json"
+    registry.write_text(json.dumps([{"what": NAAN, "target": {"url": origin.url + "/o/${value}"}}]))
+    args = ("--registry", str(registry), "--fallback", "off", "--cache-dir", str(tmp_path / "c"))
+    with arkfs_mount(tmp_path / name, *args) as m:
+        yield m
+
+
+def at(m: Mounted, name: str) -> Path:
+    return m.path / f"ark:{NAAN}/{name}"
+
+
+def pread(fig: Figures, fd: int, offset: int, length: int, version: int) -> bytes | None:
+    """One read(2), timed: its bytes (wrong ones counted against version), or None on
+    EIO (any other error fails the test)."""
+    start = time.monotonic()
+    try:
+        data = os.pread(fd, length, offset)
+    except OSError as exc:
+        assert exc.errno == errno.EIO, exc
+        fig.errors.append(exc.errno)
+        return None
+    finally:
+        fig.longest = max(fig.longest, time.monotonic() - start)
+    want = truth(version, offset, offset + len(data))
+    fig.wrong += sum(a != b for a, b in zip(data, want, strict=True))
+    return data
+
+
+def read_all(fig: Figures, path: Path, version: int) -> int:
+    """Read path from start to end (stopping at the first EIO): bytes read."""
+    fd, got = os.open(path, os.O_RDONLY), 0
+    try:
+        while (data := pread(fig, fd, got, MIB, version)) is not None and data:
+            got += len(data)
+    finally:
+        os.close(fd)
+    return got
+
+
+@pytest.fixture
+def origin() -> Iterator[Origin]:
+    with hostile_origin() as server:
+        yield server
+
+
+def test_a_206_of_other_bytes_is_refused(origin: Origin, tmp_path: Path) -> None:
+    """Item 1: Content-Range must be the range asked; this origin says it sent another."""
+    origin.objects["/o/lie"] = Hostile(40 * MIB, ranges="lie")
+    fig = Figures("lying 206")
+    with mounted(origin, tmp_path) as m:
+        assert read_all(fig, at(m, "lie"), 1) < 40 * MIB
+        assert fig.errors == [errno.EIO]
+        assert "sent range" in m.log.read_text()
+        fig.check(m)
+
+
+@pytest.mark.parametrize("size", [MIB, 20 * MIB], ids=["whole", "ranged"])
+def test_a_head_shorter_than_the_object_never_truncates_it(
+    origin: Origin, tmp_path: Path, size: int
+) -> None:
+    """Item 1: a length stated only by a HEAD is checked against every reply."""
+    origin.objects["/o/short"] = Hostile(size, head="short")
+    fig = Figures(f"short HEAD ({size // MIB} MiB)")
+    with mounted(origin, tmp_path) as m:
+        path = at(m, "short")
+        assert path.stat().st_size == size - SHORT  # what the HEAD claims
+        read_all(fig, path, 1)
+        assert fig.errors == [errno.EIO]  # never a silent short file
+        fig.check(m)
+
+
+# Item 2: each origin below changes the object between two reads of one open file; the
+# second read is the first version's bytes (a whole object read once) or EIO, never the
+# second version's.
+CHANGING = {
+    "ignores If-Match and If-Range": Hostile(20 * MIB, conditional=False),
+    "no ETag": Hostile(12 * MIB, etag=None),
+    "constant ETag, digest": Hostile(20 * MIB, etag="const", digest=True),
+    "constant ETag, Last-Modified": Hostile(20 * MIB, etag="const", dated=True),
+    "weak ETag with 206": Hostile(12 * MIB, etag="weak", conditional=False),
+}
+
+
+@pytest.mark.parametrize("mode", list(CHANGING))
+def test_one_open_file_never_mixes_two_versions(origin: Origin, tmp_path: Path, mode: str) -> None:
+    obj = origin.objects["/o/x"] = CHANGING[mode]
+    fig = Figures(f"changes while open: {mode}")
+    with mounted(origin, tmp_path) as m:
+        fd = os.open(at(m, "x"), os.O_RDONLY)
+        try:
+            assert pread(fig, fd, 0, CHUNK, 1) is not None
+            obj.version = 2
+            for offset in (10 * MIB, 5 * MIB, 0):
+                pread(fig, fd, offset, CHUNK, 1)  # the first version's bytes, or EIO
+        finally:
+            os.close(fd)
+        fig.check(m)
+
+
+def test_an_object_with_a_weak_etag_is_read_whole(origin: Origin, tmp_path: Path) -> None:
+    """Item 5: an RFC-compliant origin ignores If-Range with a weak ETag (answers 200)."""
+    origin.objects["/o/weak"] = Hostile(12 * MIB, etag="weak")
+    origin.objects["/o/huge"] = Hostile(100 * MIB, etag="weak")
+    fig = Figures("weak ETag, RFC origin")
+    with mounted(origin, tmp_path) as m:
+        assert read_all(fig, at(m, "weak"), 1) == 12 * MIB
+        assert fig.errors == []
+        sent = origin.body_bytes
+        read_all(fig, at(m, "huge"), 1)  # past the whole-object bound: a clear error
+        assert fig.errors == [errno.EIO]
+        assert origin.body_bytes == sent  # without downloading it first
+        assert "the most read whole" in m.log.read_text()
+        fig.check(m)
+
+
+def test_an_origin_that_ignores_range_costs_bounded_memory(origin: Origin, tmp_path: Path) -> None:
+    """Item 3: 200 to every Range on a 200 MiB object: each block is read out of the
+    stream, the bytes before it dropped, and the connection closed after it."""
+    origin.objects["/o/norange"] = Hostile(200 * MIB, ranges="ignore")
+    fig = Figures("ignores Range, 200 MiB")
+    with mounted(origin, tmp_path) as m:
+        fd = os.open(at(m, "norange"), os.O_RDONLY)
+        try:
+            for offset in (0, 100 * MIB, 200 * MIB - 4096, 37 * MIB + 5):
+                assert pread(fig, fd, offset, 4096, 1) is not None
+        finally:
+            os.close(fd)
+        assert origin.body_bytes < 2 * 200 * MIB  # not the whole body for each read
+        fig.check(m)
+
+
+def test_a_head_405_costs_bounded_memory(origin: Origin, tmp_path: Path) -> None:
+    """Item 3: no HEAD on a 400 MiB object: its length comes from a 206 of byte 0 (or a
+    counted body), never from a body kept in memory."""
+    origin.objects["/o/nohead"] = Hostile(400 * MIB, head="405")
+    origin.objects["/o/nothing"] = Hostile(400 * MIB, head="405", ranges="ignore")
+    fig = Figures("HEAD 405, 400 MiB")
+    with mounted(origin, tmp_path) as m:
+        path = at(m, "nohead")
+        assert path.stat().st_size == 400 * MIB
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for offset in (0, 399 * MIB, 123 * MIB + 17):
+                assert pread(fig, fd, offset, 4096, 1) is not None
+        finally:
+            os.close(fd)
+        with pytest.raises(OSError) as failed:  # neither HEAD nor Range: a clear error
+            at(m, "nothing").stat()
+        assert failed.value.errno in (errno.EIO, errno.ENOENT)
+        assert "answers neither HEAD nor Range" in m.log.read_text()
+        fig.check(m)

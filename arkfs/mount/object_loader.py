@@ -32,7 +32,7 @@ from arkfs.backend.base import BackendError
 from arkfs.mount.jobs import Pending, ReadError
 from arkfs.mount.parts import Parts
 from arkfs.mount.prefetch import Prefetcher
-from arkfs.resolve.objects import ObjectReader, RemoteObject, wrong_digest
+from arkfs.resolve.objects import ObjectChanged, ObjectReader, RemoteObject, wrong_digest
 from arkfs.util.lru import LRU
 
 MIB = 1024 * 1024
@@ -41,6 +41,11 @@ CHECKS = 256  # objects whose running digest is kept
 PREFETCH_BLOCKS = 8  # blocks loaded ahead of readers at once, over every object
 DROP_GRACE = 5.0  # seconds a failed digest waits for cache writes before dropping blocks
 PINS = 4096  # (stream, block) pairs whose whole-object fingerprint is remembered
+
+
+class StaleObject(ReadError):
+    """The object changed at its responder: this open file cannot go on, and the next
+    open should look it up again."""
 
 
 class _Check:
@@ -154,6 +159,8 @@ class ObjectLoader:
             try:
                 async with limiter:
                     data = await source.fetch_block(obj, index)
+            except ObjectChanged as exc:
+                raise StaleObject(str(exc)) from None
             except BackendError as exc:
                 raise ReadError(str(exc)) from None
             self._parts.stats.object_fetches += 1
@@ -187,7 +194,7 @@ class ObjectLoader:
         if pinned is None:
             self._pins.put((stream, block_id), now, 1)
         elif pinned != now:
-            raise ReadError(f"{obj.ark} changed at its responder while it was read; open it again")
+            raise StaleObject(f"{obj.ark} changed at its responder while it was read; open again")
 
     def _prefetch(
         self, source: ObjectReader, obj: RemoteObject, stream: Hashable, offset: int, end: int

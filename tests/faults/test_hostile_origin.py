@@ -206,3 +206,25 @@ def test_a_head_405_costs_bounded_memory(origin: Origin, tmp_path: Path) -> None
         assert failed.value.errno in (errno.EIO, errno.ENOENT)
         assert "answers neither HEAD nor Range" in m.log.read_text()
         fig.check(m)
+
+
+def test_a_changed_object_fails_its_open_file_and_the_next_open_reads_the_new_one(
+    origin: Origin, tmp_path: Path
+) -> None:
+    """Item 6: the open file that saw the change gets EIO; the next open, at once, reads
+    the new version whole (its new size too), without a remount."""
+    obj = origin.objects["/o/x"] = Hostile(20 * MIB)
+    fig = Figures("changes while open, then opened again")
+    with mounted(origin, tmp_path) as m:
+        path = at(m, "x")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert pread(fig, fd, 0, CHUNK, 1) is not None
+            obj.version, obj.size = 2, 24 * MIB + 3
+            assert pread(fig, fd, 10 * MIB, CHUNK, 1) is None
+        finally:
+            os.close(fd)
+        assert path.stat().st_size == 24 * MIB + 3
+        assert read_all(fig, path, 2) == 24 * MIB + 3
+        assert fig.errors == [errno.EIO]
+        fig.check(m)

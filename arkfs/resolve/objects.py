@@ -136,8 +136,9 @@ class RemoteObject:
 
     def block_id(self, index: int) -> bytes:
         """A 32-byte name of block index of this version of the object: the BLAKE3 of
-        its URL, ETag, digest and index, so another version never shares it."""
-        parts = (self.url, self.etag or "", (self.sha256 or b"").hex(), str(index))
+        its URL, ETag, digest, size and index, so another version never shares it."""
+        sha = (self.sha256 or b"").hex()
+        parts = (self.url, self.etag or "", sha, str(self.size), str(index))
         return blake3.blake3("\0".join(parts).encode()).digest()
 
     @property

@@ -6,16 +6,21 @@ read(2) without end, and recovery without a remount. Each test prints its figure
 import errno
 import json
 import os
+import random
+import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_arkfs
 from tests.support.hostile_origin import SHORT, Hostile, Origin, hostile_origin, truth
-from tests.support.mount import Mounted, arkfs_mount
+from tests.support.mount import Mounted, arkfs_mount, pread_in_child
+from tests.support.server import Server
 
 NAAN = "b5557"
 MIB = 1024 * 1024
@@ -174,15 +179,20 @@ def test_an_origin_that_ignores_range_costs_bounded_memory(origin: Origin, tmp_p
     """Item 3: 200 to every Range on a 200 MiB object: each block is read out of the
     stream, the bytes before it dropped, and the connection closed after it."""
     origin.objects["/o/norange"] = Hostile(200 * MIB, ranges="ignore")
-    fig = Figures("ignores Range, 200 MiB")
+    fig = Figures("ignores Range, 200 MiB, 4 readers")
     with mounted(origin, tmp_path) as m:
-        fd = os.open(at(m, "norange"), os.O_RDONLY)
-        try:
-            for offset in (0, 100 * MIB, 200 * MIB - 4096, 37 * MIB + 5):
-                assert pread(fig, fd, offset, 4096, 1) is not None
-        finally:
-            os.close(fd)
-        assert origin.body_bytes < 2 * 200 * MIB  # not the whole body for each read
+
+        def reader(first: int) -> None:
+            fd = os.open(at(m, "norange"), os.O_RDONLY)
+            try:
+                for offset in (first, first + 100 * MIB, 200 * MIB - 4096 - first):
+                    assert pread(fig, fd, offset, 4096, 1) is not None
+            finally:
+                os.close(fd)
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(reader, (0, 9 * MIB + 5, 37 * MIB + 11, 71 * MIB)))
+        assert origin.body_bytes < 12 * 200 * MIB  # not the whole body for each read
         fig.check(m)
 
 
@@ -228,3 +238,36 @@ def test_a_changed_object_fails_its_open_file_and_the_next_open_reads_the_new_on
         assert read_all(fig, path, 2) == 24 * MIB + 3
         assert fig.errors == [errno.EIO]
         fig.check(m)
+
+
+def test_a_read_right_after_the_origin_heals_is_tried(tmp_path: Path) -> None:
+    """Item 11b: an archive's server, frozen (SIGSTOP) until a read fails on its deadline,
+    then thawed: the very next read of a fresh file goes out and gets its bytes, where
+    the fail-fast window used to fail it at once."""
+    rng = random.Random(23)
+    files = {f"f{i}.bin": rng.randbytes(2 * MIB) for i in range(2)}
+    (tmp_path / "tree").mkdir()
+    for name, data in files.items():
+        (tmp_path / "tree" / name).write_bytes(data)
+    (tmp_path / "tokens").write_text("writer write\n")
+    fig = Figures("origin down, then healed")
+    with Server(tmp_path / "store", "--open-read", "--tokens", str(tmp_path / "tokens")) as server:
+        done = run_arkfs(
+            "publish", str(tmp_path / "tree"), "--ark", "ark:12345/x6heal", "--server",
+            server.url, "--token", "writer", "--who", "w", "--what", "w", "--persistence", "p",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        args = ("--server", server.url, "--cache-dir", str(tmp_path / "cache"))
+        with arkfs_mount(tmp_path / "mnt", *args) as m:
+            root = m.path / "ark:12345/x6heal"
+            assert sorted(os.listdir(root)) == sorted(files)  # names known: reads only now
+            server.signal(signal.SIGSTOP)
+            try:
+                assert pread_in_child(root / "f0.bin", 0, MIB) == errno.EIO
+            finally:
+                server.signal(signal.SIGCONT)
+            start = time.monotonic()
+            got = pread_in_child(root / "f1.bin", 0, 2 * MIB)
+            fig.longest = time.monotonic() - start
+            assert got == files["f1.bin"]
+            fig.check(m)

@@ -33,8 +33,9 @@ def test_another_version_never_shares_a_block_id() -> None:
         replace(BIG, etag='"e2"').block_id(0),
         replace(BIG, sha256=hashlib.sha256(b"x").digest()).block_id(0),
         replace(BIG, url="http://h/y").block_id(0),
+        replace(BIG, size=BIG.size + 1).block_id(0),
     }
-    assert len(ids) == 5
+    assert len(ids) == 6
     assert len(BIG.block_id(0)) == 32
 
 

@@ -240,6 +240,34 @@ def test_a_changed_object_fails_its_open_file_and_the_next_open_reads_the_new_on
         fig.check(m)
 
 
+def test_bytes_that_failed_the_digest_never_come_back_from_the_cache(
+    origin: Origin, tmp_path: Path
+) -> None:
+    """Item 4, end to end (the race with a prefetch in flight is pinned down in
+    tests/mount/test_object_loader.py): a flipped byte fails the digest of a sequential
+    read; remounted over the same cache with the origin healthy, a pread inside that
+    block gets the right bytes."""
+    flip = 5 * MIB + 123
+    obj = origin.objects["/o/flip"] = Hostile(24 * MIB, digest=True, flip=flip)
+    fig = Figures("digest failure, then remount")
+    with mounted(origin, tmp_path, "m1") as m:
+        read_all(fig, at(m, "flip"), 1)
+        assert fig.errors == [errno.EIO]
+        assert "do not match its SHA-256 digest" in m.log.read_text()
+    # A reader gets a big object's bytes before its last block brings the digest's verdict:
+    # those rest on the ETag alone (README), so this origin's flipped byte was handed out.
+    print(f"hostile digest failure, first mount: {fig.wrong} wrong byte(s) before the verdict")
+    fig.wrong, obj.flip = 0, None
+    with mounted(origin, tmp_path, "m2") as m:
+        fd = os.open(at(m, "flip"), os.O_RDONLY)
+        try:
+            assert pread(fig, fd, flip - 100, 4096, 1) is not None
+        finally:
+            os.close(fd)
+        assert read_all(fig, at(m, "flip"), 1) == 24 * MIB
+        fig.check(m)
+
+
 def test_a_read_right_after_the_origin_heals_is_tried(tmp_path: Path) -> None:
     """Item 11b: an archive's server, frozen (SIGSTOP) until a read fails on its deadline,
     then thawed: the very next read of a fresh file goes out and gets its bytes, where

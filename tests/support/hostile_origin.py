@@ -57,6 +57,7 @@ class Hostile:
     ranges: str = "honest"  # honest; ignore: 200 to every Range; lie: 206 of other bytes
     conditional: bool = True  # honours If-Match and If-Range (RFC 9110)
     head: str = "honest"  # honest; short: Content-Length SHORT too small; 405
+    flip: int | None = None  # the offset of a byte sent flipped (its digest stays the truth's)
     version: int = 1
 
     def etag_value(self) -> str | None:
@@ -99,6 +100,10 @@ def _handler(state: Origin) -> type[http.server.BaseHTTPRequestHandler]:
             try:
                 for at in range(lo, hi, MIB):
                     piece = truth(obj.version, at, min(hi, at + MIB))
+                    if obj.flip is not None and at <= obj.flip < at + len(piece):
+                        flipped = bytearray(piece)
+                        flipped[obj.flip - at] ^= 0xFF
+                        piece = bytes(flipped)
                     self.wfile.write(piece)
                     state.body_bytes += len(piece)
             except (BrokenPipeError, ConnectionResetError):

@@ -210,20 +210,27 @@ class ArkOperations(ReadOnlyOperations):
         return data
 
     async def _read_object(
-        self, handle: Handle, fh: pyfuse3.FileHandleT, off: int, size: int
+        self, handle: Handle, fh: pyfuse3.FileHandleT, off: int, size: int, again: bool = True
     ) -> bytes:
-        """Bytes of a plain HTTP object an ARK resolved to, as it was when opened."""
+        """Bytes of a plain HTTP object an ARK resolved to, as it was when opened (or, if
+        it changed before this open file read any byte, as it is now, at the same size)."""
         obj = handle.obj
         assert obj is not None
         try:
-            return await self.reader.read_object(self.ns.catalog.objects, obj, off, size, fh)
+            data = await self.reader.read_object(self.ns.catalog.objects, obj, off, size, fh)
         except StaleObject as exc:
             await self.ns.object_changed(handle.node)  # the next open finds the new one
+            fresh = handle.node.obj
+            if again and not handle.served and fresh not in (None, obj) and fresh.size == obj.size:
+                handle.obj = fresh  # nothing of the old one handed out: read the new one
+                return await self._read_object(handle, fh, off, size, again=False)
             log.error("read of %s at %d+%d: %s", obj.ark, off, size, exc)
             raise pyfuse3.FUSEError(errno.EIO) from None
         except ReadError as exc:
             log.error("read of %s at %d+%d: %s", obj.ark, off, size, exc)
             raise pyfuse3.FUSEError(errno.EIO) from None
+        handle.served = handle.served or bool(data)
+        return data
 
     @guarded
     async def release(self, fh: pyfuse3.FileHandleT) -> None:

@@ -16,6 +16,7 @@ class Handle:
     node: Node
     data: bytes | None = None
     obj: RemoteObject | None = None  # a plain object's record as opened: reads keep to it
+    served: bool = False  # has any byte of obj been read?
     listing: Listing | None = None
 
 

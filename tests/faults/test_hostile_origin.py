@@ -240,6 +240,32 @@ def test_a_changed_object_fails_its_open_file_and_the_next_open_reads_the_new_on
         fig.check(m)
 
 
+def test_a_file_opened_after_an_unseen_change_reads_the_new_version(
+    origin: Origin, tmp_path: Path
+) -> None:
+    """Item 6: the object changes (same size) while no file is open, before the mount
+    has asked again: the next open, whose first read finds the change, reads the new
+    version instead of failing (none of the old one was handed out to it)."""
+    obj = origin.objects["/o/x"] = Hostile(60 * MIB)
+    fig = Figures("changed while closed, then opened")
+    with mounted(origin, tmp_path) as m:
+        path = at(m, "x")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert pread(fig, fd, 0, CHUNK, 1) is not None
+        finally:
+            os.close(fd)
+        obj.version = 2
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert pread(fig, fd, 50 * MIB, CHUNK, 2) is not None  # a block never fetched
+            assert pread(fig, fd, 0, CHUNK, 2) is not None
+        finally:
+            os.close(fd)
+        assert fig.errors == []
+        fig.check(m)
+
+
 def test_bytes_that_failed_the_digest_never_come_back_from_the_cache(
     origin: Origin, tmp_path: Path
 ) -> None:

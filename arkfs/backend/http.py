@@ -146,13 +146,18 @@ def _request(
     headers: dict[str, str] | None,
     content: bytes | None,
     timeout: float | None,
+    connect: float | None = None,
 ) -> httpx.Request:
+    times: httpx.Timeout | None = None if timeout is None else httpx.Timeout(timeout)
+    if connect is not None:  # a policy's shorter connect (a probe)
+        base = times or client.timeout
+        times = httpx.Timeout(connect=connect, read=base.read, write=base.write, pool=base.pool)
     return client.build_request(
         method,
         url,
         headers=headers,
         content=content,
-        timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+        timeout=httpx.USE_CLIENT_DEFAULT if times is None else times,
     )
 
 
@@ -174,7 +179,7 @@ async def send(
     whole request). Raises Unreachable once the attempts or the time are spent.
     """
     retry = Retry(policy, trio.current_time)
-    request = _request(client, method, url, headers, content, timeout)
+    request = _request(client, method, url, headers, content, timeout, policy.connect_timeout)
     while (pause := retry.next_pause()) is not None:
         await trio.sleep(pause)
         resp = await _attempt(client, request, retry, stream=False)
@@ -202,7 +207,7 @@ async def stream(
     deadline; the body's reads are bounded by the client's per-operation timeout.
     """
     retry = Retry(policy, trio.current_time)
-    request = _request(client, method, url, headers, None, timeout)
+    request = _request(client, method, url, headers, None, timeout, policy.connect_timeout)
     while (pause := retry.next_pause()) is not None:
         await trio.sleep(pause)
         resp = await _attempt(client, request, retry, stream=True)

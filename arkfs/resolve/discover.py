@@ -24,7 +24,7 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.registry import RegistryError, RegistryRecord
 from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import BackendError, NotBound, Unreachable
-from arkfs.backend.http import make_client, origin, send
+from arkfs.backend.http import make_client, origin, send, stream
 from arkfs.backend.retry import RetryPolicy
 from arkfs.resolve.registries import Registries
 from arkfs.resolve.tokens import OriginTokens
@@ -202,7 +202,9 @@ class Resolver:
             seen.add(url)
             resp = await self._request("HEAD", url, HOP_POLICY)
             if resp.status_code in (405, 501):  # some resolvers answer GET only
-                resp = await self._request("GET", url, HOP_POLICY)
+                headers = self._tokens.headers_for(url)  # its status and headers: no body
+                async with stream(self._client, "GET", url, HOP_POLICY, headers=headers) as resp:
+                    pass
             trace.hops.append(Hop(url, resp.status_code))
             location = resp.headers.get("location")
             if resp.status_code not in REDIRECTS or location is None:

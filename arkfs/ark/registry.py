@@ -14,7 +14,9 @@ forms are read:
 A shoulder record wins over its NAAN's record for the ARKs under it, the longest shoulder
 first. Templates expand as N2T expands them (CDLUC3/resolver, used by CDLUC3/N2T:
 rslv/lib_rslv/__init__.py split_identifier_string and piddefine.py parse; substitution in
-rslv/routers/resolver.py pid_format), for `ark:/12345/x6np1wh8k/c3`:
+rslv/routers/resolver.py pid_format), by Python's string.Template rules: `$name` and
+`${name}` alike, `$$` a literal `$`, and an unknown name or a stray `$` an error (never
+requested literally). For `ark:/12345/x6np1wh8k/c3`:
 
     ${pid}      ark:12345/x6np1wh8k/c3   the whole ARK (here in normalized form)
     ${scheme}   ark
@@ -26,9 +28,9 @@ rslv/routers/resolver.py pid_format), for `ark:/12345/x6np1wh8k/c3`:
 """
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from string import Template
 from typing import Any
 
 from arkfs.ark.anvl import read_records
@@ -37,7 +39,6 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.naan import check_naan
 
 NAAN_RECORD, SHOULDER_RECORD = "PublicNAAN", "PublicNAANShoulder"
-_VARIABLE = re.compile(r"\$\{([A-Za-z_]+)\}")
 
 
 class RegistryError(ArkError, ValueError):
@@ -74,17 +75,19 @@ class RegistryRecord:
             "value": value,
             "suffix": value[len(self.shoulder) :],
         }
-
-        def fill(match: re.Match[str]) -> str:
-            name = match[1]
-            if name not in parts:
-                raise RegistryError(
-                    f"{self}: unknown variable ${{{name}}} in target {self.template!r} "
-                    f"(known: {', '.join(f'${{{p}}}' for p in parts)})"
-                )
-            return parts[name]
-
-        return _VARIABLE.sub(fill, self.template)
+        known = ", ".join(f"${{{p}}}" for p in parts)
+        try:
+            return Template(self.template).substitute(parts)
+        except KeyError as exc:
+            raise RegistryError(
+                f"{self}: unknown variable ${{{exc.args[0]}}} in target {self.template!r} "
+                f"(known: {known})"
+            ) from None
+        except ValueError:  # a '$' that starts no variable: write a literal '$' as $$
+            raise RegistryError(
+                f"{self}: a '$' that starts no variable in target {self.template!r} "
+                f"(known: {known}; a literal '$' is $$)"
+            ) from None
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON, for traces."""

@@ -37,6 +37,10 @@ def test_a_shoulder_record_wins_for_the_arks_under_its_shoulder() -> None:
         ("https://h/${prefix}/${scheme}", "", "https://h/12345/ark"),
         ("https://h/brunner${suffix}", "x6", "https://h/brunnernp1wh8k/c3.v2"),
         ("https://h/${suffix}", "", "https://h/x6np1wh8k/c3.v2"),
+        # string.Template's rules, as the arks.org resolver expands them: no braces, $$.
+        ("https://h/ark:/$content", "", "https://h/ark:/12345/x6np1wh8k/c3.v2"),
+        ("https://h/$prefix/$value?x=$$1", "", "https://h/12345/x6np1wh8k/c3.v2?x=$1"),
+        ("https://h/$${content}", "", "https://h/${content}"),
     ],
 )
 def test_templates_expand_as_n2t_expands_them(template: str, shoulder: str, expanded: str) -> None:
@@ -47,6 +51,13 @@ def test_templates_expand_as_n2t_expands_them(template: str, shoulder: str, expa
 def test_an_unknown_template_variable_is_an_error_naming_the_record() -> None:
     record = RegistryRecord("12345", "", "https://h/${nlid}")
     with pytest.raises(RegistryError, match=r"naan record 12345: unknown variable \$\{nlid\}"):
+        record.target(parse("ark:12345/x6"))
+
+
+@pytest.mark.parametrize("template", ["https://h/$id", "https://h/${id}", "https://h/$", "https://h/${"])
+def test_an_unknown_or_broken_variable_is_an_error_not_requested_literally(template: str) -> None:
+    record = RegistryRecord("12345", "", template)
+    with pytest.raises(RegistryError, match=r"naan record 12345: .*target"):
         record.target(parse("ark:12345/x6"))
 
 

@@ -31,6 +31,7 @@ def defaults() -> dict[str, object]:
         "noexec": False,
         "noxattr": False,
         "token_file": None,
+        "allow_private": False,
     }
 
 
@@ -51,6 +52,7 @@ def given(args: argparse.Namespace) -> dict[str, object]:
         "noexec": True if args.noexec else None,
         "noxattr": True if args.no_xattrs else None,
         "token_file": args.token_file,
+        "allow_private": True if args.allow_private else None,
     }
 
 

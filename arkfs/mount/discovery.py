@@ -19,6 +19,7 @@ from arkfs.resolve.discover import Resolver, Trace
 from arkfs.resolve.objects import ObjectReader, RemoteObject
 from arkfs.resolve.tokens import OriginTokens
 from arkfs.util.lru import LRU
+from arkfs.util.urls import without_secrets
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class DiscoveredBackends:
         log.info(
             "%s resolves to %s (%s, %d hops)",
             ark,
-            where,
+            without_secrets(where or trace.final_url),
             trace.record or trace.via,
             len(trace.hops),
         )

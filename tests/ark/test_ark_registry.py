@@ -54,7 +54,9 @@ def test_an_unknown_template_variable_is_an_error_naming_the_record() -> None:
         record.target(parse("ark:12345/x6"))
 
 
-@pytest.mark.parametrize("template", ["https://h/$id", "https://h/${id}", "https://h/$", "https://h/${"])
+@pytest.mark.parametrize(
+    "template", ["https://h/$id", "https://h/${id}", "https://h/$", "https://h/${"]
+)
 def test_an_unknown_or_broken_variable_is_an_error_not_requested_literally(template: str) -> None:
     record = RegistryRecord("12345", "", template)
     with pytest.raises(RegistryError, match=r"naan record 12345: .*target"):

@@ -246,8 +246,7 @@ class Catalog:
             return None
         except Unreachable as exc:
             errors.unreachable = errors.unreachable or exc
-        except BackendError as exc:
-            log.error("cannot resolve %s: %s", key, exc)
+        except BackendError as exc:  # raised by _ask, and logged once where it is answered
             errors.refused = exc
         return None
 

@@ -1,6 +1,7 @@
 """NAAN registries: the JSON snapshot, the ANVL form, shoulder records, N2T's templates."""
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -91,8 +92,41 @@ def test_the_anvl_registry_form() -> None:
         ('[{"what": "12-3", "target": {"url": "http://x"}}]', "holds no NAAN record"),
         ("# only a comment\n", "holds no NAAN record"),
         (" leading: continuation\n", "ANVL registry is malformed"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"data": [{"what": "12345", "target": ' + "[" * 50_000 + "]" * 50_000 + "}]}", "nested"),
+        (b"[\xff]", "not UTF-8"),
     ],
 )
-def test_unusable_registries_say_what_is_expected(text: str, words: str) -> None:
+def test_unusable_registries_say_what_is_expected(text: str | bytes, words: str) -> None:
     with pytest.raises(RegistryError, match=words):
         parse_registry(text, "reg.json")
+
+
+def test_records_of_any_shape_and_spelling_are_read_the_same() -> None:
+    records = [
+        {"what": " B1234 ", "target": "http://b/${value}"},  # NAAN to normalize, bare URL
+        {"rtype": "PublicNAANShoulder", "naan": "b1234", "shoulder": " x6 ", "target": {"url": "http://s/"}},
+        {"what": "b1234", "target": {"url": "http://second/"}},  # the first record wins
+        "not a record",
+        {"what": "c1234", "target": {"url": "http://c/", "http_code": "302"}},
+    ]  # fmt: skip
+    registry = parse_registry(json.dumps({"data": records}))
+    naan = registry.find(parse("ark:b1234/y"))
+    assert naan is not None and naan.target(parse("ark:b1234/y")) == "http://b/y"
+    shoulder = registry.find(parse("ark:b1234/x6np"))
+    assert shoulder is not None and str(shoulder) == "shoulder record b1234/x6"
+    loose = registry.find(parse("ark:c1234/z"))
+    assert loose is not None and loose.http_code is None
+
+
+def test_the_longest_shoulder_wins_among_many() -> None:
+    records = [{"what": "12345", "target": {"url": "http://naan/"}}] + [
+        {"rtype": "PublicNAANShoulder", "naan": "12345", "shoulder": s, "target": {"url": f"http://{s}/"}}
+        for s in ("x", "x6", "x6n", *(f"b{i}" for i in range(10_000)))
+    ]  # fmt: skip
+    registry = parse_registry(json.dumps(records))
+    assert len(registry) == 1 + 3 + 10_000
+    for name, template in [("x6np", "http://x6n/"), ("x6b", "http://x6/"), ("xq", "http://x/"),
+                           ("b9999z", "http://b9999/"), ("q", "http://naan/")]:  # fmt: skip
+        found = registry.find(parse(f"ark:12345/{name}"))
+        assert found is not None and found.template == template

@@ -267,3 +267,36 @@ def test_arkfs_resolve_of_an_unknown_template_variable_is_one_line(tmp_path: Pat
     done = run_arkfs("resolve", "ark:b1234/x", "--registry", str(registry), "--fallback", "off")
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert "unknown variable ${id}" in done.stderr
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # parsed naively, a RecursionError
+
+
+def test_arkfs_resolve_of_a_malformed_registry_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text(DEEP)
+    done = run_arkfs("resolve", "ark:b1234/x", "--registry", str(tmp_path / "deep.json"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr
+    with redirector() as host:
+        host.pages["/deep.json"] = DEEP
+        args = ("--registry", f"{host.url}/deep.json", "--fallback", "off")
+        done = run_arkfs("resolve", "ark:b1234/x", *args, "--cache-dir", str(tmp_path))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "nested too deeply" in done.stderr
+
+
+def test_a_mount_logs_a_malformed_registry_once_and_does_not_refetch_it_per_lookup(
+    tmp_path: Path,
+) -> None:
+    with redirector() as host:
+        host.pages["/deep.json"] = DEEP
+        args = ("--registry", f"{host.url}/deep.json", "--fallback", "off")
+        with arkfs_mount(tmp_path / "mnt", *args, "--cache-dir", str(tmp_path / "c")) as m:
+            for name in ("a", "b", "c"):
+                with pytest.raises(OSError) as caught:
+                    (m.path / f"ark:b1234/{name}").stat()
+                assert caught.value.errno in (errno.EIO, errno.ENOENT)
+            log = m.log.read_text()
+        assert [s.path for s in host.seen] == ["/deep.json"]
+    assert 1 <= sum("nested too deeply" in line for line in log.splitlines()) <= 3, log
+    assert "Traceback" not in log and "RecursionError" not in log

@@ -28,6 +28,7 @@ from arkfs.backend.http import origin, raise_for_status, read_body, stream
 from arkfs.backend.retry import RetryPolicy
 from arkfs.resolve.tokens import OriginTokens
 from arkfs.util.atomic import write_atomic
+from arkfs.util.urls import without_secrets
 
 log = logging.getLogger(__name__)
 
@@ -151,15 +152,18 @@ class Registries:
             stale = loaded.registry if loaded is not None else await self._parse_copy(url, copy)
             if stale is None:
                 raise RegistryUnavailable(
-                    f"cannot fetch the NAAN registry {url} and there is no copy of it: {exc}"
+                    f"cannot fetch the NAAN registry {without_secrets(url)} and there is no "
+                    f"copy of it: {exc}"
                 ) from None
-            log.warning("using the cached copy of the NAAN registry %s: %s", url, exc)
+            log.warning(
+                "using the cached copy of the NAAN registry %s: %s", without_secrets(url), exc
+            )
             self._loaded[url] = _Loaded(stale, now)  # asked again after REFRESH, not sooner
             return stale
         try:
             await trio.to_thread.run_sync(self._write_copy, copy, text)
         except OSError as exc:
-            log.error("cannot keep a copy of the NAAN registry %s: %s", url, exc)
+            log.error("cannot keep a copy of the NAAN registry %s: %s", without_secrets(url), exc)
         self._loaded[url] = _Loaded(registry, now)
         return registry
 
@@ -177,7 +181,9 @@ class Registries:
             return await trio.to_thread.run_sync(load_file, copy)
         except (RegistryUnavailable, RegistryError) as exc:
             if copy.exists():
-                log.error("ignoring the copy of the NAAN registry %s: %s", url, exc)
+                log.error(
+                    "ignoring the copy of the NAAN registry %s: %s", without_secrets(url), exc
+                )
             return None
 
     def _write_copy(self, copy: Path, text: bytes) -> None:

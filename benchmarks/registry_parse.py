@@ -36,7 +36,7 @@ def main() -> None:
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--snapshot", type=Path, default=SNAPSHOT)
     args = p.parse_args()
-    text = generate(args.snapshot, args.records)
+    text = generate(args.snapshot, args.records).encode()  # as a file or a reply holds it
     start = time.perf_counter()
     registry = parse_registry(text, "benchmark")
     took = time.perf_counter() - start

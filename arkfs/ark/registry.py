@@ -141,6 +141,7 @@ class _Document(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(_Document | list[_Item])
 _TARGET = msgspec.json.Decoder(_Target | str | None)
 _WHO = msgspec.json.Decoder(_Who | str | None)
+_BLANKS = re.compile(rb"\s*")
 _NOT_NAAN_CHAR = re.compile(f"[^{BETANUMERIC}]")
 
 
@@ -236,17 +237,13 @@ def parse_registry(text: str | bytes, source: str = "registry") -> Registry:
     source names it in messages. Raises RegistryError when it is malformed (nested deeper
     than Python's recursion limit included) or holds no usable record.
     """
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError:
-            raise RegistryError(f"{source} is not UTF-8 text") from None
-    stripped = text.lstrip()
+    data = text.encode() if isinstance(text, str) else text  # JSON is decoded from UTF-8
+    start = _BLANKS.match(data).end()  # type: ignore[union-attr]
     try:
-        if stripped[:1] in ("{", "["):
-            registry = _from_json(stripped, source)
+        if data[start : start + 1] in (b"{", b"["):
+            registry = _from_json(data, source)
         else:
-            registry = Registry(_from_anvl(text))
+            registry = Registry(_from_anvl(_text(data, source)))
     except RecursionError:
         raise RegistryError(f"{source} is nested too deeply to be a NAAN registry") from None
     if not registry.usable():
@@ -257,6 +254,13 @@ def parse_registry(text: str | bytes, source: str = "registry") -> Registry:
     return registry
 
 
+def _text(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RegistryError(f"{source} is not UTF-8 text") from None
+
+
 def _naan(value: object) -> str | None:
     """value as a NAAN (lowercased, as normalized), or None if it is not one."""
     if not isinstance(value, str):
@@ -265,7 +269,7 @@ def _naan(value: object) -> str | None:
     return naan if is_naan(naan) else None
 
 
-def _from_json(text: str, source: str) -> Registry:
+def _from_json(text: bytes, source: str) -> Registry:
     try:
         document = _DECODER.decode(text)
     except msgspec.ValidationError:  # valid JSON of another shape: read it loosely
@@ -293,7 +297,7 @@ def _item_row(item: _Item) -> Row | None:
     return _row(item.rtype, item.what, item.naan, item.shoulder, url, code, name)
 
 
-def _loose_rows(text: str, source: str) -> Iterator[Row]:
+def _loose_rows(text: bytes, source: str) -> Iterator[Row]:
     """The rows of a JSON registry whose records vary in shape (each one read or skipped)."""
     try:
         data = msgspec.json.decode(text)

@@ -94,7 +94,8 @@ def test_the_anvl_registry_form() -> None:
         (" leading: continuation\n", "ANVL registry is malformed"),
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
         ('{"data": [{"what": "12345", "target": ' + "[" * 50_000 + "]" * 50_000 + "}]}", "nested"),
-        (b"[\xff]", "not UTF-8"),
+        (b"[\xff]", "not valid JSON"),
+        (b"naa:\nwhat: \xff\n", "not UTF-8"),
     ],
 )
 def test_unusable_registries_say_what_is_expected(text: str | bytes, words: str) -> None:

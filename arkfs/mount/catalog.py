@@ -281,6 +281,10 @@ class Catalog:
             log.info("%s is unreachable; the record of its object cached on disk serves", key)
         return cached
 
+    def resolved_url(self, key: str) -> str | None:
+        """The URL key's archive was found at by discovery (registries, fallback), if so."""
+        return None if self._discovery is None else self._discovery.resolved_url(key)
+
     @property
     def objects(self) -> ObjectReader:
         """What fetches the blocks of remote objects (see arkfs.resolve.objects)."""

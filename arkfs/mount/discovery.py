@@ -84,6 +84,12 @@ class DiscoveredBackends:
         self._traces.put(ark, (time.monotonic() + RESOLVED_TIME, trace))
         return trace
 
+    def resolved_url(self, key: str) -> str | None:
+        """The URL the chain of key's archive ended at, when it led to an arkfs server
+        (as last resolved, even if that is older than RESOLVED_TIME); else None."""
+        known = self._traces.peek(archive_ark(key))
+        return known[1].final_url if known is not None and known[1].arkfs else None
+
     async def backend_for(self, key: str) -> Backend:
         """The backend serving the archive of key. Raises NotBound when the chain ends
         anywhere but at an arkfs server, or the resolver's errors."""

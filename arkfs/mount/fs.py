@@ -34,6 +34,7 @@ from arkfs.mount.xattrs import (
     file_xattrs,
     format_fraction,
     object_xattrs,
+    url_xattr,
     versions_xattr,
 )
 from arkfs.resolve.objects import RemoteObject
@@ -267,7 +268,8 @@ class ArkOperations(ReadOnlyOperations):
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
             versions = await self.ns.latest.versions(node.key)
-            return ark_xattrs(str(node.ark), archive.erc) | versions_xattr(versions)
+            found = url_xattr(self.ns.catalog.resolved_url(node.key))  # through a registry
+            return ark_xattrs(str(node.ark), archive.erc) | versions_xattr(versions) | found
         if node.kind is NodeKind.VERSION and node.archive is not None:
             return ark_xattrs(str(node.ark), node.archive.erc)
         if node.kind is not NodeKind.ENTRY or node.archive is None:

@@ -56,11 +56,16 @@ def ark_xattrs(ark: str, erc: Erc) -> dict[str, str]:
     return out
 
 
+def url_xattr(url: str | None) -> dict[str, str]:
+    """user.ark.url: where an ARK's resolution ended (never with a credential in it)."""
+    return {ARK_URL: without_secrets(url)} if url else {}
+
+
 def object_xattrs(ark: str, url: str, info: str | None) -> dict[str, str]:
     """The attributes of an ARK that resolved to an object: its id, final URL, and the ERC
     record its responder's ?info gave (ANVL, or JSON with an "erc" member), or that reply
     as it came."""
-    out = {ARK_ID: ark, ARK_URL: without_secrets(url)}
+    out = {ARK_ID: ark, **url_xattr(url)}
     if not info:
         return out
     text = info

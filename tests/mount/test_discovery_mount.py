@@ -4,6 +4,7 @@ redirect hop and through a shoulder record, each server reached with its own tok
 import errno
 import gzip
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -300,3 +301,12 @@ def test_a_mount_logs_a_malformed_registry_once_and_does_not_refetch_it_per_look
         assert [s.path for s in host.seen] == ["/deep.json"]
     assert 1 <= sum("nested too deeply" in line for line in log.splitlines()) <= 3, log
     assert "Traceback" not in log and "RecursionError" not in log
+
+
+def test_an_archive_found_through_a_registry_has_its_url(world: World, tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    args = resolver_args(world, tmp_path / "r")
+    with arkfs_mount(tmp_path / "mnt", *args[:-2], "--cache-dir", str(tmp_path / "c")) as m:
+        root = m.path / BY_NAAN
+        assert (root / "readme.txt").read_text() == "hello, archive\n"
+        assert os.getxattr(root, "user.ark.url") == f"{world.a}/ark:/{BY_NAAN[4:]}".encode()

@@ -120,6 +120,18 @@ def test_records_of_any_shape_and_spelling_are_read_the_same() -> None:
     assert loose is not None and loose.http_code is None
 
 
+def test_a_shoulder_record_named_like_its_naan_does_not_hide_the_naans_record() -> None:
+    records = [
+        {"rtype": "PublicNAANShoulder", "what": "12345", "naan": "12345", "shoulder": "x6",
+         "target": {"url": "http://shoulder/"}},
+        {"rtype": "PublicNAAN", "what": "12345", "target": {"url": "http://naan/"}},
+    ]  # fmt: skip
+    registry = parse_registry(json.dumps(records))
+    naan, shoulder = registry.find(parse("ark:12345/b7")), registry.find(parse("ark:12345/x6n"))
+    assert naan is not None and naan.template == "http://naan/"
+    assert shoulder is not None and shoulder.template == "http://shoulder/"
+
+
 def test_the_longest_shoulder_wins_among_many() -> None:
     records = [{"what": "12345", "target": {"url": "http://naan/"}}] + [
         {"rtype": "PublicNAANShoulder", "naan": "12345", "shoulder": s, "target": {"url": f"http://{s}/"}}

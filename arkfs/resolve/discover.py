@@ -185,8 +185,13 @@ class Resolver:
         self.destinations = Destinations(allow_private, trusted)
         self._client = make_client(REQUEST_TIMEOUT)
         self._client.follow_redirects = False  # each hop is asked here, with its own token
-        self._registry_client = make_client(REQUEST_TIMEOUT)
+        self._registry_client = make_client(REQUEST_TIMEOUT)  # follows redirects itself:
+        self._registry_client.event_hooks["request"] = [self._check_registry_hop]  # each checked
         self.registries = Registries(registries, cache_dir, self._registry_client, self._tokens)
+
+    async def _check_registry_hop(self, request: httpx.Request) -> None:
+        """A registry given by URL is trusted; where it redirects is checked as a chain's hop."""
+        await self.destinations.check(str(request.url), "a NAAN registry's redirect")
 
     async def aclose(self) -> None:
         """Close the HTTP clients."""

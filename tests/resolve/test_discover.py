@@ -292,3 +292,18 @@ def test_an_inflected_ark_carries_its_inflection_along_the_chain(
     assert trace.hops[0].url == f"{n2t.url}/ark:/12345/x6np?info"
     assert trace.final_url == f"{nma.url}/arks/ark:/12345/x6np?info"
     assert trace.info is not None and "who: Lab" in trace.info
+
+
+def test_a_registry_url_may_not_redirect_to_a_private_address_unless_allowed(
+    n2t: Redirector, tmp_path: Path
+) -> None:
+    with redirector() as given, redirector() as elsewhere:
+        elsewhere.pages["/naans.json"] = json.dumps(
+            [{"what": "12345", "target": {"url": n2t.url + "/${pid}"}}]
+        )
+        given.redirect("/naans.json", elsewhere.url + "/naans.json")
+        url = given.url + "/naans.json"  # given by the user: trusted, but not its redirect
+        with pytest.raises(RegistryUnavailable, match="a NAAN registry's redirect leads to"):
+            resolve([url], "ark:12345/x", tmp_path, allow_private=False)
+        assert elsewhere.seen == []
+        assert resolve([url], "ark:12345/x", tmp_path).responder == n2t.url

@@ -310,3 +310,20 @@ def test_an_archive_found_through_a_registry_has_its_url(world: World, tmp_path:
         root = m.path / BY_NAAN
         assert (root / "readme.txt").read_text() == "hello, archive\n"
         assert os.getxattr(root, "user.ark.url") == f"{world.a}/ark:/{BY_NAAN[4:]}".encode()
+
+
+def test_an_info_reply_that_is_no_record_is_not_kept_as_one(world: World, tmp_path: Path) -> None:
+    landing = f"ark:{WEB_NAAN}/htmlinfo"
+    html = "<!doctype html><html><body>a landing page, not a record</body></html>"
+    world.web.objects[f"/{landing}"] = Obj(PAGE_BYTES, ranges=False, digest=None, info=html)
+    (tmp_path / "r").mkdir()
+    args = resolver_args(world, tmp_path / "r")
+    with arkfs_mount(tmp_path / "mnt", *args[:-2], "--cache-dir", str(tmp_path / "c")) as m:
+        page = m.path / landing
+        assert page.read_bytes() == PAGE_BYTES
+        names = os.listxattr(page)
+        assert "user.ark.url" in names and "user.ark.info" not in names, names
+        assert not any(html.encode() in os.getxattr(page, n) for n in names)
+    done = run_arkfs("resolve", landing, *args)
+    assert done.returncode == 0, done.stderr
+    assert "  no metadata from this resolver" in done.stdout.splitlines()

@@ -58,7 +58,11 @@ def run_resolve(args: argparse.Namespace) -> int:
     async def main() -> Trace:
         tokens = OriginTokens(config.tokens)
         resolver = Resolver(
-            list(registries), fallback, cache_dir, tokens, allow_private=discovery.allow_private
+            list(registries),
+            fallback,
+            cache_dir,
+            tokens,
+            allow_private=discovery.allows_private(config),
         )
         try:
             return await resolver.resolve(ark, info=True)

@@ -64,8 +64,7 @@ def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discover
         fallback = False if args.fallback == "off" else args.fallback
         if fallback and not is_url(args.fallback):
             raise BadInput(f"--fallback {args.fallback!r} is not an http(s) URL or off")
-    allow_private = args.allow_private or config.settings.get("allow_private") is True
-    return Discovery(registries, fallback, allow_private)
+    return Discovery(registries, fallback, args.allow_private)
 
 
 def _check_registry(source: str) -> str:

@@ -71,7 +71,12 @@ class Discovery:
 
     registries: tuple[str, ...] = ()  # asked before the config's
     fallback: str | bool | None = None  # a URL, False (off), None (the config's)
-    allow_private: bool = False  # the network may send requests to private addresses
+    allow_private: bool = False  # --allow-private: the network may lead to private addresses
+
+    def allows_private(self, config: ResolverConfig) -> bool:
+        """Whether registry targets and redirects may lead to private addresses: the
+        command line's --allow-private, else the config's allow_private."""
+        return self.allow_private or config.settings.get("allow_private") is True
 
     def sources(
         self, config: ResolverConfig, *, always: bool = False

@@ -223,7 +223,11 @@ async def open_catalog(opts: MountOptions) -> Catalog:
         discovery = None
         if found is not None:
             resolver = Resolver(
-                list(found[0]), found[1], opts.cache_dir, tokens, opts.discovery.allow_private
+                list(found[0]),
+                found[1],
+                opts.cache_dir,
+                tokens,
+                opts.discovery.allows_private(opts.config),
             )
             discovery = DiscoveredBackends(resolver, tokens)
         store = opts.store or opts.config.store

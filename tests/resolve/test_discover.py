@@ -307,3 +307,12 @@ def test_a_registry_url_may_not_redirect_to_a_private_address_unless_allowed(
             resolve([url], "ark:12345/x", tmp_path, allow_private=False)
         assert elsewhere.seen == []
         assert resolve([url], "ark:12345/x", tmp_path).responder == n2t.url
+
+
+@pytest.mark.parametrize("target", ["file:///etc/passwd", "gopher://127.0.0.1:70/x", "ftp://h/x"])
+def test_a_redirect_to_another_scheme_is_refused_even_when_private_is_allowed(
+    n2t: Redirector, tmp_path: Path, target: str
+) -> None:
+    n2t.redirect("/ark:", target)
+    with pytest.raises(ResolveError, match="not an http"):
+        resolve([], "ark:12345/x6np", tmp_path, fallback=n2t.url)

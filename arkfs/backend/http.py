@@ -48,13 +48,16 @@ def make_client(timeout: float) -> httpx.AsyncClient:
 
 
 def origin(url: str) -> str:
-    """scheme://host[:port] of a URL: what messages name instead of the URL itself."""
+    """scheme://host[:port] of a URL: what messages name instead of the URL itself, and
+    what tokens are kept to (compared exactly: an IPv6 host keeps its brackets, RFC 3986
+    IP-literal, so [2001:db8::5]:8443 and [2001:db8::5:8443] differ)."""
     try:
         u = httpx.URL(url)
     except httpx.InvalidURL:
         return "an invalid URL"
+    host = f"[{u.host.lower()}]" if ":" in u.host else u.host
     port = f":{u.port}" if u.port is not None else ""
-    return f"{u.scheme}://{u.host}{port}"
+    return f"{u.scheme}://{host}{port}"
 
 
 def one_line(text: str) -> str:

@@ -38,6 +38,7 @@ from arkfs.mount.xattrs import (
     object_xattrs,
     root_xattrs,
     source_xattrs,
+    url_xattr,
     versions_xattr,
 )
 
@@ -301,10 +302,12 @@ class ArkOperations(ReadOnlyOperations):
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
             versions = await self.ns.latest.versions(node.key)
+            found = url_xattr(self.ns.catalog.resolved_url(node.key))  # through a registry
             return (
                 root_xattrs(archive.manifest)
                 | ark_xattrs(str(node.ark), archive.erc)
                 | versions_xattr(versions)
+                | found
             )
         if node.kind is NodeKind.VERSION and node.archive is not None:
             return root_xattrs(node.archive.manifest) | ark_xattrs(str(node.ark), node.archive.erc)

@@ -24,6 +24,7 @@ def test_bash_completes_commands_subcommands_and_options() -> None:
     assert set(bash_complete(script, "arkfs", "mount", "/mnt", "--allow-")) == {
         "--allow-other",
         "--allow-root",
+        "--allow-private",
     }
     assert "normalize" in bash_complete(script, "arkfs", "ark", "")
     assert bash_complete(script, "arkfs", "ark", "mint", "--sh") == ["--shoulder"]

@@ -36,6 +36,8 @@ def test_sources_and_every_mount_setting_become_options() -> None:
     ]  # fmt: skip
     assert mount_argv(["store:/srv/s", "/m"]) == ["mount", "/m", "--store", "/srv/s"]
     assert mount_argv(["arkfs", "/m", "-oallow_root"]) == ["mount", "/m", "--allow-root"]
+    assert mount_argv(["arkfs", "/m", "-o", "allow_private"]) == ["mount", "/m", "--allow-private"]
+    assert build_parser().parse_args(["mount", "/m", "--allow-private"]).allow_private
     args = build_parser().parse_args(argv)
     assert args.sharing == "allow_other" and args.umask == 0o27 and args.log_level == "debug"
     assert args.no_xattrs and args.hide_xattrs
@@ -64,10 +66,21 @@ def test_bad_mount_forms_are_bad_input(argv: list[str], words: str) -> None:
         mount_argv(argv)
 
 
+@pytest.mark.parametrize("option", ["token=s3cret-value", "password=s3cret-value", "uid=s3cret"])
+def test_an_unknown_option_never_echoes_its_value(option: str) -> None:
+    name = option.partition("=")[0]
+    with pytest.raises(BadInput, match=f"unknown mount option '{name}'") as caught:
+        mount_argv(["arkfs", "/m", "-o", f"ro,{option}", "-o", "uid="])
+    assert "s3cret" not in str(caught.value)
+
+
 def test_the_cli_refuses_an_unknown_option_in_one_line(tmp_path: Path) -> None:
     done = run_arkfs("arkfs", str(tmp_path), "-o", "ro,bogus")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "unknown mount option 'bogus'" in done.stderr
+    done = run_arkfs("arkfs", str(tmp_path), "-o", "ro,token=s3cret-value")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "unknown mount option 'token'" in done.stderr and "s3cret" not in done.stderr
 
 
 def test_allow_other_for_a_user_needs_user_allow_other(tmp_path: Path) -> None:

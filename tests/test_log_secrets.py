@@ -26,6 +26,9 @@ def test_the_secret_check_finds_tokens_and_signatures(tmp_path: Path) -> None:
             "token arkfs1.read.1700000000." + "a" * 64,
             "sent s3cret-writer to the server",
             "https://s3/b/k?X-Amz-Signature=abc",
+            "https://h/o?a=1&token=abc",
+            "ark resolves to http://user:pw@h/o",
+            "https://storage/b/o?X-Goog-Signature=abc",
         ):
             log.write_text(clean + secret + "\n")
             assert len(leaks([log], tokens_in(tmp_path))) == 1, secret

@@ -20,7 +20,7 @@ component that starts with a plain '@' is no file name.
 
 import re
 
-from arkfs.ark.errors import FilenameError
+from arkfs.ark.errors import FilenameError, PercentEscapeError
 from arkfs.ark.repertoire import UNRESERVED, check_segment, percent_encode
 from arkfs.ark.versions import MARK
 
@@ -31,6 +31,7 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")  # os.fsdecode's escapes of non-UTF
 _HIGH = "(?=(?:25)*[89A-Fa-f][0-9A-Fa-f])"
 _AMBIGUOUS = re.compile("%" + _HIGH)
 _TEXT_ESCAPES = re.compile(f"%25{_HIGH}|%([89A-Fa-f][0-9A-Fa-f])")
+_LOWER_ESCAPE = re.compile(r"%(?:[0-9A-F][a-f]|[a-f][0-9A-Fa-f])")
 
 
 def filename_to_qualifier(name: str) -> str:
@@ -61,6 +62,11 @@ def text_filename(text: str) -> str:
 def qualifier_to_filename(component: str) -> str:
     """The file name of one normalized qualifier component, e.g. from `Ark.components`."""
     check_segment(component, "qualifier component")
+    if (lower := _LOWER_ESCAPE.search(component)) is not None:  # one name, one spelling
+        raise PercentEscapeError(
+            f"{lower[0]!r} in {component!r} names no file: a file name's %-escapes are "
+            "spelled with uppercase hex digits"
+        )
     if component.startswith(MARK):
         raise FilenameError(
             f"{component!r} is no file name: a component starting with '@' names a version; "

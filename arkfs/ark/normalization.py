@@ -4,9 +4,11 @@ The steps run in the spec's order; where the spec leaves a choice open:
 
 - Text pasted from a wrapped line is cleaned first: every whitespace character is
   removed, and U+2010 to U+2015 and the soft hyphen U+00AD count as hyphens.
-- A '%' must be followed by two hex digits. Hyphens are identity inert even inside an
-  escape: '%-2d' spells '%2D' (see `_ESCAPE`). Escapes are never decoded, so '%41' and
-  'A' differ (the URI draft would decode; draft-40 does not).
+- A '%' must be followed by two hex digits once hyphens are gone. Step 5 uppercases the
+  two characters that follow '%' as they stand, before step 6 removes hyphens, so
+  '%-2f' becomes '%2f' (the draft's order), not '%2F' as arks.org normalizes it; such
+  an escape keeps its lowercase digit. Escapes are never decoded, so '%41' and 'A' differ
+  (the URI draft would decode; draft-40 does not).
 - The inflection is noted at step 2, which already removes the query step 7 looks at.
 - A variant followed by a component (`x.v2/c3`) moves to the end of the ARK
   (`x/c3.v2`); several move in their original order, after the last component's own
@@ -23,11 +25,12 @@ _WHITESPACE = re.compile(r"\s+")
 _LABEL = re.compile(r"(?:^|(?<=/))ark:/?", re.IGNORECASE)
 _HYPHEN_CHARS = "[-\u00ad\u2010-\u2015]"
 _HYPHENS = re.compile(_HYPHEN_CHARS)
-# Normalization and Lexical Equivalence, steps 5 and 6: "the two characters following
-# '%'" are read past any hyphen, which step 6 then removes. Read literally, '%-2f' would
-# become '%2f', an escape that a second normalization uppercases: not a normal form.
-_ESCAPE = re.compile(f"%{_HYPHEN_CHARS}*(.?){_HYPHEN_CHARS}*(.?)", re.DOTALL)
-_HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
+# Normalization and Lexical Equivalence, step 5: "the two characters following every
+# occurrence of '%' are converted to uppercase", as they stand: step 6 removes hyphens
+# only after that, so '%-2f' gives '%2f'. arkfs follows the draft's order here where the
+# arks.org resolver gives '%2F'.
+_ESCAPE = re.compile("%.{0,2}", re.DOTALL)
+_BAD_ESCAPE = re.compile("%(?![0-9A-Fa-f]{2}).{0,2}", re.DOTALL)
 _STRUCTURAL_RUN = re.compile(r"([./])[./]+")
 
 
@@ -52,7 +55,13 @@ def parse(text: str) -> Ark:
     body = body[:naan_start] + body[naan_start:naan_end].lower() + body[naan_end:]
     # 5. The two characters after every '%' become uppercase.
     if "%" in body:
-        body = _ESCAPE.sub(_uppercase_escape, body)
+        bad = _BAD_ESCAPE.search(_HYPHENS.sub("", body))  # as step 6 will leave it
+        if bad is not None:
+            raise PercentEscapeError(
+                f"malformed %-escape {bad[0]!r}: '%' must be followed by two hex digits "
+                "(write a literal '%' as %25)"
+            )
+        body = _ESCAPE.sub(lambda escape: escape[0].upper(), body)
     # 6. All hyphens are removed, including the non-ASCII hyphen-like characters.
     body = _HYPHENS.sub("", body)
     # 8. Structural characters: initial and final ones removed, runs reduced to their first.
@@ -75,14 +84,3 @@ def normalize(text: str) -> str:
 def equivalent(first: str, second: str) -> bool:
     """Whether two received ARKs are lexically equivalent (identify the same object)."""
     return normalize(first) == normalize(second)
-
-
-def _uppercase_escape(match: re.Match[str]) -> str:
-    """One %-escape with its hex digits uppercased; raise if they are not two hex digits."""
-    digits = match[1] + match[2]
-    if not _HEX2.fullmatch(digits):
-        raise PercentEscapeError(
-            f"malformed %-escape {match[0]!r}: '%' must be followed by two hex digits "
-            "(write a literal '%' as %25)"
-        )
-    return "%" + digits.upper()

@@ -11,8 +11,9 @@ UNRESERVED = frozenset(string.ascii_letters + string.digits + "=~*+@_$")
 # The Name Assigning Authority Number (NAAN): digits and consonants, minus the letter 'l'.
 BETANUMERIC = "bcdfghjkmnpqrstvwxz0123456789"
 
-# A normalized segment: unreserved characters and %-escapes with uppercase hex digits.
-_SEGMENT_PREFIX = re.compile(r"(?:[A-Za-z0-9=~*+@_$]|%[0-9A-F]{2})*")
+# A normalized segment: unreserved characters and %-escapes, their hex digits uppercase
+# but where normalization leaves one lowercase ('%-2f' gives '%2f': see normalization.py).
+_SEGMENT_PREFIX = re.compile(r"(?:[A-Za-z0-9=~*+@_$]|%[0-9A-Fa-f]{2})*")
 
 
 def percent_encode(text: str) -> str:
@@ -31,7 +32,7 @@ def check_segment(text: str, what: str) -> None:
     if text[end] == "%":
         raise PercentEscapeError(
             f"malformed %-escape {text[end : end + 3]!r} in {what} {text!r}: '%' must be "
-            "followed by two uppercase hex digits (write a literal '%' as %25)"
+            "followed by two hex digits (write a literal '%' as %25)"
         )
     char = text[end]
     raise CharacterError(

@@ -48,13 +48,16 @@ def make_client(timeout: float) -> httpx.AsyncClient:
 
 
 def origin(url: str) -> str:
-    """scheme://host[:port] of a URL: what messages name instead of the URL itself."""
+    """scheme://host[:port] of a URL: what messages name instead of the URL itself, and
+    what tokens are kept to (compared exactly: an IPv6 host keeps its brackets, RFC 3986
+    IP-literal, so [2001:db8::5]:8443 and [2001:db8::5:8443] differ)."""
     try:
         u = httpx.URL(url)
     except httpx.InvalidURL:
         return "an invalid URL"
+    host = f"[{u.host.lower()}]" if ":" in u.host else u.host
     port = f":{u.port}" if u.port is not None else ""
-    return f"{u.scheme}://{u.host}{port}"
+    return f"{u.scheme}://{host}{port}"
 
 
 def one_line(text: str) -> str:
@@ -146,13 +149,18 @@ def _request(
     headers: dict[str, str] | None,
     content: bytes | None,
     timeout: float | None,
+    connect: float | None = None,
 ) -> httpx.Request:
+    times: httpx.Timeout | None = None if timeout is None else httpx.Timeout(timeout)
+    if connect is not None:  # a policy's shorter connect (a probe)
+        base = times or client.timeout
+        times = httpx.Timeout(connect=connect, read=base.read, write=base.write, pool=base.pool)
     return client.build_request(
         method,
         url,
         headers=headers,
         content=content,
-        timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout,
+        timeout=httpx.USE_CLIENT_DEFAULT if times is None else times,
     )
 
 
@@ -174,7 +182,7 @@ async def send(
     whole request). Raises Unreachable once the attempts or the time are spent.
     """
     retry = Retry(policy, trio.current_time)
-    request = _request(client, method, url, headers, content, timeout)
+    request = _request(client, method, url, headers, content, timeout, policy.connect_timeout)
     while (pause := retry.next_pause()) is not None:
         await trio.sleep(pause)
         resp = await _attempt(client, request, retry, stream=False)
@@ -202,7 +210,7 @@ async def stream(
     deadline; the body's reads are bounded by the client's per-operation timeout.
     """
     retry = Retry(policy, trio.current_time)
-    request = _request(client, method, url, headers, None, timeout)
+    request = _request(client, method, url, headers, None, timeout, policy.connect_timeout)
     while (pause := retry.next_pause()) is not None:
         await trio.sleep(pause)
         resp = await _attempt(client, request, retry, stream=True)

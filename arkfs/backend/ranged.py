@@ -105,7 +105,9 @@ class RangedGetter:
         if conn is not None:
             conn.close()
 
-    def get(self, url: str, range_header: str, deadline: float) -> RangedReply:
+    def get(
+        self, url: str, range_header: str, deadline: float, policy: RetryPolicy | None = None
+    ) -> RangedReply:
         """GET url with a Range header by deadline (time.monotonic), retrying connection
         failures, 429 and 5xx; Unreachable once the attempts or the time are spent."""
         parts = urllib.parse.urlsplit(url)
@@ -113,11 +115,11 @@ class RangedGetter:
             raise BadReply(f"{origin(url)}: not an http(s) URL")
         where = (parts.scheme, parts.hostname, parts.port)
         target = parts.path + (f"?{parts.query}" if parts.query else "")
-        retry = Retry(self.policy, time.monotonic, deadline=deadline)
+        retry = Retry(policy or self.policy, time.monotonic, deadline=deadline)
         while (pause := retry.next_pause()) is not None:
             time.sleep(pause)
             try:
-                reply = self._once(where, target, range_header, retry.deadline)
+                reply = self._once(where, target, range_header, retry)
             except _ConnectTimeout:
                 self._drop(where)
                 retry.connect_timed_out()
@@ -131,13 +133,13 @@ class RangedGetter:
             retry.status_failed(reply.status, reply.message, reply.retry_after)
         raise retry.unreachable(origin(url))
 
-    def _once(self, where: _Origin, target: str, range_header: str, deadline: float) -> RangedReply:
-        conn = self._connection(where)
+    def _once(self, where: _Origin, target: str, range_header: str, retry: Retry) -> RangedReply:
+        conn, deadline = self._connection(where), retry.deadline
         wait = min(self.timeout, deadline - time.monotonic())
         if wait <= 0:
             raise TimeoutError("the deadline passed")
         if conn.sock is None:
-            conn.timeout = min(wait, CONNECT_TIMEOUT)
+            conn.timeout = min(wait, retry.policy.connect_timeout or CONNECT_TIMEOUT)
             try:
                 conn.connect()
             except TimeoutError:

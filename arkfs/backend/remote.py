@@ -94,8 +94,8 @@ class RemoteBackend:
     The defaults fit the mount: a read(2) on a stuck server fails in about 10 s, one on a
     server that refuses connections in about 2 s (the pauses of 4 attempts), one on a host
     that drops packets in about 6.5 s (two connects of 3 s), and the kernel's retry of the
-    failed readahead then fails at once (DownOrigins); a range of at most 8 MiB arrives in
-    10 s from any server that sends 1 MB/s or more.
+    failed readahead then makes a single attempt (DownOrigins); a range of at most 8 MiB
+    arrives in 10 s from any server that sends 1 MB/s or more.
     """
 
     def __init__(
@@ -119,7 +119,7 @@ class RemoteBackend:
         self._client = make_client(timeout)
         self._ranged = RangedGetter(timeout, self._reads)
         self._fetch_threads = trio.CapacityLimiter(FETCH_THREADS)
-        self._down = DownOrigins(fail_fast)  # fail at once while an origin does not answer
+        self._down = DownOrigins(fail_fast)  # one attempt at a time while an origin is down
         self._access: dict[str, _CasAccess] = {}
         self._access_lock = trio.Lock()
         self._v2 = True  # until the CAS shows it has no /v2/reconstructions
@@ -136,7 +136,7 @@ class RemoteBackend:
         timeout: float | None = None,
     ) -> httpx.Response:
         policy = self._reads if method == "GET" else self._writes
-        with self._down.request(origin(url)):
+        async with self._down.request(origin(url), policy) as policy:
             resp = await send(
                 self._client, method, url, policy, headers=headers, content=content, timeout=timeout
             )
@@ -334,12 +334,13 @@ class RemoteBackend:
         reconstruction); any other status but 200 or 206 is a bad reply.
         """
         deadline = time.monotonic() + self._reads.deadline
-        with self._down.request(origin(url)):
+        async with self._down.request(origin(url), self._reads) as policy:
             reply = await trio.to_thread.run_sync(
                 self._ranged.get,
                 url,
                 range_header,
                 deadline,
+                policy,
                 limiter=self._fetch_threads,
                 abandon_on_cancel=True,
             )

@@ -22,9 +22,11 @@ ranged.py) pass a clock, do the sleeping and the I/O, and report each failure:
 
 import random
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+
+import trio
 
 from arkfs.backend.base import Unreachable
 
@@ -59,6 +61,7 @@ class RetryPolicy:
     max_delay: float = 2.0
     deadline: float = 10.0
     connect_timeouts: int = 2  # connects that may time out before the origin is given up
+    connect_timeout: float | None = None  # seconds a connect may take (None: the client's)
 
     def __post_init__(self) -> None:
         if self.attempts < 1 or self.first_delay < 0 or self.max_delay < self.first_delay:
@@ -148,33 +151,62 @@ class Retry:
         return f"no complete answer within {self.policy.deadline:g} s"
 
 
-FAIL_FAST = 2.0  # seconds an origin that left a request unanswered is not asked again
+FAIL_FAST = 2.0  # seconds an origin that left a request unanswered is taken as down
+PROBE_CONNECT = 0.25  # seconds a probe's connect may take: an origin that is back answers
+
+
+class _Probe:
+    """The one request going out to an origin taken as down, and how it ended."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.error: Unreachable | None = None
 
 
 class DownOrigins:
-    """Origins that just left a request unanswered: requests to them fail at once for a while.
+    """Origins that just left a request unanswered: while one is down, its requests go out
+    one at a time, each as a single attempt (a probe).
 
     A request that ends in Unreachable spent its whole retry budget; every request after
     it, the kernel's retry of the failed readahead among them, would wait out the same
-    budget again. For window seconds after such a failure, requests to that origin fail at
-    once with its error. Then one request at a time goes out as a probe; any reply, even an
-    error status, shows the origin is up again.
+    budget again. For window seconds after such a failure, a request to that origin makes
+    one attempt, no retries, whose connect may take PROBE_CONNECT (a host that drops
+    packets costs the kernel's retry a quarter of a second); requests beside it wait for
+    its outcome and fail with its error, or go out once it got a reply. Any reply, even an
+    error status, shows the origin is up again. So every request is tried, or fails with a
+    try made since it came: a read right after an origin heals is never failed untried.
     """
 
     def __init__(self, window: float = FAIL_FAST, clock: Callable[[], float] = time.monotonic):
         self.window = window
         self._clock = clock
-        self._down: dict[str, tuple[float, str]] = {}  # origin -> (asked again at, why)
-        self._probing: set[str] = set()
+        self._down: dict[str, tuple[float, str]] = {}  # origin -> (down until, why)
+        self._probes: dict[str, _Probe] = {}
 
-    @contextmanager
-    def request(self, where: str) -> Iterator[None]:
-        """Around one request to origin where: fails at once while it is down."""
-        self._admit(where)
+    @staticmethod
+    def _probing(policy: RetryPolicy) -> RetryPolicy:
+        """policy as a probe: one attempt, a short connect."""
+        return replace(policy, attempts=1, connect_timeout=PROBE_CONNECT)
+
+    @asynccontextmanager
+    async def request(self, where: str, policy: RetryPolicy) -> AsyncIterator[RetryPolicy]:
+        """Around one request to origin where: yields the policy to send it under (policy,
+        or a single attempt of it while the origin is down)."""
+        while (probe := self._probes.get(where)) is not None:
+            await probe.done.wait()
+            if probe.error is not None:
+                raise Unreachable(f"{probe.error} (a request just now found it still down)")
+        down = self._down.get(where)
+        if down is not None and down[0] <= self._clock():
+            del self._down[where]
+            down = None
+        probe = None if down is None else self._probes.setdefault(where, _Probe())
         try:
-            yield
+            yield policy if probe is None else self._probing(policy)
         except Unreachable as exc:
             self._down[where] = (self._clock() + self.window, str(exc))
+            if probe is not None:
+                probe.error = exc
             raise
         except Exception:  # the origin answered, if only with something bad
             self._down.pop(where, None)
@@ -182,15 +214,6 @@ class DownOrigins:
         else:
             self._down.pop(where, None)
         finally:
-            self._probing.discard(where)
-
-    def _admit(self, where: str) -> None:
-        down = self._down.get(where)
-        if down is None:
-            return
-        again, why = down
-        wait = again - self._clock()
-        if wait > 0 or where in self._probing:
-            later = f"for {wait:.0f} s more" if wait > 0 else "until a probe under way ends"
-            raise Unreachable(f"{why} (not asking it again {later})")
-        self._probing.add(where)
+            if probe is not None:
+                del self._probes[where]
+                probe.done.set()

@@ -20,6 +20,7 @@ FLAGS = {  # -o NAME -> `arkfs mount` flag
     "noxattr": "--no-xattrs",
     "hide_xattrs": "--hide-xattrs",
     "debug": "--log-level=debug",
+    "allow_private": "--allow-private",
 }
 VALUES = {  # -o NAME=VALUE -> `arkfs mount` option
     "uid": "--uid",
@@ -103,5 +104,6 @@ def _options(text: str) -> list[str]:
             out.append(f"{VALUES[name]}={value}")
         else:
             known = ", ".join([*FLAGS, *(f"{n}=" for n in VALUES)])
-            raise BadInput(f"unknown mount option {option!r} (arkfs takes {known})")
+            # The name only: a value may be a secret (-o token=...), and errors get logged.
+            raise BadInput(f"unknown mount option {name!r} (arkfs takes {known})")
     return out

@@ -49,13 +49,21 @@ def run_resolve(args: argparse.Namespace) -> int:
     except ArkError as exc:
         raise BadInput(str(exc)) from None
     config = resolver_config(args)
-    found = discovery_from(args, config).sources(config, always=True)
+    discovery = discovery_from(args, config)
+    found = discovery.sources(config, always=True)
     assert found is not None
     registries, fallback = found
     cache_dir = Path(os.path.abspath((args.cache_dir or paths.cache_dir()).expanduser()))
 
     async def main() -> Trace:
-        resolver = Resolver(list(registries), fallback, cache_dir, OriginTokens(config.tokens))
+        tokens = OriginTokens(config.tokens)
+        resolver = Resolver(
+            list(registries),
+            fallback,
+            cache_dir,
+            tokens,
+            allow_private=discovery.allows_private(config),
+        )
         try:
             return await resolver.resolve(ark, info=True)
         finally:

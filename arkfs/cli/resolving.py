@@ -1,5 +1,5 @@
-"""The resolver options `arkfs mount` and `arkfs resolve` share: --config, --registry and
---fallback, checked here once."""
+"""The resolver options `arkfs mount` and `arkfs resolve` share: --config, --registry,
+--fallback and --allow-private, checked here once."""
 
 import argparse
 import os
@@ -35,6 +35,12 @@ def add_resolver_options(p: Options) -> None:
         metavar="URL|off",
         help=f"resolver for NAANs no registry knows (default {DEFAULT_FALLBACK}; off: none)",
     )
+    p.add_argument(
+        "--allow-private",
+        action="store_true",
+        help="let registry targets and redirects lead to loopback, link-local and private "
+        "addresses (allow_private in the config; for tests and local setups)",
+    )
 
 
 def resolver_config(args: argparse.Namespace) -> ResolverConfig:
@@ -48,7 +54,8 @@ def resolver_config(args: argparse.Namespace) -> ResolverConfig:
 
 
 def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discovery:
-    """--registry and --fallback, checked (registry files must read well), over config's."""
+    """--registry, --fallback and --allow-private, checked (registry files must read well),
+    over config's."""
     registries = tuple(_check_registry(r) for r in args.registry)
     for source in config.registries:
         _check_registry(source)
@@ -57,7 +64,7 @@ def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discover
         fallback = False if args.fallback == "off" else args.fallback
         if fallback and not is_url(args.fallback):
             raise BadInput(f"--fallback {args.fallback!r} is not an http(s) URL or off")
-    return Discovery(registries, fallback)
+    return Discovery(registries, fallback, args.allow_private)
 
 
 def _check_registry(source: str) -> str:

@@ -32,6 +32,7 @@ def defaults() -> dict[str, object]:
         "noxattr": False,
         "hide_xattrs": False,
         "token_file": None,
+        "allow_private": False,
     }
 
 
@@ -53,6 +54,7 @@ def given(args: argparse.Namespace) -> dict[str, object]:
         "noxattr": True if args.no_xattrs else None,
         "hide_xattrs": True if args.hide_xattrs else None,
         "token_file": args.token_file,
+        "allow_private": True if args.allow_private else None,
     }
 
 

@@ -29,6 +29,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.versions import version_name
 from arkfs.resolve.objects import RemoteObject
 from arkfs.util.atomic import is_temp, write_atomic
+from arkfs.util.urls import without_secrets
 from arkfs.xet.constants import HASH_SIZE
 
 log = logging.getLogger(__name__)
@@ -75,14 +76,19 @@ class ArchiveCache:
             "ark": archive.manifest.ark,
             "erc": archive.erc.to_anvl(),
             "archive_version": archive.version.to_json(),
-            "source": source,
+            "source": without_secrets(source),
         }
         path = self._path(archive.manifest.ark, None if latest else archive.version.version)
         _write_framed(path, record, archive.manifest.msgpack_pieces())
 
     def write_object(self, obj: RemoteObject) -> None:
-        """Store the record of what an ARK resolves to, a plain HTTP object."""
-        record = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "object": obj.to_json()}
+        """Store the record of what an ARK resolves to, a plain HTTP object, with its URL
+        as without_secrets writes it: a signed URL's signature (or a userinfo) stays in
+        memory. Offline, such a record names blocks under the stripped URL, which the
+        disk cache does not hold: the object is then read again once its resolver answers,
+        rather than a credential being kept on disk."""
+        plain = {**obj.to_json(), "url": without_secrets(obj.url)}
+        record = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "object": plain}
         _write_framed(self._object_path(obj.ark), record)
 
     def read_object(self, key: str) -> RemoteObject | None:

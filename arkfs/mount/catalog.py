@@ -246,8 +246,7 @@ class Catalog:
             return None
         except Unreachable as exc:
             errors.unreachable = errors.unreachable or exc
-        except BackendError as exc:
-            log.error("cannot resolve %s: %s", key, exc)
+        except BackendError as exc:  # raised by _ask, and logged once where it is answered
             errors.refused = exc
         return None
 
@@ -281,6 +280,10 @@ class Catalog:
         if cached is not None:
             log.info("%s is unreachable; the record of its object cached on disk serves", key)
         return cached
+
+    def resolved_url(self, key: str) -> str | None:
+        """The URL key's archive was found at by discovery (registries, fallback), if so."""
+        return None if self._discovery is None else self._discovery.resolved_url(key)
 
     @property
     def objects(self) -> ObjectReader:

@@ -11,6 +11,7 @@ arkfs's XDG config directory (~/.config/arkfs):
     log = "/var/log/arkfs.log"                       # log_level, allow_other, allow_root,
     allow_other = true                               # uid, gid, umask ("027"), noexec,
     umask = "022"                                    # token_file, noxattr
+    allow_private = false    # registry targets and redirects to private addresses (tests)
     [naans]
     12345 = "https://archive.example.org"
     b1234 = ["https://a.example.org", "https://b.example.org"]  # mirrors
@@ -38,7 +39,7 @@ from arkfs.util.sizes import parse_size
 CONFIG_ENV = "ARKFS_CONFIG"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 PATH_SETTINGS = ("cache_dir", "log", "token_file")  # relative to the config file
-FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr", "hide_xattrs")
+FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr", "hide_xattrs", "allow_private")
 ID_SETTINGS = ("uid", "gid")
 SETTINGS = (*PATH_SETTINGS, *FLAG_SETTINGS, *ID_SETTINGS, "cache_size", "log_level", "umask")
 KEYS = ("servers", "naans", "store", "metadata_ttl", "registry", "fallback", "tokens", *SETTINGS)
@@ -70,6 +71,12 @@ class Discovery:
 
     registries: tuple[str, ...] = ()  # asked before the config's
     fallback: str | bool | None = None  # a URL, False (off), None (the config's)
+    allow_private: bool = False  # --allow-private: the network may lead to private addresses
+
+    def allows_private(self, config: ResolverConfig) -> bool:
+        """Whether registry targets and redirects may lead to private addresses: the
+        command line's --allow-private, else the config's allow_private."""
+        return self.allow_private or config.settings.get("allow_private") is True
 
     def sources(
         self, config: ResolverConfig, *, always: bool = False

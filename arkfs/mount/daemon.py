@@ -223,7 +223,13 @@ async def open_catalog(opts: MountOptions) -> Catalog:
         found = opts.discovery.sources(opts.config)
         discovery = None
         if found is not None:
-            resolver = Resolver(list(found[0]), found[1], opts.cache_dir, tokens)
+            resolver = Resolver(
+                list(found[0]),
+                found[1],
+                opts.cache_dir,
+                tokens,
+                opts.discovery.allows_private(opts.config),
+            )
             discovery = DiscoveredBackends(resolver, tokens)
         store = opts.store or opts.config.store
         if store is not None or not (general or by_naan or discovery):

@@ -19,6 +19,7 @@ from arkfs.resolve.discover import Resolver, Trace
 from arkfs.resolve.objects import ObjectReader, RemoteObject
 from arkfs.resolve.tokens import OriginTokens
 from arkfs.util.lru import LRU
+from arkfs.util.urls import without_secrets
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +77,18 @@ class DiscoveredBackends:
         log.info(
             "%s resolves to %s (%s, %d hops)",
             ark,
-            where,
+            without_secrets(where or trace.final_url),
             trace.record or trace.via,
             len(trace.hops),
         )
         self._traces.put(ark, (time.monotonic() + RESOLVED_TIME, trace))
         return trace
+
+    def resolved_url(self, key: str) -> str | None:
+        """The URL the chain of key's archive ended at, when it led to an arkfs server
+        (as last resolved, even if that is older than RESOLVED_TIME); else None."""
+        known = self._traces.peek(archive_ark(key))
+        return known[1].final_url if known is not None and known[1].arkfs else None
 
     async def backend_for(self, key: str) -> Backend:
         """The backend serving the archive of key. Raises NotBound when the chain ends

@@ -23,6 +23,7 @@ from arkfs.mount.attrs import BLOCK_SIZE, Attributes, Ownership, info_record
 from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.handles import Handle, Handles
 from arkfs.mount.namespace import NAME_MAX, Namespace, Node, NodeKind
+from arkfs.mount.object_loader import StaleObject
 from arkfs.mount.pages import PageOffers
 from arkfs.mount.reader import ContentReader, ReadError
 from arkfs.mount.readonly import ReadOnlyOperations
@@ -37,9 +38,9 @@ from arkfs.mount.xattrs import (
     object_xattrs,
     root_xattrs,
     source_xattrs,
+    url_xattr,
     versions_xattr,
 )
-from arkfs.resolve.objects import RemoteObject
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,8 @@ class ArkOperations(ReadOnlyOperations):
         if node.kind is NodeKind.INFO:
             handle = Handle(node, data=info_record(node))
         elif node.obj is not None:  # it may change at its responder: no page cache kept
-            return pyfuse3.FileInfo(fh=self._handles.add(Handle(node)), keep_cache=False)
+            handle = Handle(node, obj=node.obj)
+            return pyfuse3.FileInfo(fh=self._handles.add(handle), keep_cache=False)
         elif node.entry_kind is Kind.FILE:
             handle = Handle(node)
         else:
@@ -194,8 +196,8 @@ class ArkOperations(ReadOnlyOperations):
         handle = self._handles.get(fh)
         if handle.data is not None:
             return handle.data[off : off + size]
-        if handle.node.obj is not None:
-            return await self._read_object(handle.node.obj, fh, off, size)
+        if handle.obj is not None:
+            return await self._read_object(handle, fh, off, size)
         archive = handle.node.archive
         assert archive is not None
         entry = archive.entry(handle.node.index)
@@ -219,14 +221,27 @@ class ArkOperations(ReadOnlyOperations):
         return data
 
     async def _read_object(
-        self, obj: RemoteObject, fh: pyfuse3.FileHandleT, off: int, size: int
+        self, handle: Handle, fh: pyfuse3.FileHandleT, off: int, size: int, again: bool = True
     ) -> bytes:
-        """Bytes of a plain HTTP object an ARK resolved to."""
+        """Bytes of a plain HTTP object an ARK resolved to, as it was when opened (or, if
+        it changed before this open file read any byte, as it is now, at the same size)."""
+        obj = handle.obj
+        assert obj is not None
         try:
-            return await self.reader.read_object(self.ns.catalog.objects, obj, off, size, fh)
+            data = await self.reader.read_object(self.ns.catalog.objects, obj, off, size, fh)
+        except StaleObject as exc:
+            await self.ns.object_changed(handle.node)  # the next open finds the new one
+            fresh = handle.node.obj
+            if again and not handle.served and fresh not in (None, obj) and fresh.size == obj.size:
+                handle.obj = fresh  # nothing of the old one handed out: read the new one
+                return await self._read_object(handle, fh, off, size, again=False)
+            log.error("read of %s at %d+%d: %s", obj.ark, off, size, exc)
+            raise pyfuse3.FUSEError(errno.EIO) from None
         except ReadError as exc:
             log.error("read of %s at %d+%d: %s", obj.ark, off, size, exc)
             raise pyfuse3.FUSEError(errno.EIO) from None
+        handle.served = handle.served or bool(data)
+        return data
 
     @guarded
     async def release(self, fh: pyfuse3.FileHandleT) -> None:
@@ -287,10 +302,12 @@ class ArkOperations(ReadOnlyOperations):
         if node.kind is NodeKind.ARCHIVE:
             archive = await self.ns.loaded(node)
             versions = await self.ns.latest.versions(node.key)
+            found = url_xattr(self.ns.catalog.resolved_url(node.key))  # through a registry
             return (
                 root_xattrs(archive.manifest)
                 | ark_xattrs(str(node.ark), archive.erc)
                 | versions_xattr(versions)
+                | found
             )
         if node.kind is NodeKind.VERSION and node.archive is not None:
             return root_xattrs(node.archive.manifest) | ark_xattrs(str(node.ark), node.archive.erc)

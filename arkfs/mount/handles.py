@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import pyfuse3
 
 from arkfs.mount.namespace import InodeTable, Listing, Node
+from arkfs.resolve.objects import RemoteObject
 
 
 @dataclass(eq=False)
@@ -14,6 +15,8 @@ class Handle:
 
     node: Node
     data: bytes | None = None
+    obj: RemoteObject | None = None  # a plain object's record as opened: reads keep to it
+    served: bool = False  # has any byte of obj been read?
     listing: Listing | None = None
 
 

@@ -57,7 +57,7 @@ class Pending(Generic[T]):
     async def wait(self) -> T:
         await self.done.wait()
         if self.error is not None:
-            raise ReadError(str(self.error))
+            raise type(self.error)(str(self.error))  # its kind too (e.g. StaleObject)
         assert self.value is not None
         return self.value
 

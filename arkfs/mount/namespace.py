@@ -43,7 +43,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import version_name, version_of_name, versioned
-from arkfs.backend.base import NotBound, Unreachable
+from arkfs.backend.base import BackendError, NotBound, Unreachable
 from arkfs.mount.catalog import Catalog
 from arkfs.mount.indexed import IndexedArchive
 from arkfs.mount.latest import LatestVersions
@@ -331,6 +331,17 @@ class Namespace:
         log.info("%s has a new latest version: forgetting %d cached names", key, len(handed))
         self._forget(self._base(key), handed)
 
+    async def object_changed(self, node: Node) -> None:
+        """A read found node's object changed: its record is asked again now, and the
+        kernel forgets its names and size, so the next stat and open find the new one."""
+        try:
+            found = await self.catalog.remote_object(node.key)
+        except BackendError as exc:
+            log.error("cannot look up %s again: %s", node.key, exc)
+        else:
+            node.obj = found or node.obj
+        self._forget(node.ino, self._handed.pop(f"{node.key} object", set()))
+
     # --- lookup ----------------------------------------------------------------------------
 
     async def lookup(self, parent: Node, name: str) -> Node:
@@ -376,10 +387,13 @@ class Namespace:
                 return node
             self._hand(key, naan.ino, [name])  # the root's ?info is the latest's
             return self.info_node(node)
-        return self._node(
+        node = self._node(
             self._base(f"{key} object"),
             lambda i: Node(i, NodeKind.OBJECT, naan.naan, key, obj=obj),
         )
+        node.obj = obj  # a live node shows what its responder answers now (open files keep theirs)
+        self._hand(f"{key} object", naan.ino, [name])
+        return node
 
     async def _lookup_in_latest(self, root: Node, name: str) -> Node:
         """A name in an archive root: `@vN` (and its `?info`) is version N, whatever the

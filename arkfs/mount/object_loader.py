@@ -14,20 +14,25 @@ SHA-256 digest checked over its blocks in order.
   block 0, as reads find it (from the network or the disk). The read that completes it
   waits for the verdict; a mismatch fails that read and every later read of that version
   of the object (ReadError), and drops its blocks from memory and disk. A one-block
-  object is checked whole when fetched (arkfs.resolve.objects).
+  object is checked whole when fetched (arkfs.resolve.objects). A block that lands after
+  its version failed the digest (a prefetch in flight) is neither kept nor written.
+- Once: an object read whole without a digest has nothing else to prove two fetches of
+  it are one representation, so each stream (open file) is pinned to the BLAKE3 of the
+  first it read, and another fails its reads (the record changes on the next open).
 """
 
 import hashlib
 from collections.abc import Hashable
 from contextlib import AbstractAsyncContextManager, nullcontext
 
+import blake3
 import trio
 
 from arkfs.backend.base import BackendError
 from arkfs.mount.jobs import Pending, ReadError
 from arkfs.mount.parts import Parts
 from arkfs.mount.prefetch import Prefetcher
-from arkfs.resolve.objects import ObjectReader, RemoteObject, wrong_digest
+from arkfs.resolve.objects import ObjectChanged, ObjectReader, RemoteObject, wrong_digest
 from arkfs.util.lru import LRU
 
 MIB = 1024 * 1024
@@ -35,6 +40,12 @@ MEMORY = 64 * MIB  # bytes of object blocks kept in memory
 CHECKS = 256  # objects whose running digest is kept
 PREFETCH_BLOCKS = 8  # blocks loaded ahead of readers at once, over every object
 DROP_GRACE = 5.0  # seconds a failed digest waits for cache writes before dropping blocks
+PINS = 4096  # (stream, block) pairs whose whole-object fingerprint is remembered
+
+
+class StaleObject(ReadError):
+    """The object changed at its responder: this open file cannot go on, and the next
+    open should look it up again."""
 
 
 class _Check:
@@ -64,13 +75,14 @@ class ObjectLoader:
         self._inflight: dict[bytes, Pending[bytes]] = {}
         self._prefetching = 0  # prefetch loads under way
         self._checks: LRU[RemoteObject, _Check] = LRU(CHECKS)
+        self._prints: LRU[bytes, bytes] = LRU(PINS)  # block id -> BLAKE3 of the one in memory
+        self._pins: LRU[tuple[Hashable, bytes], bytes] = LRU(PINS)  # (stream, id) -> BLAKE3
 
     async def read(
         self, source: ObjectReader, obj: RemoteObject, offset: int, end: int, stream: Hashable
     ) -> bytes:
         """Bytes [offset, end) of obj, within its size. Raises ReadError."""
-        check = self._checks.peek(obj)
-        if check is not None and check.failed:
+        if self._failed(obj):
             raise ReadError(wrong_digest(obj))
         first, last = obj.block_of(offset), obj.block_of(end - 1)
         blocks: dict[int, bytes] = {}
@@ -87,6 +99,8 @@ class ObjectLoader:
             blocks[i] = await pending.wait()
         if obj.sha256 is not None and obj.blocks > 1:
             await self._verify(obj, blocks)
+        if obj.whole and obj.sha256 is None:
+            self._pin(obj, stream)
         start = obj.block_span(first)[0]
         joined = b"".join(blocks[i] for i in range(first, last + 1))
         return joined[offset - start : end - start]
@@ -145,15 +159,42 @@ class ObjectLoader:
             try:
                 async with limiter:
                     data = await source.fetch_block(obj, index)
+            except ObjectChanged as exc:
+                raise StaleObject(str(exc)) from None
             except BackendError as exc:
                 raise ReadError(str(exc)) from None
             self._parts.stats.object_fetches += 1
+            if self._failed(obj):  # its version failed the digest while this was in flight
+                raise ReadError(wrong_digest(obj))
             if obj.on_disk:
                 self._parts.writer.write_block(block_id, data)
+            if obj.whole and obj.sha256 is None:
+                print_ = await trio.to_thread.run_sync(
+                    lambda: blake3.blake3(data).digest(), limiter=self._parts.limiters.cpu
+                )
+                self._prints.put(block_id, print_, 1)
         if prefetch:
             self._parts.stats.prefetched_bytes += len(data)
         self.memory.put(block_id, data, len(data))
         return data
+
+    def _failed(self, obj: RemoteObject) -> bool:
+        """Did this version of obj fail its digest?"""
+        check = self._checks.peek(obj)
+        return check is not None and check.failed
+
+    def _pin(self, obj: RemoteObject, stream: Hashable) -> None:
+        """Tie stream to the representation of obj it read first (see Once above);
+        ReadError if the one in memory now is another."""
+        block_id = obj.block_id(0)
+        now = self._prints.get(block_id)
+        if now is None:
+            return  # from the disk cache: checked against its digest or strong ETag
+        pinned = self._pins.get((stream, block_id))
+        if pinned is None:
+            self._pins.put((stream, block_id), now, 1)
+        elif pinned != now:
+            raise StaleObject(f"{obj.ark} changed at its responder while it was read; open again")
 
     def _prefetch(
         self, source: ObjectReader, obj: RemoteObject, stream: Hashable, offset: int, end: int

@@ -24,6 +24,7 @@ from arkfs.archive.manifest import Entry, Manifest
 from arkfs.archive.record import VersionInfo
 from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
+from arkfs.util.urls import without_secrets
 from arkfs.xet.hashing import hash_to_string
 
 ARK_ID = "user.ark.id"
@@ -66,11 +67,16 @@ def ark_xattrs(ark: str, erc: Erc) -> dict[str, str]:
     return out
 
 
+def url_xattr(url: str | None) -> dict[str, str]:
+    """user.ark.url: where an ARK's resolution ended (never with a credential in it)."""
+    return {ARK_URL: without_secrets(url)} if url else {}
+
+
 def object_xattrs(ark: str, url: str, info: str | None) -> dict[str, str]:
     """The attributes of an ARK that resolved to an object: its id, final URL, and the ERC
     record its responder's ?info gave (ANVL, or JSON with an "erc" member), or that reply
     as it came."""
-    out = {ARK_ID: ark, ARK_URL: url}
+    out = {ARK_ID: ark, **url_xattr(url)}
     if not info:
         return out
     text = info

@@ -6,6 +6,10 @@ retry rule of arkfs.backend.retry; its copy is written to CACHE_DIR/registries/ 
 used instead of the network while it is younger than REFRESH, and after that whenever a
 fetch fails (one log line). Registries are asked in the order given: the first that has
 a record for an ARK (its shoulder's or its NAAN's) decides.
+
+A registry is parsed once per fetch (or file change), never per lookup, and at most
+MAX_REGISTRY bytes of it are read; one that cannot be used is remembered as such for
+RETRY_AFTER, so lookups meanwhile neither fetch nor parse it again.
 """
 
 import hashlib
@@ -20,16 +24,18 @@ import trio
 from arkfs.ark.identifier import Ark
 from arkfs.ark.registry import Registry, RegistryError, RegistryRecord, parse_registry
 from arkfs.backend.base import BackendError
-from arkfs.backend.http import origin, raise_for_status, send
+from arkfs.backend.http import origin, raise_for_status, read_body, stream
 from arkfs.backend.retry import RetryPolicy
 from arkfs.resolve.tokens import OriginTokens
 from arkfs.util.atomic import write_atomic
+from arkfs.util.urls import without_secrets
 
 log = logging.getLogger(__name__)
 
 REFRESH = 24 * 3600.0  # seconds a fetched registry is used before it is fetched again
 RETRY_AFTER = 60.0  # seconds before a registry that could not be read is tried again
 FETCH_POLICY = RetryPolicy(attempts=3, deadline=15.0)  # within the resolution deadline
+MAX_REGISTRY = 512 * 1024 * 1024  # bytes; the public registry is about 1 MiB
 
 
 class RegistryUnavailable(BackendError):
@@ -104,7 +110,8 @@ class Registries:
                 error = RegistryUnavailable(str(exc))
             except RegistryUnavailable as exc:
                 error = exc
-            log.error("skipping a NAAN registry for %.0f s: %s", RETRY_AFTER, error)
+            if len(self.sources) > 1:  # others may answer; a lone one's error is the caller's
+                log.error("skipping a NAAN registry for %.0f s: %s", RETRY_AFTER, error)
             self._failed[source] = (time.monotonic() + RETRY_AFTER, error)
             raise error
 
@@ -145,24 +152,28 @@ class Registries:
             stale = loaded.registry if loaded is not None else await self._parse_copy(url, copy)
             if stale is None:
                 raise RegistryUnavailable(
-                    f"cannot fetch the NAAN registry {url} and there is no copy of it: {exc}"
+                    f"cannot fetch the NAAN registry {without_secrets(url)} and there is no "
+                    f"copy of it: {exc}"
                 ) from None
-            log.warning("using the cached copy of the NAAN registry %s: %s", url, exc)
+            log.warning(
+                "using the cached copy of the NAAN registry %s: %s", without_secrets(url), exc
+            )
             self._loaded[url] = _Loaded(stale, now)  # asked again after REFRESH, not sooner
             return stale
         try:
             await trio.to_thread.run_sync(self._write_copy, copy, text)
         except OSError as exc:
-            log.error("cannot keep a copy of the NAAN registry %s: %s", url, exc)
+            log.error("cannot keep a copy of the NAAN registry %s: %s", without_secrets(url), exc)
         self._loaded[url] = _Loaded(registry, now)
         return registry
 
-    async def _fetch(self, url: str) -> str:
-        resp = await send(
-            self._client, "GET", url, FETCH_POLICY, headers=self._tokens.headers_for(url)
-        )
-        raise_for_status(resp, "NAAN registry")
-        return resp.text
+    async def _fetch(self, url: str) -> bytes:
+        headers = self._tokens.headers_for(url)
+        async with stream(self._client, "GET", url, FETCH_POLICY, headers=headers) as resp:
+            if not 200 <= resp.status_code < 300:
+                await read_body(resp, 64 * 1024, "NAAN registry", cut=True)
+                raise_for_status(resp, "NAAN registry")
+            return await read_body(resp, MAX_REGISTRY, "NAAN registry")
 
     async def _parse_copy(self, url: str, copy: Path) -> Registry | None:
         """The disk copy of url's registry, or None if there is none or it is unusable."""
@@ -170,23 +181,27 @@ class Registries:
             return await trio.to_thread.run_sync(load_file, copy)
         except (RegistryUnavailable, RegistryError) as exc:
             if copy.exists():
-                log.error("ignoring the copy of the NAAN registry %s: %s", url, exc)
+                log.error(
+                    "ignoring the copy of the NAAN registry %s: %s", without_secrets(url), exc
+                )
             return None
 
-    def _write_copy(self, copy: Path, text: str) -> None:
+    def _write_copy(self, copy: Path, text: bytes) -> None:
         self._dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(copy, text.encode(), durable=False)
+        write_atomic(copy, text, durable=False)
 
 
 def load_file(path: Path) -> Registry:
     """The registry in a file. Raises RegistryUnavailable or RegistryError."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise RegistryUnavailable(f"cannot read the NAAN registry {path}: {reason}") from None
+        with path.open("rb") as file:
+            text = file.read(MAX_REGISTRY + 1)
+    except OSError as exc:
+        raise RegistryUnavailable(f"cannot read the NAAN registry {path}: {exc.strerror}") from None
+    if len(text) > MAX_REGISTRY:
+        raise RegistryError(f"{path} is larger than {MAX_REGISTRY >> 20} MiB: no NAAN registry")
     return parse_registry(text, str(path))
 
 
-async def _parse(text: str, source: str) -> Registry:
+async def _parse(text: bytes, source: str) -> Registry:
     return await trio.to_thread.run_sync(parse_registry, text, source)

@@ -1,5 +1,7 @@
 """Normalization and Lexical Equivalence: each step, its order, errors and properties."""
 
+import re
+
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -69,17 +71,24 @@ def test_step4_naan_lowercased_rest_keeps_case() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["ark:12345/x6%-2f", "ark:12345/x6%2-f", "ark:12345/x6%\u20102-f-", "ark:12345/x6%2f"]
+    ("text", "normal"),
+    [
+        ("ark:12345/x6%-2f", "ark:12345/x6%2f"),  # '-' and '2' uppercased, then '-' removed
+        ("ark:12345/x6%2-f", "ark:12345/x6%2f"),
+        ("ark:12345/x6%\u20102-f-", "ark:12345/x6%2f"),
+        ("ark:12345/x6%2f", "ark:12345/x6%2F"),
+        ("ark:12345/x6%-2F", "ark:12345/x6%2F"),
+    ],
 )
-def test_step5_and_6_hyphen_inside_an_escape_is_removed_too(text: str) -> None:
-    # Hyphens are identity inert everywhere, so '%-2f' spells the escape %2F.
-    assert normalize(text) == "ark:12345/x6%2F"
-    assert equivalent(text, "ark:12345/x6%2F")
+def test_step5_before_step6_in_the_drafts_order(text: str, normal: str) -> None:
+    # Step 5 uppercases the two characters after '%' as they stand; step 6 then removes
+    # hyphens: '%-2f' gives '%2f' (the arks.org resolver gives '%2F').
+    assert normalize(text) == normal
 
 
 def test_step5_escape_case_before_hyphen_removal() -> None:
     assert normalize("ark:12345/x%2d-y") == "ark:12345/x%2Dy"
-    with pytest.raises(PercentEscapeError, match="'%-2'"):
+    with pytest.raises(PercentEscapeError, match="'%2'"):
         parse("ark:12345/x%-2")
 
 
@@ -191,6 +200,9 @@ def test_normalization_is_idempotent_on_spellings(spelling: str) -> None:
 
 @given(st.text(alphabet="/.%-?0123456789bcdfABCDEFxyz \n\u2010", max_size=30))
 def test_normalization_is_idempotent_on_any_text(tail: str) -> None:
+    # A hyphen inside an escape ('%-2f') leaves a lowercase digit ('%2f'), which a second
+    # normalization uppercases: the draft's step order is not idempotent there.
+    assume(re.search("%[\\s]*[-\u2010]|%[\\s]*[^\\s][\\s]*[-\u2010]", tail) is None)
     try:
         once = normalize(f"ark:1234/{tail}")
     except ArkSyntaxError:

@@ -1,6 +1,7 @@
 """NAAN registries: the JSON snapshot, the ANVL form, shoulder records, N2T's templates."""
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,10 @@ def test_a_shoulder_record_wins_for_the_arks_under_its_shoulder() -> None:
         ("https://h/${prefix}/${scheme}", "", "https://h/12345/ark"),
         ("https://h/brunner${suffix}", "x6", "https://h/brunnernp1wh8k/c3.v2"),
         ("https://h/${suffix}", "", "https://h/x6np1wh8k/c3.v2"),
+        # string.Template's rules, as the arks.org resolver expands them: no braces, $$.
+        ("https://h/ark:/$content", "", "https://h/ark:/12345/x6np1wh8k/c3.v2"),
+        ("https://h/$prefix/$value?x=$$1", "", "https://h/12345/x6np1wh8k/c3.v2?x=$1"),
+        ("https://h/$${content}", "", "https://h/${content}"),
     ],
 )
 def test_templates_expand_as_n2t_expands_them(template: str, shoulder: str, expanded: str) -> None:
@@ -49,6 +54,15 @@ def test_templates_expand_as_n2t_expands_them(template: str, shoulder: str, expa
 def test_an_unknown_template_variable_is_an_error_naming_the_record() -> None:
     record = RegistryRecord("12345", "", "https://h/${nlid}")
     with pytest.raises(RegistryError, match=r"naan record 12345: unknown variable \$\{nlid\}"):
+        record.target(parse("ark:12345/x6"))
+
+
+@pytest.mark.parametrize(
+    "template", ["https://h/$id", "https://h/${id}", "https://h/$", "https://h/${"]
+)
+def test_an_unknown_or_broken_variable_is_an_error_not_requested_literally(template: str) -> None:
+    record = RegistryRecord("12345", "", template)
+    with pytest.raises(RegistryError, match=r"naan record 12345: .*target"):
         record.target(parse("ark:12345/x6"))
 
 
@@ -80,8 +94,54 @@ def test_the_anvl_registry_form() -> None:
         ('[{"what": "12-3", "target": {"url": "http://x"}}]', "holds no NAAN record"),
         ("# only a comment\n", "holds no NAAN record"),
         (" leading: continuation\n", "ANVL registry is malformed"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"data": [{"what": "12345", "target": ' + "[" * 50_000 + "]" * 50_000 + "}]}", "nested"),
+        (b"[\xff]", "not valid JSON"),
+        (b"naa:\nwhat: \xff\n", "not UTF-8"),
     ],
 )
-def test_unusable_registries_say_what_is_expected(text: str, words: str) -> None:
+def test_unusable_registries_say_what_is_expected(text: str | bytes, words: str) -> None:
     with pytest.raises(RegistryError, match=words):
         parse_registry(text, "reg.json")
+
+
+def test_records_of_any_shape_and_spelling_are_read_the_same() -> None:
+    records = [
+        {"what": " B1234 ", "target": "http://b/${value}"},  # NAAN to normalize, bare URL
+        {"rtype": "PublicNAANShoulder", "naan": "b1234", "shoulder": " x6 ", "target": {"url": "http://s/"}},
+        {"what": "b1234", "target": {"url": "http://second/"}},  # the first record wins
+        "not a record",
+        {"what": "c1234", "target": {"url": "http://c/", "http_code": "302"}},
+    ]  # fmt: skip
+    registry = parse_registry(json.dumps({"data": records}))
+    naan = registry.find(parse("ark:b1234/y"))
+    assert naan is not None and naan.target(parse("ark:b1234/y")) == "http://b/y"
+    shoulder = registry.find(parse("ark:b1234/x6np"))
+    assert shoulder is not None and str(shoulder) == "shoulder record b1234/x6"
+    loose = registry.find(parse("ark:c1234/z"))
+    assert loose is not None and loose.http_code is None
+
+
+def test_a_shoulder_record_named_like_its_naan_does_not_hide_the_naans_record() -> None:
+    records = [
+        {"rtype": "PublicNAANShoulder", "what": "12345", "naan": "12345", "shoulder": "x6",
+         "target": {"url": "http://shoulder/"}},
+        {"rtype": "PublicNAAN", "what": "12345", "target": {"url": "http://naan/"}},
+    ]  # fmt: skip
+    registry = parse_registry(json.dumps(records))
+    naan, shoulder = registry.find(parse("ark:12345/b7")), registry.find(parse("ark:12345/x6n"))
+    assert naan is not None and naan.template == "http://naan/"
+    assert shoulder is not None and shoulder.template == "http://shoulder/"
+
+
+def test_the_longest_shoulder_wins_among_many() -> None:
+    records = [{"what": "12345", "target": {"url": "http://naan/"}}] + [
+        {"rtype": "PublicNAANShoulder", "naan": "12345", "shoulder": s, "target": {"url": f"http://{s}/"}}
+        for s in ("x", "x6", "x6n", *(f"b{i}" for i in range(10_000)))
+    ]  # fmt: skip
+    registry = parse_registry(json.dumps(records))
+    assert len(registry) == 1 + 3 + 10_000
+    for name, template in [("x6np", "http://x6n/"), ("x6b", "http://x6/"), ("xq", "http://x/"),
+                           ("b9999z", "http://b9999/"), ("q", "http://naan/")]:  # fmt: skip
+        found = registry.find(parse(f"ark:12345/{name}"))
+        assert found is not None and found.template == template

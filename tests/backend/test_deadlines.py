@@ -184,9 +184,8 @@ def test_ranged_get_honours_retry_after_beyond_its_deadline(server: Server) -> N
 @pytest.mark.parametrize("mode", ["stall", "trickle-body"])
 def test_stuck_fetches_give_their_threads_back(server: Server, mode: str) -> None:
     """More stuck fetches at once than FETCH_THREADS all fail by the deadline (those that
-    waited for a thread too) and close their sockets; a fetch right after fails at once;
-    once the server is healthy again and the fail-fast window is over, the next fetch gets
-    a thread and its bytes at once."""
+    waited for a thread too) and close their sockets; once the server is healthy again,
+    the next fetch, inside the fail-fast window, gets a thread and its bytes at once."""
     stuck = remote.FETCH_THREADS + 4
 
     async def main() -> None:
@@ -211,12 +210,7 @@ def test_stuck_fetches_give_their_threads_back(server: Server, mode: str) -> Non
             await trio.to_thread.run_sync(server.wait_unstuck)
             server.mode = "ok"
             fr = fetch_range(server, 3)
-            start = time.monotonic()
-            with pytest.raises(Unreachable, match="not asking it again"):
-                await backend.fetch(XORB, fr)  # the server was down a moment ago
-            assert time.monotonic() - start < DEADLINE
-            await trio.sleep(FAIL_FAST)
-            start = time.monotonic()
+            start = time.monotonic()  # down a moment ago, healthy now: tried, not failed
             assert await backend.fetch(XORB, fr) == DATA[fr.byte_start : fr.byte_end + 1]
             assert time.monotonic() - start < 3 * DEADLINE
         finally:

@@ -6,11 +6,20 @@ import random
 from collections.abc import Callable
 
 import pytest
+import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
 from arkfs.backend.base import BadReply, Unreachable
-from arkfs.backend.retry import DownOrigins, Retry, RetryPolicy, retry_after, retryable
+from arkfs.backend.retry import (
+    PROBE_CONNECT,
+    DownOrigins,
+    Retry,
+    RetryPolicy,
+    retry_after,
+    retryable,
+)
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
@@ -237,38 +246,75 @@ def test_a_refused_connect_is_not_a_connect_timeout() -> None:
     assert len(drive(retry, clock)) == 4
 
 
-def fail(down: DownOrigins, error: Exception) -> None:
-    with pytest.raises(type(error)), down.request(WHERE):
-        raise error
+POLICY = RetryPolicy(attempts=4)
 
 
-def test_an_unreachable_origin_fails_at_once_for_the_window_then_is_probed() -> None:
-    clock = Clock()
-    down = DownOrigins(5.0, clock)
-    fail(down, Unreachable("cannot reach it"))
-    window = r"cannot reach it \(not asking it again for 5 s"
-    with pytest.raises(Unreachable, match=window), down.request(WHERE):
-        pytest.fail("a request went out in the window")
-    with down.request("http://127.0.0.1:10"):  # other origins are not affected
-        pass
-    clock.now += 5.0
-    beside = pytest.raises(Unreachable, match="until a probe under way ends")
-    with down.request(WHERE), beside, down.request(WHERE):  # the probe, and one beside it
-        pytest.fail("a second request went out beside the probe")
-    with down.request(WHERE):  # the probe was answered: up again
-        pass
+async def fail(down: DownOrigins, error: Exception) -> None:
+    with pytest.raises(type(error)):
+        async with down.request(WHERE, POLICY):
+            raise error
 
 
-def test_a_failed_probe_reopens_the_window_and_any_reply_closes_it() -> None:
-    clock = Clock()
-    down = DownOrigins(5.0, clock)
-    fail(down, Unreachable("gone"))
-    clock.now += 5.0
-    fail(down, Unreachable("still gone"))  # the probe
-    clock.now += 4.0
-    with pytest.raises(Unreachable, match="still gone"), down.request(WHERE):
-        pass
-    clock.now += 1.0
-    fail(down, BadReply("a bad reply is a reply"))
-    with down.request(WHERE):
-        pass
+async def attempts(down: DownOrigins, where: str = WHERE) -> int:
+    """The attempts a request that gets a reply is given."""
+    async with down.request(where, POLICY) as policy:
+        return policy.attempts
+
+
+def test_a_request_to_a_down_origin_is_tried_once_not_failed_untried() -> None:
+    async def main() -> None:
+        clock = Clock()
+        down = DownOrigins(5.0, clock)
+        assert await attempts(down) == 4
+        await fail(down, Unreachable("cannot reach it"))
+        assert await attempts(down, "http://127.0.0.1:10") == 4  # other origins: unaffected
+        assert await attempts(down) == 1  # in the window: one attempt, which is answered
+        assert await attempts(down) == 4  # up again
+
+    trio.run(main)
+
+
+def test_requests_beside_a_probe_wait_for_it_and_share_its_outcome() -> None:
+    async def main() -> None:
+        clock = Clock()
+        down = DownOrigins(5.0, clock)
+        await fail(down, Unreachable("gone"))
+        release = trio.Event()
+        outcomes: list[str] = []
+
+        async def probe() -> None:
+            with pytest.raises(Unreachable):
+                async with down.request(WHERE, POLICY) as policy:
+                    assert policy.attempts == 1 and policy.connect_timeout == PROBE_CONNECT
+                    await release.wait()
+                    raise Unreachable("still gone")
+
+        async def beside() -> None:
+            try:
+                async with down.request(WHERE, POLICY):
+                    outcomes.append("sent")
+            except Unreachable as exc:
+                outcomes.append(str(exc))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(probe)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(beside)
+            await trio.testing.wait_all_tasks_blocked()
+            assert outcomes == []  # waiting for the probe, not failed untried
+            release.set()
+        assert outcomes == ["still gone (a request just now found it still down)"]
+        clock.now += 5.0  # the window is over: requests get their whole policy again
+        assert await attempts(down) == 4
+
+    trio.run(main)
+
+
+def test_any_reply_shows_the_origin_is_up() -> None:
+    async def main() -> None:
+        down = DownOrigins(5.0, Clock())
+        await fail(down, Unreachable("gone"))
+        await fail(down, BadReply("a bad reply is a reply"))  # the probe
+        assert await attempts(down) == 4
+
+    trio.run(main)

@@ -20,7 +20,9 @@ def test_unknown_arks_are_not_resolved_again_at_once(tmp_path: Path) -> None:
     registry.write_text(json.dumps([{"what": "b1234", "target": {"url": "http://127.0.0.1:9/"}}]))
 
     async def main() -> None:
-        found = DiscoveredBackends(Resolver([str(registry)], None, tmp_path), OriginTokens())
+        found = DiscoveredBackends(
+            Resolver([str(registry)], None, tmp_path, allow_private=True), OriginTokens()
+        )
         try:
             with pytest.raises(NotBound, match="no NAAN registry has a record for 12345"):
                 await found.backend_for("ark:12345/x6")
@@ -50,7 +52,9 @@ def test_arkfs_servers_give_backends_and_other_responders_objects(tmp_path: Path
         )
 
         async def main() -> None:
-            found = DiscoveredBackends(Resolver([str(registry)], None, tmp_path), OriginTokens())
+            found = DiscoveredBackends(
+                Resolver([str(registry)], None, tmp_path, allow_private=True), OriginTokens()
+            )
             try:
                 backend = await found.backend_for("ark:12345/x6")
                 assert backend.name == arkfs.url and await found.object_for("ark:12345/x6") is None

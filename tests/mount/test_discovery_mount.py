@@ -1,8 +1,10 @@
 """A mount that knows only NAAN registries: archives found through a NAAN record behind a
 redirect hop and through a shoulder record, each server reached with its own token."""
 
+import errno
 import gzip
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -211,3 +213,117 @@ def test_token_is_for_the_server_urls_only_and_the_refusal_says_so(
         tmp_path / "mnt", "--config", str(config), "--cache-dir", str(tmp_path / "c")
     ) as m:
         assert (m.path / BY_NAAN / "readme.txt").read_text() == "hello, archive\n"
+
+
+def test_private_destinations_are_refused_unless_allowed(world: World, tmp_path: Path) -> None:
+    args = resolver_args(world, tmp_path)
+    world.n2t.seen.clear()
+    refused = run_arkfs("resolve", BY_NAAN, *args, allow_private=False)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "registry's target leads to http://127.0.0.1" in refused.stderr
+    assert "allow_private" in refused.stderr and not refused.stdout
+    assert world.n2t.seen == []
+    config = Path(args[args.index("--config") + 1])
+    config.write_text("allow_private = true\n" + config.read_text())
+    assert run_arkfs("resolve", BY_NAAN, *args, allow_private=False).returncode == 0
+    with arkfs_mount(tmp_path / "mnt", *args, "--allow-private", allow_private=False) as m:
+        assert (m.path / BY_NAAN / "readme.txt").read_text() == "hello, archive\n"
+
+
+def test_a_mount_refuses_a_redirect_to_a_private_address_in_one_log_line(
+    world: World, tmp_path: Path
+) -> None:
+    # The fallback is configured, so trusted; its redirect to server A is not.
+    args = ("--fallback", world.n2t.url, "--cache-dir", str(tmp_path / "c"))
+    with arkfs_mount(tmp_path / "mnt", *args, allow_private=False) as m:
+        with pytest.raises(OSError) as caught:
+            (m.path / BY_NAAN).stat()
+        assert caught.value.errno in (errno.EIO, errno.ENOENT)
+        log = m.log.read_text()
+    refusals = [line for line in log.splitlines() if "non-public address" in line]
+    assert len(refusals) == 1, log
+    assert "a redirect leads to" in refusals[0] and "Traceback" not in log
+
+
+def test_arkfs_resolve_a_404_from_the_last_resolver_is_exit_1(world: World, tmp_path: Path) -> None:
+    done = run_arkfs("resolve", f"ark:{NAAN}/b6nothere", *resolver_args(world, tmp_path))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert f"the last resolver, {world.a}, answered 404" in done.stderr
+    assert "ARK service" not in done.stdout + done.stderr
+
+
+def test_arkfs_resolve_of_an_inflected_ark_passes_the_inflection_along(
+    world: World, tmp_path: Path
+) -> None:
+    done = run_arkfs("resolve", f"{BY_NAAN}?info", "--json", *resolver_args(world, tmp_path))
+    assert done.returncode == 0, done.stderr
+    trace = json.loads(done.stdout)
+    assert [h["url"].endswith("?info") for h in trace["hops"]] == [True, True]
+    assert "who: Lab of Sines" in trace["info"]
+
+
+def test_arkfs_resolve_of_an_unknown_template_variable_is_one_line(tmp_path: Path) -> None:
+    registry = tmp_path / "r.json"
+    registry.write_text(json.dumps([{"what": "b1234", "target": {"url": "http://h/$id"}}]))
+    done = run_arkfs("resolve", "ark:b1234/x", "--registry", str(registry), "--fallback", "off")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "unknown variable ${id}" in done.stderr
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # parsed naively, a RecursionError
+
+
+def test_arkfs_resolve_of_a_malformed_registry_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text(DEEP)
+    done = run_arkfs("resolve", "ark:b1234/x", "--registry", str(tmp_path / "deep.json"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr
+    with redirector() as host:
+        host.pages["/deep.json"] = DEEP
+        args = ("--registry", f"{host.url}/deep.json", "--fallback", "off")
+        done = run_arkfs("resolve", "ark:b1234/x", *args, "--cache-dir", str(tmp_path))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "nested too deeply" in done.stderr
+
+
+def test_a_mount_logs_a_malformed_registry_once_and_does_not_refetch_it_per_lookup(
+    tmp_path: Path,
+) -> None:
+    with redirector() as host:
+        host.pages["/deep.json"] = DEEP
+        args = ("--registry", f"{host.url}/deep.json", "--fallback", "off")
+        with arkfs_mount(tmp_path / "mnt", *args, "--cache-dir", str(tmp_path / "c")) as m:
+            for name in ("a", "b", "c"):
+                with pytest.raises(OSError) as caught:
+                    (m.path / f"ark:b1234/{name}").stat()
+                assert caught.value.errno in (errno.EIO, errno.ENOENT)
+            log = m.log.read_text()
+        assert [s.path for s in host.seen] == ["/deep.json"]
+    assert 1 <= sum("nested too deeply" in line for line in log.splitlines()) <= 3, log
+    assert "Traceback" not in log and "RecursionError" not in log
+
+
+def test_an_archive_found_through_a_registry_has_its_url(world: World, tmp_path: Path) -> None:
+    (tmp_path / "r").mkdir()
+    args = resolver_args(world, tmp_path / "r")
+    with arkfs_mount(tmp_path / "mnt", *args[:-2], "--cache-dir", str(tmp_path / "c")) as m:
+        root = m.path / BY_NAAN
+        assert (root / "readme.txt").read_text() == "hello, archive\n"
+        assert os.getxattr(root, "user.ark.url") == f"{world.a}/ark:/{BY_NAAN[4:]}".encode()
+
+
+def test_an_info_reply_that_is_no_record_is_not_kept_as_one(world: World, tmp_path: Path) -> None:
+    landing = f"ark:{WEB_NAAN}/htmlinfo"
+    html = "<!doctype html><html><body>a landing page, not a record</body></html>"
+    world.web.objects[f"/{landing}"] = Obj(PAGE_BYTES, ranges=False, digest=None, info=html)
+    (tmp_path / "r").mkdir()
+    args = resolver_args(world, tmp_path / "r")
+    with arkfs_mount(tmp_path / "mnt", *args[:-2], "--cache-dir", str(tmp_path / "c")) as m:
+        page = m.path / landing
+        assert page.read_bytes() == PAGE_BYTES
+        names = os.listxattr(page)
+        assert "user.ark.url" in names and "user.ark.info" not in names, names
+        assert not any(html.encode() in os.getxattr(page, n) for n in names)
+    done = run_arkfs("resolve", landing, *args)
+    assert done.returncode == 0, done.stderr
+    assert "  no metadata from this resolver" in done.stdout.splitlines()

@@ -19,12 +19,14 @@ def test_each_server_gets_its_own_origins_token_only(tmp_path: Path) -> None:
     with redirector() as s, redirector() as c, redirector() as n, redirector() as d:
         for server in (s, c, n):
             server.pages["/arks?prefix="] = '{"arks": []}'
+        d.pages["/ark:b1234/x6"] = "a landing page"  # a 404 there would end resolution
         (tmp_path / "registry.json").write_text(
             f'[{{"what": "b1234", "target": {{"url": "{d.url}/${{pid}}"}}}}]'
         )
         (tmp_path / "d.token").write_text("d-token\n")
         (tmp_path / "config.toml").write_text(
             f"servers = ['{c.url}']\nregistry = 'registry.json'\nfallback = false\n"
+            "allow_private = true\n"
             f"[naans]\n12345 = '{n.url}'\n"
             f"[tokens]\n'{c.url}/' = 'c-token'\n'{d.url}' = {{file = 'd.token'}}\n"
         )

@@ -128,7 +128,7 @@ def test_a_big_object_failing_its_digest_is_an_error_and_its_blocks_are_dropped(
 
 
 @pytest.mark.slow
-def test_objects_without_an_etag_stay_out_of_the_disk_cache(
+def test_objects_without_an_etag_are_read_whole_and_cached_only_under_a_digest(
     objects: Objects, tmp_path: Path
 ) -> None:
     objects.objects["/o/plain"] = Obj(BIG, digest=None)  # no ETag, no digest
@@ -139,5 +139,6 @@ def test_objects_without_an_etag_stay_out_of_the_disk_cache(
         assert copy(m, "digested", tmp_path / "digested") == BIG
         assert copy(m, "small", tmp_path / "small") == b"small, checked whole\n"
         wait_for_cache_writes(m.path)
-        assert mount_stats(m.path)["object_fetches"] == 2 * BLOCKS + 1
-    assert len(block_files(tmp_path)) == 1  # the small one: its digest ties it to a version
+        assert mount_stats(m.path)["object_fetches"] == 3  # each one GET of it whole
+    assert objects.ranges_asked == 0
+    assert len(block_files(tmp_path)) == 2  # those a digest ties to a version

@@ -23,6 +23,13 @@ def test_a_small_object_is_one_block_and_a_big_one_block_sized_ranges() -> None:
     assert BIG.block_of(BLOCK) == 1
 
 
+def test_without_a_strong_etag_an_object_is_one_block_read_whole() -> None:
+    for etag in (None, 'W/"weak"'):
+        weak = replace(BIG, etag=etag)
+        assert weak.whole and weak.blocks == 1
+        assert weak.block_span(0) == (0, BIG.size) and weak.block_of(BIG.size - 1) == 0
+
+
 def test_another_version_never_shares_a_block_id() -> None:
     ids = {
         BIG.block_id(0),
@@ -30,15 +37,16 @@ def test_another_version_never_shares_a_block_id() -> None:
         replace(BIG, etag='"e2"').block_id(0),
         replace(BIG, sha256=hashlib.sha256(b"x").digest()).block_id(0),
         replace(BIG, url="http://h/y").block_id(0),
+        replace(BIG, size=BIG.size + 1).block_id(0),
     }
-    assert len(ids) == 5
+    assert len(ids) == 6
     assert len(BIG.block_id(0)) == 32
 
 
 def test_only_blocks_tied_to_one_version_may_go_to_disk() -> None:
     assert BIG.on_disk
     assert not replace(BIG, etag='W/"weak"', sha256=None).on_disk
-    assert not replace(BIG, etag=None).on_disk  # a digest, but blocks fetched unguarded
+    assert replace(BIG, etag=None).on_disk  # no strong ETag: one block, checked whole
     assert replace(BIG, etag=None, size=100).on_disk  # one block, checked whole
     assert not replace(BIG, etag=None, sha256=None, size=100).on_disk
 
@@ -47,3 +55,7 @@ def test_the_record_round_trips_through_json() -> None:
     assert RemoteObject.from_json(BIG.to_json()) == BIG
     bare = replace(BIG, etag=None, sha256=None, info=None)
     assert RemoteObject.from_json(bare.to_json()) == bare
+    dated = replace(BIG, modified="Tue, 01 Oct 2024 10:00:00 GMT")
+    assert RemoteObject.from_json(dated.to_json()) == dated
+    older = {k: v for k, v in BIG.to_json().items() if k != "modified"}  # records cached before
+    assert RemoteObject.from_json(older) == BIG

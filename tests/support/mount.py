@@ -66,10 +66,11 @@ def cleanup(path: Path, pid: int | None) -> None:
 
 
 @contextmanager
-def arkfs_mount(path: Path, *args: str) -> Iterator[Mounted]:
-    """`arkfs mount PATH ARGS...`; yield the mount; unmount and stop the daemon at the end."""
+def arkfs_mount(path: Path, *args: str, allow_private: bool = True) -> Iterator[Mounted]:
+    """`arkfs mount PATH ARGS...` (with --allow-private unless allow_private is False);
+    yield the mount; unmount and stop the daemon at the end."""
     path.mkdir(parents=True, exist_ok=True)
-    done = run_arkfs("mount", str(path), *args)
+    done = run_arkfs("mount", str(path), *args, allow_private=allow_private)
     match = re.search(r"\(pid (\d+), log (.+)\)", done.stdout)
     pid = int(match[1]) if match else None
     try:

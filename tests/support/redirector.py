@@ -21,13 +21,15 @@ class Seen:
 @dataclass
 class Redirector:
     """Routes: path prefix -> (status, target); a request under the prefix is redirected to
-    target + the rest of its path. Anything else gets 404, or `pages[path]` if set (with
-    `headers[path]`, if set)."""
+    target + the rest of its path, unless `pages[path]` is set (with `headers[path]`, if
+    set). Anything else gets that page, else 200 if it is under one of the `found` prefixes
+    (a resolver that has the ARK), else 404."""
 
     url: str = ""
     routes: dict[str, tuple[int, str]] = field(default_factory=dict)
     pages: dict[str, str] = field(default_factory=dict)
     headers: dict[str, dict[str, str]] = field(default_factory=dict)  # path -> extra headers
+    found: list[str] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
 
     def redirect(self, prefix: str, target: str, status: int = 302) -> None:
@@ -46,13 +48,15 @@ def _handler(state: Redirector) -> type[http.server.BaseHTTPRequestHandler]:
         def _answer(self, body: bool) -> None:
             state.seen.append(Seen(self.command, self.path, self.headers.get("Authorization")))
             for prefix, (status, target) in sorted(state.routes.items(), key=lambda r: -len(r[0])):
-                if self.path.startswith(prefix):
+                if self.path.startswith(prefix) and self.path not in state.pages:
                     self.send_response(status)
                     self.send_header("Location", target + self.path[len(prefix) :])
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
             page = state.pages.get(self.path)
+            if page is None and any(self.path.startswith(p) for p in state.found):
+                page = "found\n"
             data = (page if page is not None else "not here\n").encode()
             self.send_response(200 if page is not None else 404)
             self.send_header("Content-Type", "text/plain")

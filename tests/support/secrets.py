@@ -10,6 +10,9 @@ PATTERNS = (
     re.compile(r"[?&]sig=[0-9a-f]{16}"),  # a signed xorb URL
     re.compile(r"Bearer\s+(?!token\b)[\w.~+/-]{6,}"),  # an Authorization header
     re.compile(r"(?i)x-amz-(?:signature|credential)="),  # a pre-signed S3 URL
+    re.compile(r"(?i)x-goog-(?:signature|credential)="),  # a signed GCS URL
+    re.compile(r"(?i)[?&](?:access_)?token=[^&\s\"']"),  # a token in a query string
+    re.compile(r"https?://[^/\s@:\[\]]+:[^/\s@]*@"),  # userinfo: user:password@host
 )
 LOG_NAMES = ("*.log", "stderr", "err")  # mount logs, --log files, captured stderr
 SERVER_LOGS = "ARKFS_TEST_SERVER_LOGS"  # where tests/support/server.py keeps servers' stderr

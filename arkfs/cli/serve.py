@@ -16,6 +16,7 @@ from arkfs.cli.stores import add_store_options, open_store, workers
 from arkfs.server.accesslog import AccessLog
 from arkfs.server.app import KEEP_ALIVE, run_server
 from arkfs.server.auth import Authorizer, TokensFileError
+from arkfs.server.public import Public, PublicUrlError, parse_trusted
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import DEFAULT_TTL, TokenIssuer, derive_key
 from arkfs.util.sdnotify import notify
@@ -80,6 +81,18 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         metavar="SECONDS",
         help=f"seconds an idle connection is kept open (default {KEEP_ALIVE:g})",
     )
+    listen.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the public base URL, e.g. https://ark.example.org[/prefix], that every absolute "
+        "URL the server writes uses (behind a TLS-terminating proxy); default: as asked",
+    )
+    listen.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="comma-separated addresses or networks of trusted proxies (or `*`), whose "
+        "X-Forwarded-Proto, -Host and -Prefix headers say the public URL (unless --base-url)",
+    )
     access = p.add_argument_group("access")
     access.add_argument("--open-read", action="store_true", help="let anyone read without a token")
     access.add_argument(
@@ -127,6 +140,11 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--keep-alive must be a positive number of seconds, got {args.keep_alive}")
     if args.token_ttl <= 0:
         raise BadInput(f"--token-ttl must be a positive number of seconds, got {args.token_ttl}")
+    try:
+        public = Public.parse(args.base_url) if args.base_url else None
+        trusted = parse_trusted(args.forwarded_allow_ips) if args.forwarded_allow_ips else ()
+    except PublicUrlError as exc:
+        raise BadInput(str(exc)) from None
     key = _read_key(args.key_file) if args.key_file else None
     issuer = TokenIssuer(derive_key(key, "tokens") if key else None, args.token_ttl)
     signer = UrlSigner(derive_key(key, "xorb urls") if key else None)
@@ -161,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
             shutdown_trigger=stop.wait,
             access_log=access_log,
             keep_alive=args.keep_alive,
+            public=public,
+            trusted=trusted,
         )
         # The signals are caught before READY=1 is sent: a SIGTERM that follows READY at
         # once must stop the server cleanly, not kill it with the default handler.

@@ -82,6 +82,7 @@ from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.metrics import upload_route
 from arkfs.server.pages import archive_page, file_page, home_page
+from arkfs.server.public import route_raw_path
 from arkfs.server.signposting import LINKSET, MAX_HEADER_ITEMS, link_header, links, linkset
 from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
@@ -428,9 +429,8 @@ def _naming(ark: Ark) -> Iterator[None]:
 
 def _request_ark(request: Request) -> Ark:
     """The ARK the request path spells, parsed from the raw (still %-escaped) path."""
-    raw = request.scope.get("raw_path") or request.scope["path"].encode()
     try:
-        path = raw.decode("ascii")
+        path = route_raw_path(request.scope)
     except UnicodeDecodeError:
         raise HttpError(400, "the request path holds raw non-ASCII bytes: %-encode them") from None
     try:
@@ -443,7 +443,7 @@ def _literal_path(request: Request, past_version: bool) -> str:
     """The path after ark:NAAN/Name (and after its `@vN` if past_version) as the raw request
     path spells it, %-escapes decoded: the file names people type, whose hyphens
     normalization drops ('' if it spells none)."""
-    raw = (request.scope.get("raw_path") or request.scope["path"].encode()).decode("ascii")
+    raw = route_raw_path(request.scope)
     names = [
         unquote(c, errors="surrogateescape")
         for c in raw.partition(":")[2].lstrip("/").split("/")[2 + past_version :]

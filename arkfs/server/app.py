@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from arkfs.server.accesslog import AccessLog
-from arkfs.server.auth import AuthError, Authorizer, Scope
+from arkfs.server.auth import AuthError, Authorizer, OutsideShoulders, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.http import HttpError
 from arkfs.server.metrics import Metrics
@@ -101,6 +101,9 @@ def _error_reply(request: Request, exc: Exception) -> Response:
     status, message, headers, logged = _status(exc)
     if logged is not None:
         log.error("%s %s: %s", method, path, _one_line(logged))
+    if isinstance(exc, OutsideShoulders):  # a client that binds reads which shoulder
+        body = {"error": message, "ark": str(exc.ark), "shoulder": exc.shoulder}
+        return JSONResponse(body | {"granted": list(exc.granted)}, status_code=status)
     if path.startswith(JSON_FACE):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
     if negotiate(request.headers.get("accept"), ("text/plain", "text/html")) == "text/html":
@@ -170,8 +173,8 @@ def token_routes(auth: Authorizer) -> list[Route]:
         scope = request.path_params.get("scope", "read")
         if scope not in SCOPES:
             raise HttpError(400, f"no token scope {scope!r}: use /v1/token/read or /v1/token/write")
-        auth.require(request.headers.get("authorization"), Scope[scope.upper()], derived=False)
-        access, exp = auth.issuer.issue(scope)
+        token = auth.require(request.headers.get("authorization"), Scope[scope.upper()], False)
+        access, exp = auth.issuer.issue(auth.derived_scope(token, scope) if token else scope)
         body = {"accessToken": access, "exp": exp, "casUrl": str(request.base_url).rstrip("/")}
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
 

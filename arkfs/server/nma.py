@@ -34,7 +34,9 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   - A path whose normalized form names nothing, but whose raw spelling is an entry's path
     (normalization drops hyphens: `data/2024-01-01.csv`): 301 to that entry's ARK, the
     query kept (so `?info` too), under the same version.
-- `PUT /ark:NAAN/Name` (write scope): bind the next version of an archive. Body: msgpack
+- `PUT /ark:NAAN/Name` (write scope under a shoulder of the token, in a NAAN of
+  `serve --naan`; else 403 JSON `{"error", "ark", "shoulder", "granted"}`): bind the
+  next version of an archive. Body: msgpack
   `{"manifest": <manifest msgpack bytes>, "erc": <ANVL text>, "message": <text, optional>}`;
   every file must already be in the CAS with its size. Answers `{"ark"}` and the new
   version's VersionInfo (`version`, `created`, `message`, `follows`, `files`, `bytes`);
@@ -140,8 +142,11 @@ class NmaService(Face):
         if prefix is not None:
             self.auth.require(request.headers.get("authorization"), Scope.READ)
             arks = await self.run(self.service.list_archives, prefix)
-        every = await self.run(self.service.list_archives, "")
-        naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
+        if self.auth.naans is not None:  # serve --naan: those it is authoritative for
+            naans = sorted(self.auth.naans)
+        else:
+            every = await self.run(self.service.list_archives, "")
+            naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
         page = home_page(Site.of(request), naans, prefix, arks)
         return Response(page, media_type=HTML)
 
@@ -388,7 +393,7 @@ class NmaService(Face):
     async def bind(self, request: Request) -> Response:
         """PUT: bind an archive, once the service has checked it against the store."""
         ark = _request_ark(request)
-        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        self.auth.require_bind(request.headers.get("authorization"), ark.base)
         if ark.components or ark.variants:
             raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")
         body = await read_body(request, MAX_BIND_BODY, "bind request")

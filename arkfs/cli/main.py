@@ -18,6 +18,7 @@ from arkfs.cli import (
     serve,
     store,
     versions,
+    withdraw,
     xet,
 )
 from arkfs.cli.common import (
@@ -34,7 +35,7 @@ from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 from arkfs.store.errors import StoreError
 
-COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve, config, completion)
+COMMANDS = (xet, ark, publish, versions, withdraw, serve, store, mount, resolve, config, completion)
 FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: exit 1, with why
 
 

@@ -41,6 +41,10 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   every file must already be in the CAS with its size. Answers `{"ark"}` and the new
   version's VersionInfo (`version`, `created`, `message`, `follows`, `files`, `bytes`);
   413 over 256 MiB.
+- A withdrawn archive (a tombstone version covers the one asked for: withdrawal.py):
+  every GET of its content, in every version, is 410 Gone with its ERC record,
+  persistence statement and reason (a page, or text); `?info` stays 200 with the record
+  and the reason; the tombstone's own empty manifest is served, so mounts show it empty.
 - `GET /arks?prefix=ark:NAAN/` (read scope): `{"arks": [...]}`, sorted normalized ARKs.
 - `GET /` (no token): the resolver's home page; `?prefix=` (read scope) lists bound ARKs.
 - `GET /.well-known/ark` (no token): the service path "/" and nothing else, as the spec
@@ -73,6 +77,7 @@ from starlette.routing import Route
 
 from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.archive.record import Archive, VersionInfo
+from arkfs.archive.withdrawal import Withdrawal, with_withdrawal
 from arkfs.ark.errors import ArkError
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
@@ -83,7 +88,7 @@ from arkfs.server import tarball
 from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.metrics import upload_route
-from arkfs.server.pages import archive_page, file_page, home_page
+from arkfs.server.pages import archive_page, file_page, gone_page, home_page
 from arkfs.server.public import route_raw_path
 from arkfs.server.signposting import LINKSET, MAX_HEADER_ITEMS, link_header, links, linkset
 from arkfs.server.view import Site, View
@@ -99,6 +104,7 @@ JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
 TAR = tarball.MEDIA_TYPE
+ROOT_OFFERS = (HTML, JSON, MSGPACK, *MSGPACK_ALIASES, TEXT)  # what an archive root can be
 MAX_BIND_BODY = MAX_MANIFEST_SIZE
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -168,23 +174,30 @@ class NmaService(Face):
         except ArkError as exc:
             raise HttpError(400, str(exc)) from None
         at_root = not inner.components and not inner.variants
-        archive, versions = await self.run(self._resolve, str(ark.base), version, at_root)
+        resolved = await self.run(self._resolve, str(ark.base), version, at_root)
+        archive, versions, withdrawn = resolved
         root = versioned(archive.ark, version)  # how this request addresses the archive
         path = entry_path(root, ark)
         entry = archive.manifest.entry(path) if path else None
         query = request.url.query
+        # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
+        # that are answered like it ('??' arrives as the query '?').
+        inflection = query.split("&", 1)[0]
+        view = View(archive, root, versions)
+        if withdrawn is not None and inflection not in ("info", "?"):
+            # Every path of a withdrawn archive is gone; only the tombstone's own (empty)
+            # manifest is served, so that mounts show the archive empty.
+            tombstone = withdrawn.version == archive.version.version and path == ""
+            if not (tombstone and _choose(request, ROOT_OFFERS) not in (HTML, TEXT)):
+                return self.gone(request, view, withdrawn)
         if path is None or (path and entry is None):
             literal = archive.manifest.entry(_literal_path(request, version is not None))
             if literal is None:
                 raise HttpError(404, f"{ark} is not in archive {root}")
             url = _service_path(request) + str(entry_ark(root, literal.path))
             return RedirectResponse(url + ("?" + query if query else ""), status_code=301)
-        view = View(archive, root, versions)
-        # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
-        # that are answered like it ('??' arrives as the query '?').
-        inflection = query.split("&", 1)[0]
         if inflection in ("info", "?"):
-            response = self.info(request, view, entry)
+            response = self.info(request, view, entry, withdrawn)
         elif inflection == "linkset":
             response = self.linkset(request, view, entry)
         elif inflection == tarball.INFLECTION:
@@ -212,22 +225,42 @@ class NmaService(Face):
 
     def _resolve(
         self, ark: str, version: int | None, at_root: bool
-    ) -> tuple[Archive, list[VersionInfo]]:
-        """The version of ark asked for (None: the latest) and, when the latest or an archive
-        root is asked for, every version; in a worker thread.
+    ) -> tuple[Archive, list[VersionInfo], Withdrawal | None]:
+        """The version of ark asked for (None: the latest), every version when the latest
+        or an archive root is asked for, and the withdrawal that covers it; in a worker
+        thread.
 
         The list is read first and the latest taken from it, so the two agree.
         """
-        versions = self.service.versions(ark) if version is None or at_root else []
-        archive = self.service.archive(ark, versions[-1].version if version is None else version)
-        return archive, versions
+        every = self.service.versions(ark)
+        archive = self.service.archive(ark, every[-1].version if version is None else version)
+        withdrawn = self.service.withdrawal(ark, archive.version.version, every)
+        return archive, every if version is None or at_root else [], withdrawn
 
-    def info(self, request: Request, view: View, entry: Entry | None) -> Response:
-        """The ERC record of the archive or of one of its entries (THUMP)."""
+    def gone(self, request: Request, view: View, withdrawn: Withdrawal) -> Response:
+        """410 Gone for any content of a withdrawn archive: its ERC record, persistence
+        statement and the reason, as a page or as text (withdrawal.py)."""
+        erc = with_withdrawal(view.archive.erc, withdrawn)
+        if _choose(request, (TEXT, HTML)) == HTML:
+            page = gone_page(Site.of(request), view.root, erc, withdrawn)
+            return Response(page, status_code=410, media_type=HTML, headers={"Vary": "Accept"})
+        head = f"{view.root} was withdrawn on {withdrawn.when}: {withdrawn.reason}\n\n"
+        return Response(head + erc.to_anvl(), status_code=410, media_type=TEXT)
+
+    def info(
+        self, request: Request, view: View, entry: Entry | None, withdrawn: Withdrawal | None
+    ) -> Response:
+        """The ERC record of the archive or of one of its entries (THUMP); of a withdrawn
+        archive, with the withdrawal in its erc-support segment."""
         ark = entry_ark(view.root, entry.path) if entry else view.root
         erc = entry_erc(view.archive.erc, view.root, entry) if entry else view.archive.erc
+        if withdrawn is not None:
+            erc = with_withdrawal(erc, withdrawn)
         headers, body = info_response(ark, erc, service_path=_service_path(request))
         media = _choose(request, ("text/plain", JSON, HTML))
+        if media == HTML and withdrawn is not None:
+            page = gone_page(Site.of(request), view.root, erc, withdrawn)
+            return Response(page, media_type=HTML, headers={"Vary": "Accept"})
         if media == HTML:  # a browser: the landing page of what the record describes
             if entry is not None and entry.kind is Kind.FILE:
                 page = file_page(Site.of(request), view, entry, erc)
@@ -275,7 +308,7 @@ class NmaService(Face):
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
         archive = view.archive
-        media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES, TEXT))
+        media = _choose(request, ROOT_OFFERS)
         headers = {
             "Vary": "Accept",
             "Last-Modified": formatdate(archive.version.created, usegmt=True),

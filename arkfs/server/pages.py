@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from arkfs.archive.manifest import Entry, Kind, entry_ark
+from arkfs.archive.withdrawal import Withdrawal
 from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
@@ -270,6 +271,22 @@ with <code>?info</code>, its versions with <code>/@vN</code>.</p>
 <input name="prefix" value="{_e(prefix or "ark:")}"></label> <button>Search</button></form>
 {found}""",
     )
+
+
+def gone_page(site: Site, ark: Ark, erc: Erc, withdrawal: Withdrawal) -> str:
+    """410 Gone for a browser: the withdrawn archive's ERC, persistence statement and why."""
+    parts = [
+        f'<p id="withdrawn">{_e(ark)} was withdrawn on {_e(withdrawal.when)}: '
+        f'<span class="reason">{_e(withdrawal.reason)}</span></p>',
+        _kernel(erc, "About"),
+    ]
+    if erc.support is not None:
+        parts.append(_kernel(erc.support, "Persistence statement", "persistence"))
+    parts.append(
+        f'<p>Its record stays at <a href="{_e(site.href(ark, "?info"))}">'
+        f"{_e(site.url(ark))}?info</a>.</p>"
+    )
+    return _plain_document(f"410 Gone: {ark}", "\n".join(parts))
 
 
 def error_page(site: Site, status: int, message: str) -> str:

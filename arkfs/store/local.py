@@ -64,6 +64,7 @@ from arkfs.store.errors import (
     StoreFull,
     is_full,
 )
+from arkfs.store.gc import GcReport, kept_shards, kept_xorbs
 from arkfs.store.shards import stored_shard_problem
 from arkfs.util.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.xet.errors import XetError
@@ -502,6 +503,46 @@ class LocalStore:
 
     # Whole store
 
+    def collect(self, live: set[bytes], cutoff: float, dry_run: bool = False) -> GcReport:
+        """Delete the shards and xorbs that no live file needs and that are older than
+        cutoff (Unix time), index rows first (gc.py); with dry_run, only count them."""
+        with self._db() as db:
+            file_shards = db.execute("SELECT hash, shard FROM files").fetchall()
+            shards = dict(db.execute("SELECT hash, size FROM shards").fetchall())
+        keep = kept_shards(file_shards, live)
+        unused = [h for h in shards if h not in keep]
+        shard_paths = {h: self.root / SHARDS / hash_name(h, "shard") for h in unused}
+        dead = {h for h in unused if _mtime(shard_paths[h]) < cutoff}
+        with self._db() as db:
+            pairs = db.execute(
+                "SELECT DISTINCT f.shard, t.xorb FROM terms t JOIN files f ON f.hash = t.file "
+                "UNION SELECT shard, xorb FROM dedup"
+            ).fetchall()
+        needed = kept_xorbs(pairs, dead)
+        xorbs = [(p, h) for p, h in self._xorb_files() if h is not None and h not in needed]
+        old = [(p, p.stat().st_size) for p, _ in xorbs if _mtime(p) < cutoff]
+        report = GcReport(
+            len(dead),
+            sum(shards[h] for h in dead),
+            len(old),
+            sum(size for _, size in old),
+            len(unused) - len(dead) + len(xorbs) - len(old),
+        )
+        if dry_run:
+            return report
+        with self._db(write=True) as db:
+            for h in dead:
+                db.execute("DELETE FROM dedup WHERE shard = ?", (h,))
+                db.execute(
+                    "DELETE FROM terms WHERE file IN (SELECT hash FROM files WHERE shard = ?)",
+                    (h,),
+                )
+                db.execute("DELETE FROM files WHERE shard = ?", (h,))
+                db.execute("DELETE FROM shards WHERE hash = ?", (h,))
+        for path in [*(shard_paths[h] for h in dead), *(p for p, _ in old)]:
+            path.unlink(missing_ok=True)
+        return report
+
     def _xorb_files(self) -> Iterator[tuple[Path, bytes | None]]:
         """Every non-temp entry under xorbs/, with its hash if it is where a xorb belongs."""
         for directory in sorted((self.root / XORBS).iterdir()):
@@ -682,6 +723,14 @@ def _manifest_summary(manifest: bytes) -> tuple[int, int]:
 
 def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:
     return db.execute("SELECT 1 FROM shards WHERE hash = ?", (shard_hash,)).fetchone() is not None
+
+
+def _mtime(path: Path) -> float:
+    """When path was last written (0 if it is gone: nothing to protect)."""
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _hash_named(path: Path) -> bytes | None:

@@ -29,13 +29,17 @@ def test_sources_and_every_mount_setting_become_options() -> None:
     )
     argv = mount_argv(["http://a:8080", "/mnt", "-o", opts, "-n"])
     assert argv == [
-        "mount", "/mnt", "--server", "http://a:8080", "--allow-other", "--uid=1", "--gid=2",
+        "mount", "/mnt", "--server", "http://a:8080", "--fsname=http://a:8080", "--allow-other", "--uid=1", "--gid=2",
         "--umask=027", "--cache-dir=/c", "--cache-size=1G", "--metadata-ttl=5",
         "--config=/f.toml", "--server=http://b", "--registry=/r.json", "--log=/l",
         "--log-level=debug", "--noexec", "--no-xattrs", "--hide-xattrs", "--token-file=/t",
     ]  # fmt: skip
-    assert mount_argv(["store:/srv/s", "/m"]) == ["mount", "/m", "--store", "/srv/s"]
-    assert mount_argv(["arkfs", "/m", "-oallow_root"]) == ["mount", "/m", "--allow-root"]
+    assert mount_argv(["store:/srv/s", "/m"]) == [
+        "mount", "/m", "--store", "/srv/s", "--fsname=store:/srv/s"
+    ]  # fmt: skip
+    assert mount_argv(["arkfs", "/m", "-oallow_root"]) == [
+        "mount", "/m", "--fsname=arkfs", "--allow-root"
+    ]  # fmt: skip
     args = build_parser().parse_args(argv)
     assert args.sharing == "allow_other" and args.umask == 0o27 and args.log_level == "debug"
     assert args.no_xattrs and args.hide_xattrs
@@ -46,6 +50,7 @@ def test_mount8_options_are_accepted_and_ignored() -> None:
     assert mount_argv(["arkfs", "/m", "-o", ignored + ",nosuid,nodev,dev,suid,relatime"]) == [
         "mount",
         "/m",
+        "--fsname=arkfs",
     ]
 
 

@@ -74,7 +74,7 @@ def mount_argv(argv: Sequence[str]) -> list[str]:
     if len(positional) != 2:
         raise BadInput("usage: arkfs SOURCE MOUNTPOINT [-o OPTIONS] (as mount.fuse3 calls it)")
     source, mountpoint = positional
-    return ["mount", mountpoint, *_source(source), *out]
+    return ["mount", mountpoint, *_source(source), f"--fsname={source}", *out]
 
 
 def _source(source: str) -> list[str]:

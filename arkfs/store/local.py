@@ -27,6 +27,7 @@ import os
 import sqlite3
 import struct
 import threading
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -170,6 +171,8 @@ class LocalStore:
             if not create:
                 raise NotFound(f"no arkfs store at {root}: {INDEX_NAME} is missing")
             _prepare_new_root(root)
+        if not create and _read_only_media(root):
+            return cls._open_read_only(root, index)
         with _sqlite_errors(index):
             conn = sqlite3.connect(
                 index, timeout=30.0, isolation_level=None, check_same_thread=False
@@ -188,6 +191,35 @@ class LocalStore:
             store._ensure_layout()
             for directory in store._temp_dirs():
                 remove_stale_temps(directory)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def _open_read_only(cls, root: Path, index: Path) -> "LocalStore":
+        """Open a store on read-only media (a DVD, a read-only mount) for reading: its index
+        immutable, as SQLite can create no lock or WAL files there."""
+        wal = index.with_name(INDEX_NAME + "-wal")
+        if wal.exists() and wal.stat().st_size:
+            raise StoreError(
+                f"the store at {root} is on read-only media with its index's last writes "
+                f"still in {wal.name}: checkpoint it where it was written (close every "
+                "`arkfs serve` of it, or run `sqlite3 index.sqlite 'PRAGMA wal_checkpoint'`)"
+            )
+        with _sqlite_errors(index):
+            uri = f"file:{urllib.parse.quote(str(index.resolve()))}?immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        store = cls(root, conn)
+        try:
+            with store._db() as db:
+                row = db.execute("SELECT version FROM schema_version").fetchone()
+            if row is None or row[0] != SCHEMA_VERSION:
+                raise StoreError(
+                    f"the store at {root} on read-only media has index schema version "
+                    f"{row[0] if row else 'unknown'}; this arkfs reads version "
+                    f"{SCHEMA_VERSION} and cannot migrate it there"
+                )
         except BaseException:
             store.close()
             raise
@@ -723,6 +755,14 @@ def _manifest_summary(manifest: bytes) -> tuple[int, int]:
 
 def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:
     return db.execute("SELECT 1 FROM shards WHERE hash = ?", (shard_hash,)).fetchone() is not None
+
+
+def _read_only_media(root: Path) -> bool:
+    """Is root on a read-only filesystem, or not writable by this process?"""
+    try:
+        return bool(os.statvfs(root).f_flag & os.ST_RDONLY) or not os.access(root, os.W_OK)
+    except OSError:
+        return False
 
 
 def _mtime(path: Path) -> float:

@@ -29,8 +29,9 @@ def test_sources_and_every_mount_setting_become_options() -> None:
     )
     argv = mount_argv(["http://a:8080", "/mnt", "-o", opts, "-n"])
     assert argv == [
-        "mount", "/mnt", "--server", "http://a:8080", "--fsname=http://a:8080", "--allow-other", "--uid=1", "--gid=2",
-        "--umask=027", "--cache-dir=/c", "--cache-size=1G", "--metadata-ttl=5",
+        "mount", "/mnt", "--server", "http://a:8080", "--fsname=http://a:8080", "--allow-other",
+        "--uid=1", "--gid=2", "--umask=027", "--cache-dir=/c", "--cache-size=1G",
+        "--metadata-ttl=5",
         "--config=/f.toml", "--server=http://b", "--registry=/r.json", "--log=/l",
         "--log-level=debug", "--noexec", "--no-xattrs", "--hide-xattrs", "--token-file=/t",
     ]  # fmt: skip

@@ -190,12 +190,15 @@ class NmaService(Face):
             tombstone = withdrawn.version == archive.version.version and path == ""
             if not (tombstone and _choose(request, ROOT_OFFERS) not in (HTML, TEXT)):
                 return self.gone(request, view, withdrawn)
+        cite_as = None
         if path is None or (path and entry is None):
-            literal = archive.manifest.entry(_literal_path(request, version is not None))
-            if literal is None:
+            # Normalization drops hyphens: the raw spelling names the entry. It answers as
+            # itself (200), so `curl --fail -o` saves it; its canonical ARK is the cite-as.
+            entry = archive.manifest.entry(_literal_path(request, version is not None))
+            if entry is None:
                 raise HttpError(404, f"{ark} is not in archive {root}")
-            url = _service_path(request) + str(entry_ark(root, literal.path))
-            return RedirectResponse(url + ("?" + query if query else ""), status_code=301)
+            path = entry.path
+            cite_as = Site.of(request).url(entry_ark(root, path))
         if inflection in ("info", "?"):
             response = self.info(request, view, entry, withdrawn)
         elif inflection == "linkset":
@@ -217,6 +220,10 @@ class NmaService(Face):
             # FAIR Signposting on the object itself (a symlink's 302 is none)
             signposts = links(Site.of(request), view, entry, MAX_HEADER_ITEMS)
             response.headers["Link"] = link_header(signposts)
+        if cite_as is not None and 'rel="cite-as"' not in response.headers.get("Link", ""):
+            cite = f'<{cite_as}>; rel="cite-as"'
+            before = response.headers.get("Link")
+            response.headers["Link"] = f"{before}, {cite}" if before else cite
         if version is None and response.status_code < 300:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)

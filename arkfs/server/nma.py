@@ -34,6 +34,9 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   - A path whose normalized form names nothing, but whose raw spelling is an entry's path
     (normalization drops hyphens: `data/2024-01-01.csv`): 301 to that entry's ARK, the
     query kept (so `?info` too), under the same version.
+- An embargoed archive (embargo.py), until its date: to a request without a read token
+  (though --open-read), its `?info` record and its landing page (the record without its
+  files) only; everything else wants a read token (401).
 - `PUT /ark:NAAN/Name` (write scope under a shoulder of the token, in a NAAN of
   `serve --naan`; else 403 JSON `{"error", "ark", "shoulder", "granted"}`): bind the
   next version of an archive. Body: msgpack
@@ -62,6 +65,7 @@ import logging
 import mimetypes
 import posixpath
 import re
+import time
 from base64 import b64encode
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
@@ -75,6 +79,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from arkfs.archive.embargo import embargoed_until
 from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.archive.withdrawal import Withdrawal, with_withdrawal
@@ -85,10 +90,10 @@ from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server import tarball
-from arkfs.server.auth import Scope
+from arkfs.server.auth import AuthError, Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.metrics import upload_route
-from arkfs.server.pages import archive_page, file_page, gone_page, home_page
+from arkfs.server.pages import archive_page, embargo_page, file_page, gone_page, home_page
 from arkfs.server.public import route_raw_path
 from arkfs.server.signposting import LINKSET, MAX_HEADER_ITEMS, link_header, links, linkset
 from arkfs.server.view import Site, View
@@ -191,6 +196,16 @@ class NmaService(Face):
             if not (tombstone and _choose(request, ROOT_OFFERS) not in (HTML, TEXT)):
                 return self.gone(request, view, withdrawn)
         cite_as = None
+        until = embargoed_until(archive.erc, time.time())
+        if until is not None and not self._reader(request):
+            # Embargo: only the archive's own record and landing page are public.
+            landing = path == "" and not inflection and _choose(request, ROOT_OFFERS) == HTML
+            record = path == "" and inflection in ("info", "?")
+            if not (landing or record):
+                self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
+            if landing or _choose(request, (TEXT, JSON, HTML)) == HTML:
+                page = embargo_page(Site.of(request), root, archive.erc, until)
+                return Response(page, media_type=HTML, headers={"Vary": "Accept"})
         if path is None or (path and entry is None):
             # Normalization drops hyphens: the raw spelling names the entry. It answers as
             # itself (200), so `curl --fail -o` saves it; its canonical ARK is the cite-as.
@@ -229,6 +244,14 @@ class NmaService(Face):
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)
             response.headers["Content-Location"] = _service_path(request) + str(exact)
         return response
+
+    def _reader(self, request: Request) -> bool:
+        """Does the request carry a token with read scope (not merely --open-read)?"""
+        try:
+            self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
+        except AuthError:
+            return False
+        return True
 
     def _resolve(
         self, ark: str, version: int | None, at_root: bool

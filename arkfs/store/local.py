@@ -415,6 +415,9 @@ class LocalStore:
         with self._db(write=True) as db:
             if _has_shard(db, shard_hash):
                 return False  # another writer registered it meanwhile
+            gone = self._missing_xorbs(files, dedup)  # `store gc` may have deleted one since
+            if gone:
+                raise Rejected(f"shard {name} not stored: xorb {gone} is not stored; upload it")
             db.execute(
                 "INSERT INTO shards (hash, size, sha256) VALUES (?, ?, ?)",
                 (shard_hash, len(data), hashlib.sha256(data).digest()),
@@ -439,6 +442,11 @@ class LocalStore:
                 ((e.chunk_hash, e.xorb_hash, e.chunk_index, shard_hash) for e in dedup),
             )
         return True
+
+    def _missing_xorbs(self, files: Sequence[FileRecord], dedup: Sequence[DedupEntry]) -> str:
+        """The name of a xorb the records name that is not stored ('' if none)."""
+        named = {t.xorb_hash for r in files for t in r.terms} | {e.xorb_hash for e in dedup}
+        return next((hash_to_string(h) for h in named if not self._xorb_path(h).exists()), "")
 
     def has_file(self, file_hash: bytes) -> bool:
         """Is a reconstruction of the file stored?"""
@@ -537,32 +545,17 @@ class LocalStore:
 
     def collect(self, live: set[bytes], cutoff: float, dry_run: bool = False) -> GcReport:
         """Delete the shards and xorbs that no live file needs and that are older than
-        cutoff (Unix time), index rows first (gc.py); with dry_run, only count them."""
-        with self._db() as db:
-            file_shards = db.execute("SELECT hash, shard FROM files").fetchall()
-            shards = dict(db.execute("SELECT hash, size FROM shards").fetchall())
-        keep = kept_shards(file_shards, live)
-        unused = [h for h in shards if h not in keep]
-        shard_paths = {h: self.root / SHARDS / hash_name(h, "shard") for h in unused}
-        dead = {h for h in unused if _mtime(shard_paths[h]) < cutoff}
-        with self._db() as db:
-            pairs = db.execute(
-                "SELECT DISTINCT f.shard, t.xorb FROM terms t JOIN files f ON f.hash = t.file "
-                "UNION SELECT shard, xorb FROM dedup"
-            ).fetchall()
-        needed = kept_xorbs(pairs, dead)
-        xorbs = [(p, h) for p, h in self._xorb_files() if h is not None and h not in needed]
-        old = [(p, p.stat().st_size) for p, _ in xorbs if _mtime(p) < cutoff]
-        report = GcReport(
-            len(dead),
-            sum(shards[h] for h in dead),
-            len(old),
-            sum(size for _, size in old),
-            len(unused) - len(dead) + len(xorbs) - len(old),
-        )
-        if dry_run:
-            return report
-        with self._db(write=True) as db:
+        cutoff (Unix time) (gc.py); with dry_run, only count them.
+
+        The plan is made and carried out inside one write transaction, and put_shard checks
+        its xorbs are there inside its own: a shard registered meanwhile either keeps its
+        xorbs or is refused, never left naming a deleted one.
+        """
+        with self._db(write=not dry_run) as db:
+            dead, shard_bytes, old, young = self._gc_plan(db, live, cutoff)
+            report = GcReport(len(dead), shard_bytes, len(old), sum(old.values()), young)
+            if dry_run:
+                return report
             for h in dead:
                 db.execute("DELETE FROM dedup WHERE shard = ?", (h,))
                 db.execute(
@@ -571,9 +564,28 @@ class LocalStore:
                 )
                 db.execute("DELETE FROM files WHERE shard = ?", (h,))
                 db.execute("DELETE FROM shards WHERE hash = ?", (h,))
-        for path in [*(shard_paths[h] for h in dead), *(p for p, _ in old)]:
-            path.unlink(missing_ok=True)
+            for path in [*dead.values(), *old]:
+                path.unlink(missing_ok=True)
         return report
+
+    def _gc_plan(
+        self, db: sqlite3.Connection, live: set[bytes], cutoff: float
+    ) -> tuple[dict[bytes, Path], int, dict[Path, int], int]:
+        """What gc deletes: the dead shards (hash to file), their bytes, the old unneeded
+        xorb files with their sizes, and how many unreferenced ones are young."""
+        shards = dict(db.execute("SELECT hash, size FROM shards").fetchall())
+        keep = kept_shards(db.execute("SELECT hash, shard FROM files").fetchall(), live)
+        unused = {h: self.root / SHARDS / hash_name(h, "shard") for h in shards if h not in keep}
+        dead = {h: path for h, path in unused.items() if _mtime(path) < cutoff}
+        pairs = db.execute(
+            "SELECT DISTINCT f.shard, t.xorb FROM terms t JOIN files f ON f.hash = t.file "
+            "UNION SELECT shard, xorb FROM dedup"
+        ).fetchall()
+        needed = kept_xorbs(pairs, set(dead))
+        unneeded = [p for p, h in self._xorb_files() if h is not None and h not in needed]
+        old = {p: p.stat().st_size for p in unneeded if _mtime(p) < cutoff}
+        young = len(unused) - len(dead) + len(unneeded) - len(old)
+        return dead, sum(shards[h] for h in dead), old, young
 
     def _xorb_files(self) -> Iterator[tuple[Path, bytes | None]]:
         """Every non-temp entry under xorbs/, with its hash if it is where a xorb belongs."""

@@ -99,6 +99,8 @@ def test_the_mount_shows_the_archive_empty_with_its_record(
         assert os.listdir(folder) == []
         assert REASON in os.getxattr(folder, "user.ark.withdrawn").decode()
         assert PERSISTENCE in os.getxattr(folder, "user.ark.erc").decode()
+        record = (folder.parent / (folder.name + "?info")).read_text()
+        assert REASON in record and PERSISTENCE in record
 
 
 def test_publishing_again_reinstates_it_as_a_new_version(withdrawn: tuple[str, Path]) -> None:

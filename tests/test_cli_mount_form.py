@@ -86,3 +86,13 @@ def test_allow_other_for_a_user_needs_user_allow_other(tmp_path: Path) -> None:
     check_sharing(None, conf, euid=1000)  # nothing asked
     conf.write_text("user_allow_other\n")
     check_sharing("allow_root", conf, euid=1000)
+
+
+def test_ca_file_becomes_arkfs_own_option_before_mount() -> None:
+    argv = mount_argv(["https://h", "/m", "-o", "ca_file=/etc/ca.pem,allow_other"])
+    assert argv == [
+        "--ca-file=/etc/ca.pem", "mount", "/m", "--server", "https://h", "--fsname=https://h",
+        "--allow-other",
+    ]  # fmt: skip
+    args = build_parser().parse_args(argv)
+    assert args.ca_file == "/etc/ca.pem" and args.sharing == "allow_other"

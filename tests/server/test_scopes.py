@@ -22,11 +22,11 @@ from tests.support.cli import ARKFS
 from tests.support.server import arkfs_server
 
 TOKENS = """\
-reader read
-robot write
-dept write:99999/x6 write:88888/b2
-naan write:77777
-boss admin
+r3ader read
+r0bot write
+d3pt write:99999/x6 write:88888/b2
+n4an write:77777
+b0ss admin
 """
 
 
@@ -52,26 +52,26 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 @pytest.mark.parametrize(
     ("token", "ark"),
     [
-        ("dept", "ark:99999/x6ab1"),
-        ("dept", "ark:88888/b2cd"),
-        ("naan", "ark:77777/q9zz"),
-        ("robot", "ark:99999/f5plain"),
-        ("boss", "ark:88888/k4boss"),
+        ("d3pt", "ark:99999/x6ab1"),
+        ("d3pt", "ark:88888/b2cd"),
+        ("n4an", "ark:77777/q9zz"),
+        ("r0bot", "ark:99999/f5plain"),
+        ("b0ss", "ark:88888/k4boss"),
     ],
 )
 def test_a_token_binds_under_its_shoulders(served: tuple[str, Path], token: str, ark: str) -> None:
     url, tree = served
     done = _publish(url, tree, ark, token)
     assert done.returncode == 0, done.stderr
-    assert httpx.get(f"{url}/{ark}?info", headers={"Authorization": "Bearer reader"}).is_success
+    assert httpx.get(f"{url}/{ark}?info", headers={"Authorization": "Bearer r3ader"}).is_success
 
 
 @pytest.mark.parametrize(
     ("token", "ark", "shoulder"),
     [
-        ("dept", "ark:99999/c7fake", "ark:99999/c7"),
-        ("dept", "ark:77777/x6abc", "ark:77777/x6"),
-        ("naan", "ark:99999/x6abc", "ark:99999/x6"),
+        ("d3pt", "ark:99999/c7fake", "ark:99999/c7"),
+        ("d3pt", "ark:77777/x6abc", "ark:77777/x6"),
+        ("n4an", "ark:99999/x6abc", "ark:99999/x6"),
     ],
 )
 def test_a_bind_outside_the_tokens_shoulders_is_403_naming_the_shoulder(
@@ -85,10 +85,10 @@ def test_a_bind_outside_the_tokens_shoulders_is_403_naming_the_shoulder(
     assert reply.status_code == 403
     assert reply.headers["content-type"] == "application/json"
     assert reply.json()["shoulder"] == shoulder and reply.json()["ark"] == ark
-    assert httpx.get(f"{url}/{ark}", headers={"Authorization": "Bearer reader"}).status_code == 404
+    assert httpx.get(f"{url}/{ark}", headers={"Authorization": "Bearer r3ader"}).status_code == 404
 
 
-@pytest.mark.parametrize("token", ["robot", "boss"])
+@pytest.mark.parametrize("token", ["r0bot", "b0ss"])
 def test_binding_outside_the_servers_naans_is_refused(served: tuple[str, Path], token: str) -> None:
     url, tree = served
     done = _publish(url, tree, "ark:13030/c7fake", token)  # CDL's real NAAN
@@ -105,13 +105,13 @@ def test_binding_outside_the_servers_naans_is_refused(served: tuple[str, Path], 
 def test_a_derived_token_of_a_shoulder_bound_token_uploads_but_binds_nothing() -> None:
     tokens, shoulders = parse_grants(TOKENS)
     auth = Authorizer(tokens, shoulders=shoulders)
-    assert auth.derived_scope("dept", "write") == "upload"
-    assert auth.derived_scope("robot", "write") == "write"
-    upload, _ = auth.issuer.issue(auth.derived_scope("dept", "write"))
+    assert auth.derived_scope("d3pt", "write") == "upload"
+    assert auth.derived_scope("r0bot", "write") == "write"
+    upload, _ = auth.issuer.issue(auth.derived_scope("d3pt", "write"))
     assert auth.require(f"Bearer {upload}", Scope.WRITE) == upload  # CAS uploads
     with pytest.raises(OutsideShoulders):
         auth.require_bind(f"Bearer {upload}", parse("ark:99999/x6ab1"))
-    write, _ = auth.issuer.issue(auth.derived_scope("robot", "write"))
+    write, _ = auth.issuer.issue(auth.derived_scope("r0bot", "write"))
     auth.require_bind(f"Bearer {write}", parse("ark:12345/x6ab1"))
 
 

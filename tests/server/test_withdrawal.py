@@ -16,13 +16,13 @@ from tests.support.server import arkfs_server
 ARK = "ark:99999/x6gone1"
 REASON = "court order 12/345"
 PERSISTENCE = "kept for ten years by the test library"
-TOKENS = "reader read\ndept write:99999/x6\nother write:99999/b2\n"
-READ = {"Authorization": "Bearer reader"}
+TOKENS = "r3ader read\nd3pt write:99999/x6\n0ther write:99999/b2\n"
+READ = {"Authorization": "Bearer r3ader"}
 
 
 def _publish(url: str, tree: Path) -> None:
     done = run_arkfs(
-        "publish", str(tree), "--ark", ARK, "--server", url, "--token", "dept",
+        "publish", str(tree), "--ark", ARK, "--server", url, "--token", "d3pt",
         "--who", "Test Library", "--what", "A dataset", "--persistence", PERSISTENCE,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -45,10 +45,10 @@ def withdrawn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
         _publish(url, tree)
         (tree / "a.txt").write_text("second\n")
         _publish(url, tree)
-        refused = _withdraw(url, "other")
+        refused = _withdraw(url, "0ther")
         assert refused.returncode == 1 and "ark:99999/x6" in refused.stderr, refused.stderr
         assert httpx.get(f"{url}/{ARK}/a.txt", headers=READ).status_code == 200
-        done = _withdraw(url, "dept")
+        done = _withdraw(url, "d3pt")
         assert done.returncode == 0 and "v3" in done.stdout, done.stderr
         yield url, tree
 
@@ -93,7 +93,7 @@ def test_the_mount_shows_the_archive_empty_with_its_record(
     withdrawn: tuple[str, Path], tmp_path: Path
 ) -> None:
     url, _ = withdrawn
-    args = ("--server", url, "--token", "reader", "--cache-dir", str(tmp_path / "cache"))
+    args = ("--server", url, "--token", "r3ader", "--cache-dir", str(tmp_path / "cache"))
     with arkfs_mount(tmp_path / "mnt", *args) as m:
         folder = m.path / ARK
         assert os.listdir(folder) == []
@@ -114,7 +114,7 @@ def test_publishing_again_reinstates_it_as_a_new_version(withdrawn: tuple[str, P
         assert "withdrawn" not in latest["erc"].get("erc-support", {})
         assert httpx.get(f"{url}/{ARK}/@v2/a.txt", headers=READ).status_code == 410
     finally:
-        assert _withdraw(url, "dept").returncode == 0  # as the other tests expect it
+        assert _withdraw(url, "d3pt").returncode == 0  # as the other tests expect it
 
 
 def test_withdraw_works_on_the_embedded_store_and_says_so_twice(tmp_path: Path) -> None:

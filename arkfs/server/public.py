@@ -11,7 +11,8 @@ before any route runs:
 - else the request as it arrived.
 
 A prefix becomes the ASGI root_path and is put before the path, as the ASGI spec has it,
-so the proxy strips it (`proxy_pass http://127.0.0.1:8080/;`) and routes still match.
+so the proxy must strip it (`proxy_pass http://127.0.0.1:8080/;`, as X-Forwarded-Prefix
+means): a path that still held it would be ambiguous (prefix `/arks`, route `/arks`).
 """
 
 import ipaddress

@@ -89,6 +89,6 @@ def test_serve_help_shows_the_tokens_file_format_the_server_reads() -> None:
     example = [line for line in TOKENS_FORMAT.splitlines() if line.startswith("  ")]
     assert all(line in done.stdout.splitlines() for line in example)
     tokens = parse_tokens("\n".join(example))
-    assert sorted(tokens.values()) == [Scope.READ, Scope.WRITE]
+    assert sorted(tokens.values()) == [Scope.READ, Scope.WRITE, Scope.WRITE, Scope.ADMIN]
     for group in ("store:", "listening:", "access:"):
         assert f"\n{group}\n" in done.stdout

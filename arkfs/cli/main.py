@@ -2,6 +2,7 @@
 (EXIT_CODES, shown by `arkfs --help`): every failure is one line on stderr."""
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ from arkfs.cli import (
     serve,
     store,
     versions,
+    withdraw,
     xet,
 )
 from arkfs.cli.common import (
@@ -33,7 +35,7 @@ from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 from arkfs.store.errors import StoreError
 
-COMMANDS = (xet, ark, publish, versions, serve, store, mount, resolve, config, completion)
+COMMANDS = (xet, ark, publish, versions, withdraw, serve, store, mount, resolve, config, completion)
 FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: exit 1, with why
 
 
@@ -48,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
         "store:/path, or arkfs).\n\nExit codes (every command):\n" + EXIT_CODES,
     )
     parser.add_argument("--version", action="version", version=f"arkfs {__version__}")
+    parser.add_argument(
+        "--ca-file",
+        metavar="PEM",
+        help="trust the certificate authorities in PEM for https (as SSL_CERT_FILE does): "
+        "a server behind a proxy with a private CA",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.add_parser(sub)
@@ -67,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args = parser.parse_args(argv)
     try:
+        if args.ca_file is not None:
+            _trust(args.ca_file)
         return _run_command(args)
     except BadInput as exc:
         print(f"arkfs: {exc}", file=sys.stderr)
@@ -80,6 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _trust(ca_file: str) -> None:
+    """Make every https client of this process (httpx, hf_xet) trust ca_file's CAs."""
+    if not os.path.isfile(ca_file):
+        raise BadInput(f"--ca-file {ca_file}: no such file")
+    os.environ["SSL_CERT_FILE"] = os.path.abspath(ca_file)
 
 
 def _command_names(parser: argparse.ArgumentParser) -> list[str]:

@@ -85,7 +85,7 @@ def nginx_front(folder: Path, tls: TlsFiles, upstream: str, prefix: str = "") ->
     """nginx serving https://127.0.0.1:PORT{prefix}/ from upstream (prefix stripped, with
     X-Forwarded-Proto/-Host/-Prefix); yields that public base URL without trailing slash."""
     if not os.path.exists(NGINX):
-        pytest.skip("nginx is not installed (make install adds it)")
+        pytest.fail("nginx is not installed: `make install` installs it")
     run = folder / "nginx"
     run.mkdir(parents=True, exist_ok=True)
     port = free_port()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from arkfs.cli.main import COMMAND_NAMES, COMMANDS, build_parser, main
+from arkfs.cli.main import COMMAND_NAMES, COMMANDS, _chosen, build_parser, main
 from arkfs.cli.serve import TOKENS_FORMAT
 from arkfs.server.auth import Scope, parse_tokens
 from tests.support.cli import run_arkfs
@@ -91,7 +91,7 @@ def test_serve_help_shows_the_tokens_file_format_the_server_reads() -> None:
     example = [line for line in TOKENS_FORMAT.splitlines() if line.startswith("  ")]
     assert all(line in done.stdout.splitlines() for line in example)
     tokens = parse_tokens("\n".join(example))
-    assert sorted(tokens.values()) == [Scope.READ, Scope.WRITE]
+    assert sorted(tokens.values()) == [Scope.READ, Scope.WRITE, Scope.WRITE, Scope.ADMIN]
     for group in ("store:", "listening:", "access:"):
         assert f"\n{group}\n" in done.stdout
 
@@ -122,3 +122,9 @@ def test_only_the_chosen_command_is_imported(words: list[str]) -> None:
     commands = {f"arkfs.cli.{module}" for _, module, _ in COMMANDS}
     assert loaded & commands == ({"arkfs.cli.ark"} if words[0] == "ark" else set())
     assert not any(m.startswith(("arkfs.mount", "arkfs.server", "arkfs.backend")) for m in loaded)
+
+
+def test_the_command_is_found_after_top_options_with_values() -> None:
+    assert _chosen(["--ca-file", "mount", "withdraw", "--help"]) == "withdraw"
+    assert _chosen(["--ca-file=x.pem", "serve"]) == "serve"
+    assert _chosen(["--version"]) == ""

@@ -29,14 +29,21 @@ def test_sources_and_every_mount_setting_become_options() -> None:
     )
     argv = mount_argv(["http://a:8080", "/mnt", "-o", opts, "-n"])
     assert argv == [
-        "mount", "/mnt", "--server", "http://a:8080", "--allow-other", "--uid=1", "--gid=2",
-        "--umask=027", "--cache-dir=/c", "--cache-size=1G", "--metadata-ttl=5",
+        "mount", "/mnt", "--server", "http://a:8080", "--fsname=http://a:8080", "--allow-other",
+        "--uid=1", "--gid=2", "--umask=027", "--cache-dir=/c", "--cache-size=1G",
+        "--metadata-ttl=5",
         "--config=/f.toml", "--server=http://b", "--registry=/r.json", "--log=/l",
         "--log-level=debug", "--noexec", "--no-xattrs", "--hide-xattrs", "--token-file=/t",
     ]  # fmt: skip
-    assert mount_argv(["store:/srv/s", "/m"]) == ["mount", "/m", "--store", "/srv/s"]
-    assert mount_argv(["arkfs", "/m", "-oallow_root"]) == ["mount", "/m", "--allow-root"]
-    assert mount_argv(["arkfs", "/m", "-o", "allow_private"]) == ["mount", "/m", "--allow-private"]
+    assert mount_argv(["store:/srv/s", "/m"]) == [
+        "mount", "/m", "--store", "/srv/s", "--fsname=store:/srv/s"
+    ]  # fmt: skip
+    assert mount_argv(["arkfs", "/m", "-oallow_root"]) == [
+        "mount", "/m", "--fsname=arkfs", "--allow-root"
+    ]  # fmt: skip
+    assert mount_argv(["arkfs", "/m", "-o", "allow_private"]) == [
+        "mount", "/m", "--fsname=arkfs", "--allow-private"
+    ]  # fmt: skip
     assert build_parser().parse_args(["mount", "/m", "--allow-private"]).allow_private
     args = build_parser().parse_args(argv)
     assert args.sharing == "allow_other" and args.umask == 0o27 and args.log_level == "debug"
@@ -48,6 +55,7 @@ def test_mount8_options_are_accepted_and_ignored() -> None:
     assert mount_argv(["arkfs", "/m", "-o", ignored + ",nosuid,nodev,dev,suid,relatime"]) == [
         "mount",
         "/m",
+        "--fsname=arkfs",
     ]
 
 
@@ -93,3 +101,13 @@ def test_allow_other_for_a_user_needs_user_allow_other(tmp_path: Path) -> None:
     check_sharing(None, conf, euid=1000)  # nothing asked
     conf.write_text("user_allow_other\n")
     check_sharing("allow_root", conf, euid=1000)
+
+
+def test_ca_file_becomes_arkfs_own_option_before_mount() -> None:
+    argv = mount_argv(["https://h", "/m", "-o", "ca_file=/etc/ca.pem,allow_other"])
+    assert argv == [
+        "--ca-file=/etc/ca.pem", "mount", "/m", "--server", "https://h", "--fsname=https://h",
+        "--allow-other",
+    ]  # fmt: skip
+    args = build_parser().parse_args(argv)
+    assert args.ca_file == "/etc/ca.pem" and args.sharing == "allow_other"

@@ -8,6 +8,7 @@ help from COMMANDS. Ctrl-C at any moment, while modules load too, exits 130 with
 
 from __future__ import annotations
 
+import os
 import sys
 
 from arkfs.cli.common import (
@@ -33,6 +34,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("publish", "publish", "upload a directory and bind an ARK to it"),
     ("bind", "publish", "bind an ARK to files already in the CAS"),
     ("versions", "versions", "list the versions of an archive and what each changed"),
+    ("withdraw", "withdraw", "withdraw an archive: its content answers 410 Gone, its record stays"),
     ("serve", "serve", "serve a store over HTTP: ARK resolver and XET CAS"),
     ("store", "store", "inspect and check a store directory"),
     ("mount", "mount", "mount the archives as a read-only filesystem"),
@@ -47,6 +49,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("completion", "completion", "print a shell completion script"),
 )
 COMMAND_NAMES = [name for name, _, _ in COMMANDS]
+VALUED_OPTIONS = ("--ca-file",)  # the options before the command that take a value
 
 # The errors that are not the input's fault (exit 1, with why), by module: one that is not
 # imported yet cannot have been raised, so it is not imported to check (OSError always is).
@@ -74,6 +77,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "store:/path, or arkfs).\n\nExit codes (every command):\n" + EXIT_CODES,
     )
     parser.add_argument("--version", action="version", version=f"arkfs {__version__}")
+    parser.add_argument(
+        "--ca-file",
+        metavar="PEM",
+        help="trust the certificate authorities in PEM for https (as SSL_CERT_FILE does): "
+        "a server behind a proxy with a private CA",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = {module for name, module, _ in COMMANDS if command in (None, name)}
     for name, module, line in COMMANDS:
@@ -106,6 +115,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     args = build_parser(_chosen(argv)).parse_args(argv)
     try:
+        if args.ca_file is not None:
+            _trust(args.ca_file)
         return _run_command(args)
     except BadInput as exc:
         print(f"arkfs: {exc}", file=sys.stderr)
@@ -121,8 +132,22 @@ def _main(argv: list[str]) -> int:
 
 
 def _chosen(argv: Sequence[str]) -> str:
-    """The command argv names (its first word that is no option), or "" for none."""
-    return next((word for word in argv if not word.startswith("-")), "")
+    """The command argv names (its first word that is no option nor an option's value), or
+    "" for none."""
+    words = iter(argv)
+    for word in words:
+        if word in VALUED_OPTIONS:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return ""
+
+
+def _trust(ca_file: str) -> None:
+    """Make every https client of this process (httpx, hf_xet) trust ca_file's CAs."""
+    if not os.path.isfile(ca_file):
+        raise BadInput(f"--ca-file {ca_file}: no such file")
+    os.environ["SSL_CERT_FILE"] = os.path.abspath(ca_file)
 
 
 def _is_failure(exc: Exception) -> bool:

@@ -124,6 +124,9 @@ def add_mount_options(parser: argparse.ArgumentParser) -> None:
         help="base URL of an `arkfs serve` (repeatable; asked in order)",
     )
     p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store directory")
+    # mount(8)'s helper form passes its SOURCE, so the mount table shows what fstab says
+    # and `mount -a` sees the line is mounted (mount_form.py).
+    p.add_argument("--fsname", help=argparse.SUPPRESS)
     add_resolver_options(p)
     add_token_options(p, "read token for the --server URLs")
     p = parser.add_argument_group("cache")
@@ -241,9 +244,8 @@ def _mount(args: argparse.Namespace) -> int:
         token=token,
         metadata_ttl=ttl,
         discovery=discovery,
-        fsname=_fsname(
-            args.server or config.servers, args.store or config.store, bool(config.naans)
-        ),
+        fsname=args.fsname
+        or _fsname(args.server or config.servers, args.store or config.store, bool(config.naans)),
         sharing=sharing,
         owner=_ownership(value["uid"], value["gid"], value["umask"]),
         noexec=bool(value["noexec"]),

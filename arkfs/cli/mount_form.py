@@ -37,6 +37,7 @@ VALUES = {  # -o NAME=VALUE -> `arkfs mount` option
     "token_file": "--token-file",
     "log": "--log",
     "log_level": "--log-level",
+    "ca_file": "--ca-file",  # https with a private CA (arkfs --ca-file)
 }
 # mount(8)'s and the VFS's generic options: arkfs is always read-only, nosuid and nodev.
 IGNORED = frozenset(
@@ -75,7 +76,9 @@ def mount_argv(argv: Sequence[str]) -> list[str]:
     if len(positional) != 2:
         raise BadInput("usage: arkfs SOURCE MOUNTPOINT [-o OPTIONS] (as mount.fuse3 calls it)")
     source, mountpoint = positional
-    return ["mount", mountpoint, *_source(source), *out]
+    trust = [o for o in out if o.startswith("--ca-file=")]  # arkfs's own option, before mount
+    rest = [o for o in out if o not in trust]
+    return [*trust[-1:], "mount", mountpoint, *_source(source), f"--fsname={source}", *rest]
 
 
 def _source(source: str) -> list[str]:

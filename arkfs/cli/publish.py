@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from arkfs.archive.embargo import parse_date, with_embargo
 from arkfs.archive.manifest import Entry, Kind, build
 from arkfs.archive.record import VersionInfo
 from arkfs.ark.erc import KERNEL, Erc, Segment
@@ -50,6 +51,12 @@ def _add_erc(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--when", help="when it was made (ERC when)")
     p.add_argument("--where", help="where it is (ERC where; default: the ARK)")
     p.add_argument("--persistence", metavar="TEXT", help="the persistence statement (erc-support)")
+    p.add_argument(
+        "--embargo-until",
+        metavar="DATE",
+        help="serve the content only to read tokens until DATE (YYYY-MM-DD, UTC); the "
+        "record and landing page stay public; later versions keep it until given another",
+    )
     p.add_argument(
         "-m", "--message", default="", help="what this version changes (shown by arkfs versions)"
     )
@@ -159,14 +166,24 @@ def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | 
             raise BadInput(f"{args.erc}: {exc}") from None
         if erc.where is None:
             erc.where = ark
-        return erc
+        return _embargo(args, erc)
     today = time.strftime("%Y-%m-%d")
     base = previous or Erc(who="(:unkn)", what=default_what, when=today, where=ark)
     support = base.support
     if args.persistence:
         who = args.who or (support.who if support else None)
         support = Segment(who=who, what=args.persistence, when=today)
-    return replace(base, **given, support=support)
+    return _embargo(args, replace(base, **given, support=support))
+
+
+def _embargo(args: argparse.Namespace, erc: Erc) -> Erc:
+    """erc with the --embargo-until date, if given (arkfs.archive.embargo)."""
+    if args.embargo_until is None:
+        return erc
+    try:
+        return with_embargo(erc, parse_date(args.embargo_until))
+    except ValueError as exc:
+        raise BadInput(f"--embargo-until: {exc}") from None
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:

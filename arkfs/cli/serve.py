@@ -11,11 +11,13 @@ from pathlib import Path
 
 import trio
 
+from arkfs.ark.errors import ArkError
 from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.stores import add_store_options, open_store, workers
 from arkfs.server.accesslog import AccessLog
 from arkfs.server.app import KEEP_ALIVE, run_server
-from arkfs.server.auth import Authorizer, TokensFileError
+from arkfs.server.auth import Authorizer, Shoulder, TokensFileError
+from arkfs.server.public import Public, PublicUrlError, parse_trusted
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import DEFAULT_TTL, TokenIssuer, derive_key
 from arkfs.util.sdnotify import notify
@@ -26,14 +28,18 @@ MAX_PORT = 65535
 
 TOKENS_FORMAT = """\
 The tokens file (--tokens FILE) holds one token per line: the token, blanks, and its
-scope, `read` (GET the archives and the CAS) or `write` (read, upload and bind). Blank
-lines and everything after a `#` are skipped; a token may not contain `#` or spaces, nor
-start with `arkfs1.` (the server's derived tokens). Clients send a token as
-`Authorization: Bearer TOKEN` (--token, --token-file or $ARKFS_TOKEN); the server never
-logs one. For example:
+scopes: `read` (GET the archives and the CAS), `write` (read, upload, and bind, publish or
+withdraw any ARK of the server's NAANs), `write:NAAN/SHOULDER` (the same, but only ARKs
+whose Name starts with SHOULDER; `write:NAAN` for a whole NAAN; several may be given) or
+`admin` (all of these). Blank lines and everything after a `#` are skipped; a token may
+not contain `#` or spaces, nor start with `arkfs1.` (the server's derived tokens). Clients
+send a token as `Authorization: Bearer TOKEN` (--token, --token-file or $ARKFS_TOKEN); the
+server never logs one. For example:
   # tokens.txt: readable by the server's user only (chmod 600)
   3f9c2a7e5b1d48c6a0e7f2b4d9c1e8a5   read
   b71e0d94c3a25f6e8d1c7b0a9f4e3d2c   write    # the publishing robot
+  5d0c9e8b7a6f4e3d2c1b0a9f8e7d6c5b   write:12345/x6 write:12345/b2    # one department
+  a1b2c3d4e5f60718293a4b5c6d7e8f90   admin
 """
 SERVE_EXAMPLES = """
 Examples:
@@ -80,13 +86,32 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         metavar="SECONDS",
         help=f"seconds an idle connection is kept open (default {KEEP_ALIVE:g})",
     )
+    listen.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the public base URL, e.g. https://ark.example.org[/prefix], that every absolute "
+        "URL the server writes uses (behind a TLS-terminating proxy); default: as asked",
+    )
+    listen.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="comma-separated addresses or networks of trusted proxies (or `*`), whose "
+        "X-Forwarded-Proto, -Host and -Prefix headers say the public URL (unless --base-url)",
+    )
     access = p.add_argument_group("access")
+    access.add_argument(
+        "--naan",
+        action="append",
+        metavar="NAAN",
+        help="a NAAN this server is authoritative for (repeat for several): binding any "
+        "other is refused, and the home page advertises only these (default: any)",
+    )
     access.add_argument("--open-read", action="store_true", help="let anyone read without a token")
     access.add_argument(
         "--tokens",
         type=Path,
         metavar="FILE",
-        help="the tokens file: `TOKEN read` or `TOKEN write` lines (format below)",
+        help="the tokens file: `TOKEN SCOPE...` lines (format below)",
     )
     access.add_argument(
         "--key-file",
@@ -127,11 +152,16 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--keep-alive must be a positive number of seconds, got {args.keep_alive}")
     if args.token_ttl <= 0:
         raise BadInput(f"--token-ttl must be a positive number of seconds, got {args.token_ttl}")
+    try:
+        public = Public.parse(args.base_url) if args.base_url else None
+        trusted = parse_trusted(args.forwarded_allow_ips) if args.forwarded_allow_ips else ()
+    except PublicUrlError as exc:
+        raise BadInput(str(exc)) from None
     key = _read_key(args.key_file) if args.key_file else None
     issuer = TokenIssuer(derive_key(key, "tokens") if key else None, args.token_ttl)
     signer = UrlSigner(derive_key(key, "xorb urls") if key else None)
     try:
-        auth = Authorizer.from_file(args.tokens, args.open_read, issuer)
+        auth = Authorizer.from_file(args.tokens, args.open_read, issuer, _naans(args.naan))
     except TokensFileError as exc:
         raise BadInput(str(exc)) from None
     # The clients' own lines are chatter (botocore INFO) or repeat, over several lines, what
@@ -161,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
             shutdown_trigger=stop.wait,
             access_log=access_log,
             keep_alive=args.keep_alive,
+            public=public,
+            trusted=trusted,
         )
         # The signals are caught before READY=1 is sent: a SIGTERM that follows READY at
         # once must stop the server cleanly, not kill it with the default handler.
@@ -187,6 +219,16 @@ def run(args: argparse.Namespace) -> int:
     if stopped_by:
         print(f"arkfs: {stopped_by[0]}: stopped serving", file=sys.stderr)
     return 0
+
+
+def _naans(given: list[str] | None) -> frozenset[str] | None:
+    """The normalized NAANs of --naan (None: not given); BadInput if one is malformed."""
+    if given is None:
+        return None
+    try:
+        return frozenset(Shoulder.parse(n.strip()).naan for n in given)
+    except ArkError as exc:
+        raise BadInput(f"--naan: {exc}") from None
 
 
 def _read_key(path: Path) -> bytes:

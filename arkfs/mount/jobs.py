@@ -57,7 +57,9 @@ class Pending(Generic[T]):
     async def wait(self) -> T:
         await self.done.wait()
         if self.error is not None:
-            raise type(self.error)(str(self.error))  # its kind too (e.g. StaleObject)
+            # The job's own error, kind and fields (StaleObject, Unverified.reason), with no
+            # traceback of the job's: every waiter raises it from where it waited.
+            raise self.error.with_traceback(None)
         assert self.value is not None
         return self.value
 

@@ -7,6 +7,7 @@
     user.ark.versions           archive roots: every version, one line each (VersionInfo.summary)
     user.ark.url                an ARK that is no archive: the URL its resolution ended at
     user.ark.info               ... and its responder's ?info reply, when that is no ERC
+    user.ark.withdrawn          a withdrawn archive: when and why (`WHEN REASON`)
     user.xet.hash, user.xet.sha256  a file's XET hash string and SHA-256 (hex)
     user.arkfs.cached           files: the fraction of the file in the chunk cache
     user.arkfs.stats            root: the mount's counters as JSON (`arkfs stats`)
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from arkfs.archive.manifest import Entry, Manifest
 from arkfs.archive.record import VersionInfo
+from arkfs.archive.withdrawal import withdrawal_in
 from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
 from arkfs.util.urls import without_secrets
@@ -33,6 +35,7 @@ SUPPORT_PREFIX = "user.ark.support."
 VERSIONS = "user.ark.versions"
 ARK_URL = "user.ark.url"
 ARK_INFO = "user.ark.info"
+WITHDRAWN = "user.ark.withdrawn"
 XET_HASH = "user.xet.hash"
 XET_SHA256 = "user.xet.sha256"
 CACHED = "user.arkfs.cached"
@@ -64,6 +67,9 @@ def ark_xattrs(ark: str, erc: Erc) -> dict[str, str]:
             out[f"user.ark.{label}"] = value
     if erc.support is not None:
         out.update(_support(erc.support))
+    withdrawn = withdrawal_in(erc, 0)
+    if withdrawn is not None:
+        out[WITHDRAWN] = withdrawn.line()
     return out
 
 

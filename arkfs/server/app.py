@@ -32,13 +32,14 @@ from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from arkfs.server.accesslog import AccessLog
-from arkfs.server.auth import AuthError, Authorizer, Scope
+from arkfs.server.auth import AuthError, Authorizer, OutsideShoulders, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.http import HttpError
 from arkfs.server.metrics import Metrics
 from arkfs.server.nma import NmaService, negotiate
 from arkfs.server.observe import Observer
 from arkfs.server.pages import error_page
+from arkfs.server.public import Network, Public, PublicUrls
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import SCOPES, derive_key
 from arkfs.server.view import Site
@@ -100,6 +101,9 @@ def _error_reply(request: Request, exc: Exception) -> Response:
     status, message, headers, logged = _status(exc)
     if logged is not None:
         log.error("%s %s: %s", method, path, _one_line(logged))
+    if isinstance(exc, OutsideShoulders):  # a client that binds reads which shoulder
+        body = {"error": message, "ark": str(exc.ark), "shoulder": exc.shoulder}
+        return JSONResponse(body | {"granted": list(exc.granted)}, status_code=status)
     if path.startswith(JSON_FACE):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
     if negotiate(request.headers.get("accept"), ("text/plain", "text/html")) == "text/html":
@@ -169,8 +173,8 @@ def token_routes(auth: Authorizer) -> list[Route]:
         scope = request.path_params.get("scope", "read")
         if scope not in SCOPES:
             raise HttpError(400, f"no token scope {scope!r}: use /v1/token/read or /v1/token/write")
-        auth.require(request.headers.get("authorization"), Scope[scope.upper()], derived=False)
-        access, exp = auth.issuer.issue(scope)
+        token = auth.require(request.headers.get("authorization"), Scope[scope.upper()], False)
+        access, exp = auth.issuer.issue(auth.derived_scope(token, scope) if token else scope)
         body = {"accessToken": access, "exp": exp, "casUrl": str(request.base_url).rstrip("/")}
         return JSONResponse(body, headers={"Cache-Control": "no-store"})
 
@@ -183,10 +187,13 @@ def build_app(
     signer: UrlSigner | None = None,
     workers: int = 4,
     access_log: AccessLog | None = None,
+    public: Public | None = None,
+    trusted: tuple[Network, ...] | None = (),
 ) -> Starlette:
     """The whole service: CAS API, token route, metrics and NMA over store, with auth and
     signed URLs; each face runs up to workers blocking store calls at once, in its own worker
-    threads. Every request is counted, and written to access_log if given."""
+    threads. Every request is counted, and written to access_log if given. Absolute URLs
+    use the public base URL, else what trusted proxies forward (public.py)."""
     signer = signer or UrlSigner()
     service = ArchiveService(store, derive_key(signer.key, "dedup"), "on this server")
     metrics = Metrics(service)
@@ -195,7 +202,11 @@ def build_app(
     scrape = metrics.route(auth, trio.CapacityLimiter(1))
     return Starlette(
         routes=[*cas.routes(), *token_routes(auth), scrape, *nma.routes()],
-        middleware=[Middleware(Observer, metrics, access_log), Middleware(ErrorReplies)],
+        middleware=[
+            Middleware(PublicUrls, public, trusted),
+            Middleware(Observer, metrics, access_log),
+            Middleware(ErrorReplies),
+        ],
         exception_handlers={HTTPException: _starlette_error},
     )
 
@@ -248,12 +259,15 @@ async def run_server(
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
     access_log: AccessLog | None = None,
     keep_alive: float = KEEP_ALIVE,
+    public: Public | None = None,
+    trusted: tuple[Network, ...] | None = (),
 ) -> None:
     """Serve until cancelled, or until shutdown_trigger returns (then requests in flight
     get GRACEFUL_TIMEOUT to finish); report the base URL through task_status once
     listening. access_log: where each request's line goes (accesslog.py), if anywhere;
-    keep_alive: the seconds an idle connection is kept open."""
-    app = build_app(store, auth, signer, workers, access_log)
+    keep_alive: the seconds an idle connection is kept open; public, trusted: the public base
+    URL and the proxies whose X-Forwarded-* headers are believed (public.py)."""
+    app = build_app(store, auth, signer, workers, access_log, public, trusted)
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.accesslog = None  # hypercorn's would log signed URLs; accesslog.py strips them

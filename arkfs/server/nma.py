@@ -34,11 +34,20 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   - A path whose normalized form names nothing, but whose raw spelling is an entry's path
     (normalization drops hyphens: `data/2024-01-01.csv`): 301 to that entry's ARK, the
     query kept (so `?info` too), under the same version.
-- `PUT /ark:NAAN/Name` (write scope): bind the next version of an archive. Body: msgpack
+- An embargoed archive (embargo.py), until its date: to a request without a read token
+  (though --open-read), its `?info` record and its landing page (the record without its
+  files) only; everything else wants a read token (401).
+- `PUT /ark:NAAN/Name` (write scope under a shoulder of the token, in a NAAN of
+  `serve --naan`; else 403 JSON `{"error", "ark", "shoulder", "granted"}`): bind the
+  next version of an archive. Body: msgpack
   `{"manifest": <manifest msgpack bytes>, "erc": <ANVL text>, "message": <text, optional>}`;
   every file must already be in the CAS with its size. Answers `{"ark"}` and the new
   version's VersionInfo (`version`, `created`, `message`, `follows`, `files`, `bytes`);
   413 over 256 MiB.
+- A withdrawn archive (a tombstone version covers the one asked for: withdrawal.py):
+  every GET of its content, in every version, is 410 Gone with its ERC record,
+  persistence statement and reason (a page, or text); `?info` stays 200 with the record
+  and the reason; the tombstone's own empty manifest is served, so mounts show it empty.
 - `GET /arks?prefix=ark:NAAN/` (read scope): `{"arks": [...]}`, sorted normalized ARKs.
 - `GET /` (no token): the resolver's home page; `?prefix=` (read scope) lists bound ARKs.
 - `GET /.well-known/ark` (no token): the service path "/" and nothing else, as the spec
@@ -56,6 +65,7 @@ import logging
 import mimetypes
 import posixpath
 import re
+import time
 from base64 import b64encode
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
@@ -69,8 +79,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from arkfs.archive.embargo import embargoed_until
 from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
 from arkfs.archive.record import Archive, VersionInfo
+from arkfs.archive.withdrawal import Withdrawal, with_withdrawal
 from arkfs.ark.errors import ArkError
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
@@ -78,10 +90,11 @@ from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server import tarball
-from arkfs.server.auth import Scope
+from arkfs.server.auth import AuthError, Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.metrics import upload_route
-from arkfs.server.pages import archive_page, file_page, home_page
+from arkfs.server.pages import archive_page, embargo_page, file_page, gone_page, home_page
+from arkfs.server.public import route_raw_path
 from arkfs.server.signposting import LINKSET, MAX_HEADER_ITEMS, link_header, links, linkset
 from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
@@ -96,6 +109,7 @@ JSON = "application/json"
 MSGPACK = "application/vnd.arkfs.manifest+msgpack"
 MSGPACK_ALIASES = ("application/msgpack", "application/x-msgpack")
 TAR = tarball.MEDIA_TYPE
+ROOT_OFFERS = (HTML, JSON, MSGPACK, *MSGPACK_ALIASES, TEXT)  # what an archive root can be
 MAX_BIND_BODY = MAX_MANIFEST_SIZE
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -139,8 +153,11 @@ class NmaService(Face):
         if prefix is not None:
             self.auth.require(request.headers.get("authorization"), Scope.READ)
             arks = await self.run(self.service.list_archives, prefix)
-        every = await self.run(self.service.list_archives, "")
-        naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
+        if self.auth.naans is not None:  # serve --naan: those it is authoritative for
+            naans = sorted(self.auth.naans)
+        else:
+            every = await self.run(self.service.list_archives, "")
+            naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
         page = home_page(Site.of(request), naans, prefix, arks)
         return Response(page, media_type=HTML)
 
@@ -162,23 +179,43 @@ class NmaService(Face):
         except ArkError as exc:
             raise HttpError(400, str(exc)) from None
         at_root = not inner.components and not inner.variants
-        archive, versions = await self.run(self._resolve, str(ark.base), version, at_root)
+        resolved = await self.run(self._resolve, str(ark.base), version, at_root)
+        archive, versions, withdrawn = resolved
         root = versioned(archive.ark, version)  # how this request addresses the archive
         path = entry_path(root, ark)
         entry = archive.manifest.entry(path) if path else None
         query = request.url.query
-        if path is None or (path and entry is None):
-            literal = archive.manifest.entry(_literal_path(request, version is not None))
-            if literal is None:
-                raise HttpError(404, f"{ark} is not in archive {root}")
-            url = _service_path(request) + str(entry_ark(root, literal.path))
-            return RedirectResponse(url + ("?" + query if query else ""), status_code=301)
-        view = View(archive, root, versions)
         # Overview of THUMP: '?info' asks for metadata; '?' and '??' are reserved older forms
         # that are answered like it ('??' arrives as the query '?').
         inflection = query.split("&", 1)[0]
+        view = View(archive, root, versions)
+        if withdrawn is not None and inflection not in ("info", "?"):
+            # Every path of a withdrawn archive is gone; only the tombstone's own (empty)
+            # manifest is served, so that mounts show the archive empty.
+            tombstone = withdrawn.version == archive.version.version and path == ""
+            if not (tombstone and _choose(request, ROOT_OFFERS) not in (HTML, TEXT)):
+                return self.gone(request, view, withdrawn)
+        cite_as = None
+        until = embargoed_until(archive.erc, time.time())
+        if until is not None and not self._reader(request):
+            # Embargo: only the archive's own record and landing page are public.
+            landing = path == "" and not inflection and _choose(request, ROOT_OFFERS) == HTML
+            record = path == "" and inflection in ("info", "?")
+            if not (landing or record):
+                self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
+            if landing or _choose(request, (TEXT, JSON, HTML)) == HTML:
+                page = embargo_page(Site.of(request), root, archive.erc, until)
+                return Response(page, media_type=HTML, headers={"Vary": "Accept"})
+        if path is None or (path and entry is None):
+            # Normalization drops hyphens: the raw spelling names the entry. It answers as
+            # itself (200), so `curl --fail -o` saves it; its canonical ARK is the cite-as.
+            entry = archive.manifest.entry(_literal_path(request, version is not None))
+            if entry is None:
+                raise HttpError(404, f"{ark} is not in archive {root}")
+            path = entry.path
+            cite_as = Site.of(request).url(entry_ark(root, path))
         if inflection in ("info", "?"):
-            response = self.info(request, view, entry)
+            response = self.info(request, view, entry, withdrawn)
         elif inflection == "linkset":
             response = self.linkset(request, view, entry)
         elif inflection == tarball.INFLECTION:
@@ -198,30 +235,62 @@ class NmaService(Face):
             # FAIR Signposting on the object itself (a symlink's 302 is none)
             signposts = links(Site.of(request), view, entry, MAX_HEADER_ITEMS)
             response.headers["Link"] = link_header(signposts)
+        if cite_as is not None and 'rel="cite-as"' not in response.headers.get("Link", ""):
+            cite = f'<{cite_as}>; rel="cite-as"'
+            before = response.headers.get("Link")
+            response.headers["Link"] = f"{before}, {cite}" if before else cite
         if version is None and response.status_code < 300:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)
             response.headers["Content-Location"] = _service_path(request) + str(exact)
         return response
 
+    def _reader(self, request: Request) -> bool:
+        """Does the request carry a token with read scope (not merely --open-read)?"""
+        try:
+            self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
+        except AuthError:
+            return False
+        return True
+
     def _resolve(
         self, ark: str, version: int | None, at_root: bool
-    ) -> tuple[Archive, list[VersionInfo]]:
-        """The version of ark asked for (None: the latest) and, when the latest or an archive
-        root is asked for, every version; in a worker thread.
+    ) -> tuple[Archive, list[VersionInfo], Withdrawal | None]:
+        """The version of ark asked for (None: the latest), every version when the latest
+        or an archive root is asked for, and the withdrawal that covers it; in a worker
+        thread.
 
         The list is read first and the latest taken from it, so the two agree.
         """
-        versions = self.service.versions(ark) if version is None or at_root else []
-        archive = self.service.archive(ark, versions[-1].version if version is None else version)
-        return archive, versions
+        every = self.service.versions(ark)
+        archive = self.service.archive(ark, every[-1].version if version is None else version)
+        withdrawn = self.service.withdrawal(ark, archive.version.version, every)
+        return archive, every if version is None or at_root else [], withdrawn
 
-    def info(self, request: Request, view: View, entry: Entry | None) -> Response:
-        """The ERC record of the archive or of one of its entries (THUMP)."""
+    def gone(self, request: Request, view: View, withdrawn: Withdrawal) -> Response:
+        """410 Gone for any content of a withdrawn archive: its ERC record, persistence
+        statement and the reason, as a page or as text (withdrawal.py)."""
+        erc = with_withdrawal(view.archive.erc, withdrawn)
+        if _choose(request, (TEXT, HTML)) == HTML:
+            page = gone_page(Site.of(request), view.root, erc, withdrawn)
+            return Response(page, status_code=410, media_type=HTML, headers={"Vary": "Accept"})
+        head = f"{view.root} was withdrawn on {withdrawn.when}: {withdrawn.reason}\n\n"
+        return Response(head + erc.to_anvl(), status_code=410, media_type=TEXT)
+
+    def info(
+        self, request: Request, view: View, entry: Entry | None, withdrawn: Withdrawal | None
+    ) -> Response:
+        """The ERC record of the archive or of one of its entries (THUMP); of a withdrawn
+        archive, with the withdrawal in its erc-support segment."""
         ark = entry_ark(view.root, entry.path) if entry else view.root
         erc = entry_erc(view.archive.erc, view.root, entry) if entry else view.archive.erc
+        if withdrawn is not None:
+            erc = with_withdrawal(erc, withdrawn)
         headers, body = info_response(ark, erc, service_path=_service_path(request))
         media = _choose(request, ("text/plain", JSON, HTML))
+        if media == HTML and withdrawn is not None:
+            page = gone_page(Site.of(request), view.root, erc, withdrawn)
+            return Response(page, media_type=HTML, headers={"Vary": "Accept"})
         if media == HTML:  # a browser: the landing page of what the record describes
             if entry is not None and entry.kind is Kind.FILE:
                 page = file_page(Site.of(request), view, entry, erc)
@@ -269,7 +338,7 @@ class NmaService(Face):
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
         archive = view.archive
-        media = _choose(request, (HTML, JSON, MSGPACK, *MSGPACK_ALIASES, TEXT))
+        media = _choose(request, ROOT_OFFERS)
         headers = {
             "Vary": "Accept",
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
@@ -387,7 +456,7 @@ class NmaService(Face):
     async def bind(self, request: Request) -> Response:
         """PUT: bind an archive, once the service has checked it against the store."""
         ark = _request_ark(request)
-        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        self.auth.require_bind(request.headers.get("authorization"), ark.base)
         if ark.components or ark.variants:
             raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")
         body = await read_body(request, MAX_BIND_BODY, "bind request")
@@ -428,9 +497,8 @@ def _naming(ark: Ark) -> Iterator[None]:
 
 def _request_ark(request: Request) -> Ark:
     """The ARK the request path spells, parsed from the raw (still %-escaped) path."""
-    raw = request.scope.get("raw_path") or request.scope["path"].encode()
     try:
-        path = raw.decode("ascii")
+        path = route_raw_path(request.scope)
     except UnicodeDecodeError:
         raise HttpError(400, "the request path holds raw non-ASCII bytes: %-encode them") from None
     try:
@@ -443,7 +511,7 @@ def _literal_path(request: Request, past_version: bool) -> str:
     """The path after ark:NAAN/Name (and after its `@vN` if past_version) as the raw request
     path spells it, %-escapes decoded: the file names people type, whose hyphens
     normalization drops ('' if it spells none)."""
-    raw = (request.scope.get("raw_path") or request.scope["path"].encode()).decode("ascii")
+    raw = route_raw_path(request.scope)
     names = [
         unquote(c, errors="surrogateescape")
         for c in raw.partition(":")[2].lstrip("/").split("/")[2 + past_version :]

@@ -9,10 +9,11 @@ import json
 import mimetypes
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from arkfs.archive.manifest import Entry, Kind, entry_ark
+from arkfs.archive.withdrawal import Withdrawal
 from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
@@ -270,6 +271,36 @@ with <code>?info</code>, its versions with <code>/@vN</code>.</p>
 <input name="prefix" value="{_e(prefix or "ark:")}"></label> <button>Search</button></form>
 {found}""",
     )
+
+
+def gone_page(site: Site, ark: Ark, erc: Erc, withdrawal: Withdrawal) -> str:
+    """410 Gone for a browser: the withdrawn archive's ERC, persistence statement and why."""
+    notice = (
+        f'<p id="withdrawn">{_e(ark)} was withdrawn on {_e(withdrawal.when)}: '
+        f'<span class="reason">{_e(withdrawal.reason)}</span></p>'
+    )
+    return _record_page(site, ark, erc, f"410 Gone: {ark}", notice)
+
+
+def embargo_page(site: Site, ark: Ark, erc: Erc, until: date) -> str:
+    """The public landing page of an embargoed archive: its record, without its files."""
+    notice = (
+        f'<p id="embargoed">The content of {_e(ark)} is under embargo until '
+        f"{_e(until.isoformat())}: it is served to read tokens only.</p>"
+    )
+    return _record_page(site, ark, erc, str(ark), notice)
+
+
+def _record_page(site: Site, ark: Ark, erc: Erc, title: str, notice: str) -> str:
+    """A page of notice, the ERC record and the persistence statement, and where the record is."""
+    parts = [notice, _kernel(erc, "About")]
+    if erc.support is not None:
+        parts.append(_kernel(erc.support, "Persistence statement", "persistence"))
+    parts.append(
+        f'<p>Its record stays at <a href="{_e(site.href(ark, "?info"))}">'
+        f"{_e(site.url(ark))}?info</a>.</p>"
+    )
+    return _plain_document(title, "\n".join(parts))
 
 
 def error_page(site: Site, status: int, message: str) -> str:

@@ -12,7 +12,9 @@ import secrets
 import time
 
 PREFIX = "arkfs1"
-SCOPES = ("read", "write")
+SCOPES = ("read", "write")  # what a client asks /v1/token for
+UPLOAD = "upload"  # write to the CAS only: issued for `write` to a shoulder-bound token
+_ISSUED = (*SCOPES, UPLOAD)
 DEFAULT_TTL = 3600
 MAX_EXP_DIGITS = 20  # an expiry in Unix seconds; Python will not convert past 4,300 digits
 
@@ -44,8 +46,8 @@ class TokenIssuer:
         return hmac.new(self.key, f"{PREFIX}.{scope}.{exp}".encode(), hashlib.sha256).hexdigest()
 
     def issue(self, scope: str, now: float | None = None) -> tuple[str, int]:
-        """A token for scope ('read' or 'write') and its expiry in Unix seconds."""
-        if scope not in SCOPES:
+        """A token for scope ('read', 'write' or 'upload') and its expiry in Unix seconds."""
+        if scope not in _ISSUED:
             raise ValueError(f"unknown token scope {scope!r}: use read or write")
         exp = int(time.time() if now is None else now) + self.ttl
         return f"{PREFIX}.{scope}.{exp}.{self._mac(scope, exp)}", exp
@@ -56,7 +58,7 @@ class TokenIssuer:
         if not (
             len(parts) == 4
             and parts[0] == PREFIX
-            and parts[1] in SCOPES
+            and parts[1] in _ISSUED
             and parts[2].isascii()
             and parts[2].isdigit()
             and len(parts[2]) <= MAX_EXP_DIGITS

@@ -17,6 +17,13 @@ import blake3
 
 from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
+from arkfs.archive.withdrawal import MESSAGE as TOMBSTONE_MESSAGE
+from arkfs.archive.withdrawal import (
+    Withdrawal,
+    covering,
+    withdrawal_in,
+    without_withdrawal,
+)
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
@@ -108,6 +115,9 @@ class ArchiveService:
             record = Erc.from_anvl(erc)
         except ArkError as exc:
             raise Rejected(f"bind {ark}: ERC record: {exc}") from None
+        if not message.startswith(TOMBSTONE_MESSAGE):  # publishing again reinstates
+            record = without_withdrawal(record)
+            erc = record.to_anvl()
         digests: dict[bytes, bytes] = {}
         for batch in _batched(parsed.entries.file_hashes(), BIND_BATCH):
             stored = self._file_sizes([xet_hash for _, xet_hash, _, _ in batch])
@@ -205,6 +215,15 @@ class ArchiveService:
         with self._lock:
             self._archives.put((ark, version), archive)
         return archive
+
+    def withdrawal(self, ark: str, version: int, versions: list[VersionInfo]) -> Withdrawal | None:
+        """The tombstone that withdraws version of ark (it or a later one), if any; versions
+        is every version of ark (withdrawal.py)."""
+        for v in covering(versions, version):
+            found = withdrawal_in(self.archive(ark, v.version).erc, v.version)
+            if found is not None:
+                return found
+        return None
 
     def list_archives(self, prefix: str = "") -> list[str]:
         """The bound ARKs (normalized) that start with prefix, sorted."""

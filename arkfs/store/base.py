@@ -75,6 +75,22 @@ class Binding:
     bytes: int = 0
 
 
+@dataclass(frozen=True)
+class GcReport:
+    """What a gc deleted (or, dry, would delete): counts and bytes of shards and xorbs."""
+
+    shards: int
+    shard_bytes: int
+    xorbs: int
+    xorb_bytes: int
+    young: int  # unreferenced shards and xorbs kept for the grace period
+
+    @property
+    def freed(self) -> int:
+        """Bytes freed (or that would be)."""
+        return self.shard_bytes + self.xorb_bytes
+
+
 @dataclass(frozen=True, slots=True)
 class StoreStats:
     """Counts and sizes of what a store holds."""
@@ -185,6 +201,11 @@ class Store(Protocol):
         sample: hash the bytes of that many xorbs and shards chosen at random, not all;
         every index row is followed either way.
         """
+        ...
+
+    def collect(self, live: set[bytes], cutoff: float, dry_run: bool = False) -> GcReport:
+        """Delete the shards and xorbs no file of live needs, written before cutoff (Unix
+        time); with dry_run only count them (arkfs.store.gc)."""
         ...
 
     def close(self) -> None:

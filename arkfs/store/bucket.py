@@ -165,6 +165,18 @@ class Bucket:
                 for obj in page.get("Contents", []):
                     yield obj["Key"][len(under) :], int(obj["Size"])
 
+    def written(self, kind: str) -> Iterator[tuple[str, int, float]]:
+        """(name, size, when written as Unix time) of every object of kind, in key order."""
+        under = f"{self.prefix}{kind}/"
+        with self._errors(f"list the {kind}"):
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.name, Prefix=under
+            )
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    when = obj["LastModified"].timestamp()
+                    yield obj["Key"][len(under) :], int(obj["Size"]), when
+
     def presign(self, key: str, ttl: int) -> str:
         """A pre-signed GET URL of key valid for ttl seconds; its replies carry caching headers
         bounded by that lifetime (HTTP Caching Headers). Signing is local: no request."""

@@ -27,6 +27,7 @@ import os
 import sqlite3
 import struct
 import threading
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,6 +65,7 @@ from arkfs.store.errors import (
     StoreFull,
     is_full,
 )
+from arkfs.store.gc import GcReport, kept_shards, kept_xorbs
 from arkfs.store.shards import stored_shard_problem
 from arkfs.util.atomic import fsync_dir, is_temp, remove_stale_temps, stale_temps, write_atomic
 from arkfs.xet.errors import XetError
@@ -169,6 +171,8 @@ class LocalStore:
             if not create:
                 raise NotFound(f"no arkfs store at {root}: {INDEX_NAME} is missing")
             _prepare_new_root(root)
+        if not create and _read_only_media(root):
+            return cls._open_read_only(root, index)
         with _sqlite_errors(index):
             conn = sqlite3.connect(
                 index, timeout=30.0, isolation_level=None, check_same_thread=False
@@ -187,6 +191,35 @@ class LocalStore:
             store._ensure_layout()
             for directory in store._temp_dirs():
                 remove_stale_temps(directory)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    def _open_read_only(cls, root: Path, index: Path) -> "LocalStore":
+        """Open a store on read-only media (a DVD, a read-only mount) for reading: its index
+        immutable, as SQLite can create no lock or WAL files there."""
+        wal = index.with_name(INDEX_NAME + "-wal")
+        if wal.exists() and wal.stat().st_size:
+            raise StoreError(
+                f"the store at {root} is on read-only media with its index's last writes "
+                f"still in {wal.name}: checkpoint it where it was written (close every "
+                "`arkfs serve` of it, or run `sqlite3 index.sqlite 'PRAGMA wal_checkpoint'`)"
+            )
+        with _sqlite_errors(index):
+            uri = f"file:{urllib.parse.quote(str(index.resolve()))}?immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        store = cls(root, conn)
+        try:
+            with store._db() as db:
+                row = db.execute("SELECT version FROM schema_version").fetchone()
+            if row is None or row[0] != SCHEMA_VERSION:
+                raise StoreError(
+                    f"the store at {root} on read-only media has index schema version "
+                    f"{row[0] if row else 'unknown'}; this arkfs reads version "
+                    f"{SCHEMA_VERSION} and cannot migrate it there"
+                )
         except BaseException:
             store.close()
             raise
@@ -382,6 +415,9 @@ class LocalStore:
         with self._db(write=True) as db:
             if _has_shard(db, shard_hash):
                 return False  # another writer registered it meanwhile
+            gone = self._missing_xorbs(files, dedup)  # `store gc` may have deleted one since
+            if gone:
+                raise Rejected(f"shard {name} not stored: xorb {gone} is not stored; upload it")
             db.execute(
                 "INSERT INTO shards (hash, size, sha256) VALUES (?, ?, ?)",
                 (shard_hash, len(data), hashlib.sha256(data).digest()),
@@ -406,6 +442,11 @@ class LocalStore:
                 ((e.chunk_hash, e.xorb_hash, e.chunk_index, shard_hash) for e in dedup),
             )
         return True
+
+    def _missing_xorbs(self, files: Sequence[FileRecord], dedup: Sequence[DedupEntry]) -> str:
+        """The name of a xorb the records name that is not stored ('' if none)."""
+        named = {t.xorb_hash for r in files for t in r.terms} | {e.xorb_hash for e in dedup}
+        return next((hash_to_string(h) for h in named if not self._xorb_path(h).exists()), "")
 
     def has_file(self, file_hash: bytes) -> bool:
         """Is a reconstruction of the file stored?"""
@@ -501,6 +542,50 @@ class LocalStore:
         return [r[0] for r in rows]
 
     # Whole store
+
+    def collect(self, live: set[bytes], cutoff: float, dry_run: bool = False) -> GcReport:
+        """Delete the shards and xorbs that no live file needs and that are older than
+        cutoff (Unix time) (gc.py); with dry_run, only count them.
+
+        The plan is made and carried out inside one write transaction, and put_shard checks
+        its xorbs are there inside its own: a shard registered meanwhile either keeps its
+        xorbs or is refused, never left naming a deleted one.
+        """
+        with self._db(write=not dry_run) as db:
+            dead, shard_bytes, old, young = self._gc_plan(db, live, cutoff)
+            report = GcReport(len(dead), shard_bytes, len(old), sum(old.values()), young)
+            if dry_run:
+                return report
+            for h in dead:
+                db.execute("DELETE FROM dedup WHERE shard = ?", (h,))
+                db.execute(
+                    "DELETE FROM terms WHERE file IN (SELECT hash FROM files WHERE shard = ?)",
+                    (h,),
+                )
+                db.execute("DELETE FROM files WHERE shard = ?", (h,))
+                db.execute("DELETE FROM shards WHERE hash = ?", (h,))
+            for path in [*dead.values(), *old]:
+                path.unlink(missing_ok=True)
+        return report
+
+    def _gc_plan(
+        self, db: sqlite3.Connection, live: set[bytes], cutoff: float
+    ) -> tuple[dict[bytes, Path], int, dict[Path, int], int]:
+        """What gc deletes: the dead shards (hash to file), their bytes, the old unneeded
+        xorb files with their sizes, and how many unreferenced ones are young."""
+        shards = dict(db.execute("SELECT hash, size FROM shards").fetchall())
+        keep = kept_shards(db.execute("SELECT hash, shard FROM files").fetchall(), live)
+        unused = {h: self.root / SHARDS / hash_name(h, "shard") for h in shards if h not in keep}
+        dead = {h: path for h, path in unused.items() if _mtime(path) < cutoff}
+        pairs = db.execute(
+            "SELECT DISTINCT f.shard, t.xorb FROM terms t JOIN files f ON f.hash = t.file "
+            "UNION SELECT shard, xorb FROM dedup"
+        ).fetchall()
+        needed = kept_xorbs(pairs, set(dead))
+        unneeded = [p for p, h in self._xorb_files() if h is not None and h not in needed]
+        old = {p: p.stat().st_size for p in unneeded if _mtime(p) < cutoff}
+        young = len(unused) - len(dead) + len(unneeded) - len(old)
+        return dead, sum(shards[h] for h in dead), old, young
 
     def _xorb_files(self) -> Iterator[tuple[Path, bytes | None]]:
         """Every non-temp entry under xorbs/, with its hash if it is where a xorb belongs."""
@@ -682,6 +767,22 @@ def _manifest_summary(manifest: bytes) -> tuple[int, int]:
 
 def _has_shard(db: sqlite3.Connection, shard_hash: bytes) -> bool:
     return db.execute("SELECT 1 FROM shards WHERE hash = ?", (shard_hash,)).fetchone() is not None
+
+
+def _read_only_media(root: Path) -> bool:
+    """Is root on a read-only filesystem, or not writable by this process?"""
+    try:
+        return bool(os.statvfs(root).f_flag & os.ST_RDONLY) or not os.access(root, os.W_OK)
+    except OSError:
+        return False
+
+
+def _mtime(path: Path) -> float:
+    """When path was last written (0 if it is gone: nothing to protect)."""
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def _hash_named(path: Path) -> bytes | None:

@@ -15,7 +15,7 @@ import psycopg
 import psycopg.conninfo
 import psycopg_pool
 
-from arkfs.store.errors import StoreCorrupt, StoreError
+from arkfs.store.errors import Rejected, StoreCorrupt, StoreError
 
 SCHEMA_VERSION = 1
 CONNECT_TIMEOUT = 5  # seconds to connect to the database
@@ -180,6 +180,11 @@ class Index:
             raise StoreCorrupt(
                 f"{what}: the index database {self.where} is damaged ({_first_line(exc)}); "
                 "restore it from a backup"
+            ) from None
+        except psycopg.errors.ForeignKeyViolation as exc:  # raced by `arkfs store gc`
+            raise Rejected(
+                f"{what}: a row names a xorb or shard that is no longer stored, as a "
+                f"concurrent `arkfs store gc` leaves it ({_first_line(exc)}); upload it again"
             ) from None
         except psycopg.DatabaseError as exc:
             raise StoreError(

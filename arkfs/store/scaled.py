@@ -44,6 +44,7 @@ from arkfs.store.base import (
 )
 from arkfs.store.bucket import Bucket
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
+from arkfs.store.gc import GcReport, kept_shards, kept_xorbs
 from arkfs.store.postgres import COUNTERS, Cursor, Index
 from arkfs.store.shards import stored_shard_problem
 from arkfs.xet.errors import XetError
@@ -364,6 +365,67 @@ class ScaledStore:
             return [str(r[0]) for r in cur.fetchall()]
 
     # Whole store
+
+    def collect(self, live: set[bytes], cutoff: float, dry_run: bool = False) -> GcReport:
+        """Delete the shards and xorbs that no live file needs and that were written before
+        cutoff (Unix time), index rows first, in one transaction that also lowers the
+        counters (gc.py); objects with no index row (an abandoned or planted upload) too.
+        With dry_run, only count them."""
+        with self.index.transaction("list the files and shards") as cur:
+            cur.execute("SELECT hash, shard FROM files")
+            file_shards = [(bytes(h), bytes(s)) for h, s in cur.fetchall()]
+            cur.execute(
+                "SELECT DISTINCT f.shard, t.xorb FROM terms t JOIN files f ON f.hash = t.file "
+                "UNION SELECT shard, xorb FROM dedup"
+            )
+            pairs = [(bytes(s), bytes(x)) for s, x in cur.fetchall()]
+        keep = kept_shards(file_shards, live)
+        shard_objects = {n: (size, when) for n, size, when in self.bucket.written(SHARDS)}
+        xorb_objects = {n: (size, when) for n, size, when in self.bucket.written(XORBS)}
+        unused_shards = {n for n in shard_objects if _hash_of(n) not in keep}
+        dead_shards = {n for n in unused_shards if shard_objects[n][1] < cutoff}
+        dead_shard_hashes = {h for n in dead_shards if (h := _hash_of(n)) is not None}
+        needed = kept_xorbs(pairs, dead_shard_hashes)
+        unused_xorbs = {n for n in xorb_objects if _hash_of(n) not in needed}
+        dead_xorbs = {n for n in unused_xorbs if xorb_objects[n][1] < cutoff}
+        report = GcReport(
+            len(dead_shards),
+            sum(shard_objects[n][0] for n in dead_shards),
+            len(dead_xorbs),
+            sum(xorb_objects[n][0] for n in dead_xorbs),
+            len(unused_shards) - len(dead_shards) + len(unused_xorbs) - len(dead_xorbs),
+        )
+        if dry_run:
+            return report
+        dead_xorb_hashes = [h for n in dead_xorbs if (h := _hash_of(n)) is not None]
+        with self.index.transaction("forget what gc deletes") as cur:
+            gone = dict.fromkeys(("xorbs", "xorb_bytes", "shards", "shard_bytes"), 0)
+            gone |= {"files": 0, "dedup": 0}
+            for h in dead_shard_hashes:
+                cur.execute("DELETE FROM dedup WHERE shard = %s", (h,))
+                gone["dedup"] += cur.rowcount
+                cur.execute(
+                    "DELETE FROM terms WHERE file IN (SELECT hash FROM files WHERE shard = %s)",
+                    (h,),
+                )
+                cur.execute("DELETE FROM files WHERE shard = %s", (h,))
+                gone["files"] += cur.rowcount
+                cur.execute("DELETE FROM shards WHERE hash = %s RETURNING size", (h,))
+                for (size,) in cur.fetchall():
+                    gone["shards"] += 1
+                    gone["shard_bytes"] += int(size)
+            for h in dead_xorb_hashes:
+                cur.execute("DELETE FROM xorbs WHERE hash = %s RETURNING size", (h,))
+                for (size,) in cur.fetchall():
+                    gone["xorbs"] += 1
+                    gone["xorb_bytes"] += int(size)
+            for name, count in gone.items():
+                cur.execute("UPDATE counters SET value = value - %s WHERE name = %s", (count, name))
+        for n in dead_shards:
+            self.bucket.delete(self.bucket.key(SHARDS, n))
+        for n in dead_xorbs:
+            self.bucket.delete(self.bucket.key(XORBS, n))
+        return report
 
     def stats(self) -> StoreStats:
         """What the store holds, from the counters the index keeps as rows are inserted."""

@@ -112,7 +112,7 @@ def test_allow_other_shares_a_mount_made_through_mount_fuse3(
     cache = f"cache_dir={shared / 'cache'}"
     done = mount_t(shared, mnt, f"allow_other,uid={NOBODY},gid={NOBODY},umask=027,{cache}")
     assert done.returncode == 0, done.stderr
-    assert is_mounted(mnt) and source_of(mnt) == "arkfs:store"
+    assert is_mounted(mnt) and source_of(mnt) == f"store:{shared / 'store'}"  # as given
     path = a_file(mnt)
     st = path.stat()
     assert (st.st_uid, st.st_gid, st.st_mode & 0o027) == (NOBODY, NOBODY, 0)
@@ -145,6 +145,50 @@ def test_an_fstab_line_mounts_with_mount_T(installed: None, shared: Path, mnt: P
     fs = os.statvfs(mnt)
     assert fs.f_blocks * fs.f_frsize == 64 << 20  # df shows the chunk cache
     assert fs.f_bfree <= fs.f_blocks
+
+
+@pytest.mark.slow
+def test_mount_a_is_idempotent_as_the_table_shows_the_fstab_source(
+    installed: None, shared: Path, mnt: Path
+) -> None:
+    fstab = shared / "fstab-a"
+    source = f"store:{shared / 'store'}"
+    fstab.write_text(f"{source} {mnt} fuse.arkfs cache_dir={shared / 'cache-a'},nofail 0 0\n")
+    for _ in range(2):  # the second finds it mounted: nothing to do, exit 0
+        done = subprocess.run(
+            ["mount", "-a", "-T", str(fstab)], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+    assert source_of(mnt) == source
+    with open("/proc/self/mountinfo") as f:
+        assert sum(line.split()[4] == str(mnt) for line in f) == 1
+    assert a_file(mnt).read_bytes()
+
+
+def test_a_store_on_read_only_media_mounts_read_only(shared: Path, tmp_path: Path) -> None:
+    media = tmp_path / "media"
+    media.mkdir()
+    bind = subprocess.run(["mount", "--bind", str(shared / "store"), str(media)], check=False)
+    assert bind.returncode == 0
+    try:
+        ro = ["mount", "-o", "remount,bind,ro", str(media)]
+        assert subprocess.run(ro, check=False).returncode == 0
+        assert os.statvfs(media).f_flag & os.ST_RDONLY
+        args = ("--store", str(media), "--cache-dir", str(tmp_path / "cache"))
+        with arkfs_mount(tmp_path / "m", *args) as m:
+            on_media = {p.relative_to(m.path): p.read_bytes() for p in _files(m.path / ARK)}
+        writable = ("--store", str(shared / "store"), "--cache-dir", str(tmp_path / "c2"))
+        with arkfs_mount(tmp_path / "w", *writable) as w:
+            assert on_media == {p.relative_to(w.path): p.read_bytes() for p in _files(w.path / ARK)}
+        assert on_media
+        done = run_arkfs("versions", ARK, "--store", str(media))
+        assert done.returncode == 0 and "1 version" in done.stdout, done.stderr
+    finally:
+        subprocess.run(["umount", str(media)], check=False)
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()]
 
 
 def test_mount_passes_one_line_for_an_unknown_option(

@@ -67,7 +67,11 @@ def resolve(
 ) -> Trace:
     async def main() -> Trace:
         resolver = Resolver(
-            sources, fallback, tmp / "cache", OriginTokens(tokens or {}), allow_private=allow_private
+            sources,
+            fallback,
+            tmp / "cache",
+            OriginTokens(tokens or {}),
+            allow_private=allow_private,
         )
         try:
             return await resolver.resolve(parse(ark), info=True)

@@ -1,8 +1,11 @@
 """File names with hyphens: normalization drops them, so the resolver finds the entry the
-raw path spells and redirects to its canonical ARK. Bound with `arkfs bind`, as a user would."""
+raw path spells and answers it (200, so `curl --fail -o` saves it) with its canonical ARK as
+`Link: rel="cite-as"`. Bound with `arkfs bind`, as a user would."""
 
 import json
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -45,37 +48,50 @@ def get(url: str, path: str, **kwargs: object) -> httpx.Response:
     return httpx.get(url + path, headers=READ, timeout=30, **kwargs)  # type: ignore[arg-type]
 
 
-def test_a_hyphenated_name_redirects_to_its_canonical_ark(url: str) -> None:
+def _cite_as(r: httpx.Response) -> str:
+    """The URL of the reply's Link rel="cite-as"."""
+    for link in r.headers["link"].split(","):
+        target, _, params = link.strip().partition(";")
+        if 'rel="cite-as"' in params:
+            return target.strip().strip("<>")
+    raise AssertionError(f"no cite-as in {r.headers['link']}")
+
+
+def test_a_hyphenated_name_answers_with_its_canonical_ark_as_cite_as(url: str) -> None:
     for typed, canonical in [
         ("data/2024-01-01.csv", "data/2024%2D01%2D01%2Ecsv"),
         ("const-7.bin", "const%2D7%2Ebin"),
-        ("const%2D7.bin", None),  # the canonical form itself
+        ("const%2D7.bin", "const%2D7%2Ebin"),  # the canonical form itself
     ]:
         r = get(url, f"/{ARK}/{typed}")
-        if canonical is None:
-            assert r.status_code == 200, typed
-            continue
-        assert r.status_code == 301, (typed, r.text)
-        assert r.headers["location"] == f"/{ARK}/{canonical}"
-        followed = get(url, f"/{ARK}/{typed}", follow_redirects=True)
-        assert followed.content == FILES[typed], typed
+        assert r.status_code == 200 and r.content == FILES[typed.replace("%2D", "-")], typed
+        assert _cite_as(r) == f"{url}/{ARK}/{canonical}", typed
 
 
-def test_info_keeps_its_query_through_the_redirect(url: str) -> None:
+def test_curl_fail_saves_a_hyphenated_name(url: str, tmp_path: Path) -> None:
+    out = tmp_path / "f.csv"
+    done = subprocess.run(
+        ["curl", "--fail", "-sS", "-H", "Authorization: Bearer r", "-o", str(out),
+         f"{url}/{ARK}/data/2024-01-01.csv"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0 and out.read_bytes() == FILES["data/2024-01-01.csv"]
+
+
+def test_info_of_a_hyphenated_name_is_its_record(url: str) -> None:
     r = get(url, "/ark:/12345/x6-lit/data/2024-01-01.csv?info&format=json")
-    assert r.status_code == 301
-    assert r.headers["location"] == f"/{ARK}/data/2024%2D01%2D01%2Ecsv?info&format=json"
-    r = get(url, f"/{ARK}/data/2024-01-01.csv?info", follow_redirects=True)
+    assert r.status_code == 200
+    assert _cite_as(r) == f"{url}/{ARK}/data/2024%2D01%2D01%2Ecsv"
+    r = get(url, f"/{ARK}/data/2024-01-01.csv?info")
     assert r.status_code == 200 and r.headers["thump-status"] == "0.6 200 OK"
     assert Erc.from_anvl(r.text).where == f"{ARK}/data/2024%2D01%2D01%2Ecsv"
 
 
-def test_a_version_path_redirects_within_its_version(url: str) -> None:
+def test_a_version_path_answers_within_its_version(url: str) -> None:
     r = get(url, "/ark:/12345/x6-lit/@v1/data/2024-01-01.csv?info")
-    assert r.status_code == 301
-    assert r.headers["location"] == f"/{ARK}/@v1/data/2024%2D01%2D01%2Ecsv?info"
-    followed = get(url, f"/{ARK}/@v1/const-7.bin", follow_redirects=True)
-    assert followed.content == FILES["const-7.bin"]
+    assert r.status_code == 200
+    assert _cite_as(r) == f"{url}/{ARK}/@v1/data/2024%2D01%2D01%2Ecsv"
+    assert get(url, f"/{ARK}/@v1/const-7.bin").content == FILES["const-7.bin"]
     assert get(url, f"/{ARK}/@v2/const-7.bin").status_code == 404  # no such version
 
 

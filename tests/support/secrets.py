@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 PATTERNS = (
-    re.compile(r"arkfs1\.(?:read|write)\.\d+\.[0-9a-f]{64}"),  # a token from /v1/token
+    re.compile(r"arkfs1\.(?:read|write|upload)\.\d+\.[0-9a-f]{64}"),  # a token from /v1/token
     re.compile(r"[?&]sig=[0-9a-f]{16}"),  # a signed xorb URL
     re.compile(r"Bearer\s+(?!token\b)[\w.~+/-]{6,}"),  # an Authorization header
     re.compile(r"(?i)x-amz-(?:signature|credential)="),  # a pre-signed S3 URL

@@ -20,7 +20,6 @@ from arkfs.cli.logs import add_log_level_options
 from arkfs.cli.resolving import add_resolver_options, discovery_from, resolver_config
 from arkfs.cli.settings import DEFAULT_CACHE_SIZE, LOG_NAME, effective
 from arkfs.cli.tokens import add_token_options, token_from
-from arkfs.mount.attrs import Ownership
 from arkfs.mount.daemon import (
     FSTYPE,
     SHARING,
@@ -34,8 +33,9 @@ from arkfs.mount.daemon import (
     run_foreground,
 )
 from arkfs.mount.exposition import exposition
-from arkfs.mount.latest import DEFAULT_TTL
-from arkfs.mount.xattrs import STATS
+from arkfs.mount.fuse.attributes import Ownership
+from arkfs.mount.fuse.xattrs import STATS
+from arkfs.mount.names.latest import DEFAULT_TTL
 from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.util.sizes import human, parse_size
 

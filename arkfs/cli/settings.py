@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from arkfs.mount.config import SETTINGS, ResolverConfig
-from arkfs.mount.latest import DEFAULT_TTL
+from arkfs.mount.names.latest import DEFAULT_TTL
 from arkfs.util import paths
 
 COMMAND_LINE = "command line"

@@ -39,15 +39,15 @@ from arkfs.backend.base import Backend, BackendError, Unauthorized
 from arkfs.backend.mirrors import MirroredBackend
 from arkfs.backend.open import open_backend
 from arkfs.backend.remote import RemoteBackend
-from arkfs.mount.attrs import Ownership
-from arkfs.mount.catalog import Catalog
-from arkfs.mount.chunk_cache import ChunkCache
 from arkfs.mount.config import Discovery, ResolverConfig
-from arkfs.mount.discovery import DiscoveredBackends
-from arkfs.mount.fs import ArkOperations
-from arkfs.mount.latest import DEFAULT_TTL
-from arkfs.mount.namespace import Namespace
-from arkfs.mount.reader import ContentReader
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.reader import ContentReader
+from arkfs.mount.fuse.attributes import Ownership
+from arkfs.mount.fuse.operations import ArkOperations
+from arkfs.mount.names.catalog import Catalog
+from arkfs.mount.names.discovery import DiscoveredBackends
+from arkfs.mount.names.latest import DEFAULT_TTL
+from arkfs.mount.names.namespace import Namespace
 from arkfs.mount.stats import MountStats
 from arkfs.resolve.discover import Resolver
 from arkfs.resolve.tokens import OriginTokens

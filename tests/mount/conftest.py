@@ -18,8 +18,8 @@ import trio
 from arkfs.backend.base import Backend
 from arkfs.backend.embedded import EmbeddedBackend
 from arkfs.backend.remote import RemoteBackend
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.reader import ContentReader
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.stats import MountStats
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import string_to_hash

@@ -8,7 +8,7 @@ import pytest
 from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
-from arkfs.mount.archive_cache import ArchiveCache
+from arkfs.mount.names.archive_cache import ArchiveCache
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

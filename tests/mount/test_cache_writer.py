@@ -11,9 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.jobs import Host, ReadError
+from arkfs.mount.data.cache_writer import CacheWriter
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.jobs import Host, ReadError
 from arkfs.xet.hashing import chunk_hash
 from tests.mount.test_chunk_cache import file_map
 
@@ -100,7 +100,7 @@ def test_an_oserror_is_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixt
                 await writer.write_chunks(chunks(2, 1000, seed))
             assert writer.backlog == 0
 
-    with caplog.at_level(logging.WARNING, logger="arkfs.mount.cache_writer"):
+    with caplog.at_level(logging.WARNING, logger="arkfs.mount.data.cache_writer"):
         trio.run(main)
     assert [r.getMessage() for r in caplog.records] == [
         f"cannot write the cache in {tmp_path}: [Errno 28] No space left on device"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.mount.chunk_cache import ChunkCache, pack_bytes
-from arkfs.mount.eviction import EvictionPolicy
-from arkfs.mount.file_map import FileMap, build_map, pack_map
+from arkfs.mount.data.chunk_cache import ChunkCache, pack_bytes
+from arkfs.mount.data.eviction import EvictionPolicy
+from arkfs.mount.data.file_map import FileMap, build_map, pack_map
 from arkfs.xet.hashing import chunk_hash, file_hash, hash_to_string
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import serialize_xorb

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import trio
 
-from arkfs.mount.backend_calls import FetchUrls
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.chunk_loader import PREFETCH_GROUPS, ChunkLoader
-from arkfs.mount.jobs import Host, Limiters
-from arkfs.mount.map_loader import MapLoader
-from arkfs.mount.parts import Parts
+from arkfs.mount.data.backend_calls import FetchUrls
+from arkfs.mount.data.cache_writer import CacheWriter
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.chunk_loader import PREFETCH_GROUPS, ChunkLoader
+from arkfs.mount.data.jobs import Host, Limiters
+from arkfs.mount.data.map_loader import MapLoader
+from arkfs.mount.data.parts import Parts
 from arkfs.mount.stats import MountStats
 from tests.mount.fake_backend import FETCH, FakeBackend
 

@@ -9,7 +9,7 @@ import trio
 
 from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import NotBound
-from arkfs.mount.discovery import DiscoveredBackends
+from arkfs.mount.names.discovery import DiscoveredBackends
 from arkfs.resolve.discover import Resolver
 from arkfs.resolve.tokens import OriginTokens
 from tests.support.redirector import redirector

@@ -7,9 +7,9 @@ import trio
 
 from arkfs.backend.base import NotBound
 from arkfs.backend.embedded import EmbeddedBackend
-from arkfs.mount.archive_cache import ArchiveCache
-from arkfs.mount.catalog import Catalog
 from arkfs.mount.config import ConfigError, load_config
+from arkfs.mount.names.archive_cache import ArchiveCache
+from arkfs.mount.names.catalog import Catalog
 from arkfs.store.local import LocalStore
 from tests.support.archive import publish
 

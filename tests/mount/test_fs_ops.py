@@ -7,7 +7,7 @@ import pytest
 import trio
 
 from arkfs.backend.base import BadReply, NotBound, Unauthorized, Unreachable
-from arkfs.mount.fs import guarded
+from arkfs.mount.fuse.operations import guarded
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

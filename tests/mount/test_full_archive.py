@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from arkfs.archive.manifest import Kind, Manifest
-from arkfs.mount.chunk_cache import ChunkCache
+from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.xet.constants import MAX_CHUNK_SIZE
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import Reconstruction

@@ -7,8 +7,8 @@ import pytest
 import trio
 
 from arkfs.backend.embedded import EmbeddedBackend
-from arkfs.mount.catalog import Catalog
-from arkfs.mount.latest import LatestVersions
+from arkfs.mount.names.catalog import Catalog
+from arkfs.mount.names.latest import LatestVersions
 from arkfs.store.local import LocalStore
 from tests.support.archive import publish
 

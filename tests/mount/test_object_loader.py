@@ -9,13 +9,13 @@ import pytest
 import trio
 import trio.testing
 
-from arkfs.mount import object_loader
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.jobs import Host, Limiters, ReadError
-from arkfs.mount.object_loader import ObjectLoader
-from arkfs.mount.parts import Parts
-from arkfs.mount.prefetch import Prefetcher
+from arkfs.mount.data import object_loader
+from arkfs.mount.data.cache_writer import CacheWriter
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.jobs import Host, Limiters, ReadError
+from arkfs.mount.data.object_loader import ObjectLoader
+from arkfs.mount.data.parts import Parts
+from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
 from arkfs.resolve.objects import BLOCK, ObjectReader, RemoteObject
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from arkfs.mount.prefetch import PREFETCH_MAX, PREFETCH_MIN, SEQ_SLACK, Prefetcher
+from arkfs.mount.data.prefetch import PREFETCH_MAX, PREFETCH_MIN, SEQ_SLACK, Prefetcher
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

@@ -28,9 +28,9 @@ from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.versions import version_name
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
 from arkfs.backend.remote import RemoteBackend
-from arkfs.mount.archive_cache import ArchiveCache
-from arkfs.mount.discovery import DiscoveredBackends
-from arkfs.mount.indexed import IndexedArchive
+from arkfs.mount.names.archive_cache import ArchiveCache
+from arkfs.mount.names.discovery import DiscoveredBackends
+from arkfs.mount.names.indexed import IndexedArchive
 from arkfs.resolve.objects import ObjectReader, RemoteObject
 from arkfs.util.lru import LRU
 

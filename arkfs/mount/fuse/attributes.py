@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pyfuse3
 
 from arkfs.archive.manifest import entry_erc
-from arkfs.mount.indexed import IndexedArchive
-from arkfs.mount.namespace import Namespace, Node, NodeKind
+from arkfs.mount.names.indexed import IndexedArchive
+from arkfs.mount.names.namespace import Namespace, Node, NodeKind
 
 BLOCK_SIZE = 1 << 20  # st_blksize and f_bsize: large, so readers ask for large reads
 TIMEOUT = 3600.0  # entry and attribute timeout of what never changes

@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 import trio
 
 from arkfs.backend.base import Blamable, CasReader
-from arkfs.mount.backend_calls import BadBytes, FetchUrls, call_backend
-from arkfs.mount.file_map import FileMap, build_map, layout_map
-from arkfs.mount.jobs import Pending, ReadError
-from arkfs.mount.parts import Parts
+from arkfs.mount.data.backend_calls import BadBytes, FetchUrls, call_backend
+from arkfs.mount.data.file_map import FileMap, build_map, layout_map
+from arkfs.mount.data.jobs import Pending, ReadError
+from arkfs.mount.data.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import ReconstructionError, XetError
 from arkfs.xet.hashing import hash_to_string

@@ -44,9 +44,9 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import version_name, version_of_name, versioned
 from arkfs.backend.base import BackendError, NotBound, Unreachable
-from arkfs.mount.catalog import Catalog
-from arkfs.mount.indexed import IndexedArchive
-from arkfs.mount.latest import LatestVersions
+from arkfs.mount.names.catalog import Catalog
+from arkfs.mount.names.indexed import IndexedArchive
+from arkfs.mount.names.latest import LatestVersions
 from arkfs.resolve.objects import RemoteObject
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ import trio
 
 from arkfs.archive.record import VersionInfo
 from arkfs.backend.base import Unreachable
-from arkfs.mount.catalog import Catalog
-from arkfs.mount.indexed import IndexedArchive
+from arkfs.mount.names.catalog import Catalog
+from arkfs.mount.names.indexed import IndexedArchive
 from arkfs.util.lru import LRU
 
 DEFAULT_TTL = 300.0  # seconds the latest version of an archive is taken as known

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import trio
 
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.file_map import MAP_BYTES, FileMap
-from arkfs.mount.jobs import Host
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.file_map import MAP_BYTES, FileMap
+from arkfs.mount.data.jobs import Host
 from arkfs.xet.xorb import XorbFooter, footer_size
 
 log = logging.getLogger(__name__)

@@ -29,16 +29,16 @@ import trio
 
 from arkfs.backend.base import CasReader
 from arkfs.mount.allocator import limit_arenas
-from arkfs.mount.backend_calls import FetchUrls
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.chunk_loader import MEMORY_BYTES, ChunkLoader
-from arkfs.mount.file_map import FileMap
-from arkfs.mount.jobs import Host, Limiters, ReadError
-from arkfs.mount.map_loader import MapLoader
-from arkfs.mount.object_loader import ObjectLoader
-from arkfs.mount.parts import Parts
-from arkfs.mount.prefetch import Prefetcher
+from arkfs.mount.data.backend_calls import FetchUrls
+from arkfs.mount.data.cache_writer import CacheWriter
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.chunk_loader import MEMORY_BYTES, ChunkLoader
+from arkfs.mount.data.file_map import FileMap
+from arkfs.mount.data.jobs import Host, Limiters, ReadError
+from arkfs.mount.data.map_loader import MapLoader
+from arkfs.mount.data.object_loader import ObjectLoader
+from arkfs.mount.data.parts import Parts
+from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
 from arkfs.resolve.objects import ObjectReader, RemoteObject
 

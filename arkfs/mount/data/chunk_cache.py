@@ -56,8 +56,8 @@ from typing import NamedTuple
 import blake3
 import xxhash
 
-from arkfs.mount.eviction import EvictionPolicy, LRUPolicy
-from arkfs.mount.file_map import BadMapFile, FileMap, pack_map, unpack_map
+from arkfs.mount.data.eviction import EvictionPolicy, LRUPolicy
+from arkfs.mount.data.file_map import BadMapFile, FileMap, pack_map, unpack_map
 from arkfs.util.atomic import is_temp, remove_stale_temps, write_atomic
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
@@ -392,7 +392,7 @@ class ChunkCache:
         policy: Callable[[int], EvictionPolicy] = LRUPolicy,
     ) -> None:
         """A cache under root of at most max_bytes; what goes when it is full is the choice
-        of policy(max_bytes) (by default the least recently used: arkfs.mount.eviction)."""
+        of policy(max_bytes) (by default the least recently used: arkfs.mount.data.eviction)."""
         self.root = Path(root)
         self._index = _Index(policy(max_bytes))
         self._files = _OpenFiles(OPEN_FILES)

@@ -6,7 +6,7 @@ import threading
 
 import pyfuse3
 
-from arkfs.mount.reader import ContentReader
+from arkfs.mount.data.reader import ContentReader
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pyfuse3
 
-from arkfs.mount.namespace import InodeTable, Listing, Node
+from arkfs.mount.names.namespace import InodeTable, Listing, Node
 from arkfs.resolve.objects import RemoteObject
 
 

@@ -25,10 +25,10 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 import trio
 
 from arkfs.backend.base import Blamable, CasReader
-from arkfs.mount.backend_calls import BadBytes, Expired, FetchUrls, call_backend
-from arkfs.mount.file_map import FileMap, decode_run
-from arkfs.mount.jobs import Pending, ReadError
-from arkfs.mount.parts import Parts
+from arkfs.mount.data.backend_calls import BadBytes, Expired, FetchUrls, call_backend
+from arkfs.mount.data.file_map import FileMap, decode_run
+from arkfs.mount.data.jobs import Pending, ReadError
+from arkfs.mount.data.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string

@@ -19,16 +19,14 @@ import pyfuse3
 
 from arkfs.archive.manifest import Kind, entry_erc
 from arkfs.backend.base import BackendError, NotBound, Unauthorized
-from arkfs.mount.attrs import BLOCK_SIZE, Attributes, Ownership, info_record
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.handles import Handle, Handles
-from arkfs.mount.namespace import NAME_MAX, Namespace, Node, NodeKind
-from arkfs.mount.object_loader import StaleObject
-from arkfs.mount.pages import PageOffers
-from arkfs.mount.reader import ContentReader, ReadError
-from arkfs.mount.readonly import ReadOnlyOperations
-from arkfs.mount.stats import MountStats
-from arkfs.mount.xattrs import (
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.object_loader import StaleObject
+from arkfs.mount.data.reader import ContentReader, ReadError
+from arkfs.mount.fuse.attributes import BLOCK_SIZE, Attributes, Ownership, info_record
+from arkfs.mount.fuse.handles import Handle, Handles
+from arkfs.mount.fuse.page_offers import PageOffers
+from arkfs.mount.fuse.readonly import ReadOnlyOperations
+from arkfs.mount.fuse.xattrs import (
     CACHED,
     STATS,
     ark_xattrs,
@@ -41,6 +39,8 @@ from arkfs.mount.xattrs import (
     url_xattr,
     versions_xattr,
 )
+from arkfs.mount.names.namespace import NAME_MAX, Namespace, Node, NodeKind
+from arkfs.mount.stats import MountStats
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 import trio
 
 from arkfs.backend.base import BackendError, BadReply, CasReader, Unauthorized
-from arkfs.mount.jobs import ReadError
+from arkfs.mount.data.jobs import ReadError
 from arkfs.util.lru import LRU
 from arkfs.xet.reconstruction import Reconstruction
 

@@ -29,9 +29,9 @@ import blake3
 import trio
 
 from arkfs.backend.base import BackendError
-from arkfs.mount.jobs import Pending, ReadError
-from arkfs.mount.parts import Parts
-from arkfs.mount.prefetch import Prefetcher
+from arkfs.mount.data.jobs import Pending, ReadError
+from arkfs.mount.data.parts import Parts
+from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.resolve.objects import ObjectChanged, ObjectReader, RemoteObject, wrong_digest
 from arkfs.util.lru import LRU
 

@@ -3,9 +3,9 @@ its writer, the stats, the background host and the thread limiters."""
 
 from dataclasses import dataclass
 
-from arkfs.mount.cache_writer import CacheWriter
-from arkfs.mount.chunk_cache import ChunkCache
-from arkfs.mount.jobs import Host, Limiters
+from arkfs.mount.data.cache_writer import CacheWriter
+from arkfs.mount.data.chunk_cache import ChunkCache
+from arkfs.mount.data.jobs import Host, Limiters
 from arkfs.mount.stats import MountStats
 
 

@@ -28,7 +28,7 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import versioned
 from arkfs.backend.base import BadReply, NotBound, Refused, Unauthorized
-from arkfs.backend.http import (
+from arkfs.net.client import (
     json_reply,
     make_client,
     origin,
@@ -36,8 +36,8 @@ from arkfs.backend.http import (
     send,
     server_message,
 )
-from arkfs.backend.ranged import RangedGetter, RangedReply
-from arkfs.backend.retry import FAIL_FAST, DownOrigins, RetryPolicy
+from arkfs.net.ranged import RangedGetter, RangedReply
+from arkfs.net.retry import FAIL_FAST, DownOrigins, RetryPolicy
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FOOTERS_HEADER, FetchRange, Reconstruction
@@ -83,7 +83,7 @@ def _content_range(header: str | None) -> tuple[int, int, int] | None:
 class RemoteBackend:
     """The archive side behind an HTTP base URL.
 
-    A request is retried up to retries times (see arkfs.backend.retry); timeout bounds each
+    A request is retried up to retries times (see arkfs.net.retry); timeout bounds each
     connect, send and receive. retry_time is the deadline of every read (a GET, fetches
     included): it has a complete answer by then, retries and the wait for a fetch thread
     included, or fails with Unreachable. Uploads and binds have no deadline, as a large
@@ -327,7 +327,7 @@ class RemoteBackend:
         return rec
 
     async def _signed_get(self, url: str, range_header: str, what: str) -> RangedReply:
-        """GET a signed xorb URL in a worker thread (arkfs.backend.ranged explains why),
+        """GET a signed xorb URL in a worker thread (arkfs.net.ranged explains why),
         complete by the read deadline, counted from now: waiting for a thread counts too.
 
         A refused URL means it expired (Unauthorized: the caller asks for a new

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from arkfs.ark.errors import ArkError
 from arkfs.ark.naan import check_naan
-from arkfs.backend.http import origin
+from arkfs.net.client import origin
 from arkfs.resolve.discover import DEFAULT_FALLBACK
 from arkfs.resolve.registries import is_url
 from arkfs.util.paths import config_dir

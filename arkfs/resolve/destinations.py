@@ -24,7 +24,7 @@ import httpx
 import trio
 
 from arkfs.backend.base import BackendError, Unreachable
-from arkfs.backend.http import origin
+from arkfs.net.client import origin
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: an IPv4 address inside

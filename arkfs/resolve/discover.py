@@ -5,7 +5,7 @@ Resolver Chains and Roles: the first resolver is the record's expanded target (s
 arkfs.ark.registry), or FALLBACK + the ARK for a NAAN no registry knows ("If an ARK
 Resolver Service receives a request for a NAAN that it knows nothing about, best practice
 is to redirect the request to N2T.net"). Each hop is one request (HEAD, or GET where HEAD
-is refused), so each carries only its own origin's token (arkfs.resolve.tokens); 301,
+is refused), so each carries only its own origin's token (arkfs.net.bearer); 301,
 302, 303, 307 and 308 are followed up to MAX_HOPS times, and a URL seen twice is a loop.
 The last resolver is the responder. Finding a Resolver Service: its /.well-known/ark
 gives the service path; without one, a responder URL of the form SERVICE/ark:... (the
@@ -40,11 +40,11 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.registry import RegistryError, RegistryRecord
 from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import BackendError, NotBound, Unreachable
-from arkfs.backend.http import make_client, origin, read_body, send, stream
-from arkfs.backend.retry import RetryPolicy
+from arkfs.net.bearer import OriginTokens
+from arkfs.net.client import make_client, origin, read_body, send, stream
+from arkfs.net.retry import RetryPolicy
 from arkfs.resolve.destinations import Destinations
 from arkfs.resolve.registries import Registries, is_url
-from arkfs.resolve.tokens import OriginTokens
 from arkfs.util.urls import without_secrets
 
 DEFAULT_FALLBACK = "https://n2t.net/"

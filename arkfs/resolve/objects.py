@@ -26,7 +26,7 @@ representation the object was opened as.
   time: the caches of arkfs.mount key blocks by it.
 
 Every request goes to the one URL the chain ended at, with that origin's token only, and
-under the retry rule of arkfs.backend.retry. Bodies are streamed: no reply costs more
+under the retry rule of arkfs.net.retry. Bodies are streamed: no reply costs more
 memory than the bytes kept of it. Nothing is cached here.
 """
 
@@ -41,7 +41,8 @@ import httpx
 import trio
 
 from arkfs.backend.base import BadReply
-from arkfs.backend.http import (
+from arkfs.net.bearer import OriginTokens
+from arkfs.net.client import (
     MAX_ERROR_BODY,
     TooLarge,
     make_client,
@@ -51,8 +52,7 @@ from arkfs.backend.http import (
     send,
     stream,
 )
-from arkfs.backend.retry import RetryPolicy
-from arkfs.resolve.tokens import OriginTokens
+from arkfs.net.retry import RetryPolicy
 from arkfs.util.sizes import human
 
 WHOLE = 8 * 1024 * 1024  # objects up to this size are one block, fetched whole

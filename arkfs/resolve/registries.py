@@ -2,7 +2,7 @@
 once a day (REFRESH) and keeps serving when the registry cannot be reached.
 
 A file is read as it is (re-read when its mtime changes). A URL is fetched with the
-retry rule of arkfs.backend.retry; its copy is written to CACHE_DIR/registries/ and is
+retry rule of arkfs.net.retry; its copy is written to CACHE_DIR/registries/ and is
 used instead of the network while it is younger than REFRESH, and after that whenever a
 fetch fails (one log line). Registries are asked in the order given: the first that has
 a record for an ARK (its shoulder's or its NAAN's) decides.
@@ -24,9 +24,9 @@ import trio
 from arkfs.ark.identifier import Ark
 from arkfs.ark.registry import Registry, RegistryError, RegistryRecord, parse_registry
 from arkfs.backend.base import BackendError
-from arkfs.backend.http import origin, raise_for_status, read_body, stream
-from arkfs.backend.retry import RetryPolicy
-from arkfs.resolve.tokens import OriginTokens
+from arkfs.net.bearer import OriginTokens
+from arkfs.net.client import origin, raise_for_status, read_body, stream
+from arkfs.net.retry import RetryPolicy
 from arkfs.util.atomic import write_atomic
 from arkfs.util.urls import without_secrets
 

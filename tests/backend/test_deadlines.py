@@ -13,9 +13,9 @@ import trio
 
 from arkfs.backend import remote
 from arkfs.backend.base import Unreachable
-from arkfs.backend.ranged import RangedGetter
 from arkfs.backend.remote import RemoteBackend
-from arkfs.backend.retry import RetryPolicy
+from arkfs.net.ranged import RangedGetter
+from arkfs.net.retry import RetryPolicy
 from arkfs.xet.reconstruction import FetchRange
 
 DEADLINE = 1.0  # seconds: every bound below is asserted at 3x this

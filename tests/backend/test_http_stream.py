@@ -1,4 +1,4 @@
-"""Streamed replies (arkfs.backend.http.stream, read_body): a body is read only as far as
+"""Streamed replies (arkfs.net.client.stream, read_body): a body is read only as far as
 its caller bounds it, against a real loopback server that sends an endless body."""
 
 import http.server
@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from arkfs.backend.base import Unreachable
-from arkfs.backend.http import TooLarge, make_client, read_body, stream
-from arkfs.backend.retry import RetryPolicy
+from arkfs.net.client import TooLarge, make_client, read_body, stream
+from arkfs.net.retry import RetryPolicy
 from tests.support.threaded import serve_in_thread
 
 POLICY = RetryPolicy(attempts=2, deadline=5.0)

@@ -1,4 +1,4 @@
-"""The retry rule (arkfs.backend.retry) on a fake clock: pauses, jitter, attempts, the
+"""The retry rule (arkfs.net.retry) on a fake clock: pauses, jitter, attempts, the
 deadline and Retry-After. No sockets and no sleeping: the tests play the driver's part."""
 
 import math
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arkfs.backend.base import BadReply, Unreachable
-from arkfs.backend.retry import (
+from arkfs.net.retry import (
     PROBE_CONNECT,
     DownOrigins,
     Retry,

@@ -10,8 +10,8 @@ import trio
 from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import NotBound
 from arkfs.mount.names.discovery import DiscoveredBackends
+from arkfs.net.bearer import OriginTokens
 from arkfs.resolve.discover import Resolver
-from arkfs.resolve.tokens import OriginTokens
 from tests.support.redirector import redirector
 
 

@@ -13,6 +13,7 @@ import trio
 
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Unreachable
+from arkfs.net.bearer import OriginTokens
 from arkfs.resolve.destinations import PrivateDestination, is_public
 from arkfs.resolve.discover import (
     MAX_HOPS,
@@ -23,7 +24,6 @@ from arkfs.resolve.discover import (
     Trace,
 )
 from arkfs.resolve.registries import REFRESH, RegistryUnavailable
-from arkfs.resolve.tokens import OriginTokens
 from tests.support.redirector import Redirector, redirector
 
 

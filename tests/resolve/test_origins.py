@@ -2,8 +2,8 @@
 
 import pytest
 
-from arkfs.backend.http import origin
-from arkfs.resolve.tokens import OriginTokens
+from arkfs.net.bearer import OriginTokens
+from arkfs.net.client import origin
 
 
 @pytest.mark.parametrize(

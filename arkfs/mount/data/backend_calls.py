@@ -17,7 +17,7 @@ from arkfs.util.lru import LRU
 from arkfs.xet.reconstruction import Reconstruction
 
 # A backstop for a backend call that never returns. Each request ends within its own
-# deadline (10 s, arkfs.backend.retry); 14 s lets that clearer error come first, yet keeps
+# deadline (10 s, arkfs.net.retry); 14 s lets that clearer error come first, yet keeps
 # a read(2) and the kernel's one retry of a failed readahead within 30 s even if the
 # backend does not fail fast.
 BACKEND_TIMEOUT = 14.0

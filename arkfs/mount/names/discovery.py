@@ -15,9 +15,9 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, NotBound
 from arkfs.backend.remote import RemoteBackend
+from arkfs.net.bearer import OriginTokens
 from arkfs.resolve.discover import Resolver, Trace
 from arkfs.resolve.objects import ObjectReader, RemoteObject
-from arkfs.resolve.tokens import OriginTokens
 from arkfs.util.lru import LRU
 from arkfs.util.urls import without_secrets
 

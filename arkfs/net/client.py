@@ -1,6 +1,6 @@
 """HTTP plumbing of the remote backend: one pooled httpx client, and retries with backoff.
 
-Connection errors, timeouts, 429 and 5xx are retried as arkfs.backend.retry decides, and
+Connection errors, timeouts, 429 and 5xx are retried as arkfs.net.retry decides, and
 every request ends by its policy's deadline, so a dead or stuck server fails with
 Unreachable in bounded time (the mount turns that into EIO). Every other reply goes back to
 the caller, which maps its status. Messages name origins, never URLs: fetch URLs carry
@@ -18,7 +18,7 @@ import trio
 
 from arkfs import __version__
 from arkfs.backend.base import BadReply, Refused, Unauthorized
-from arkfs.backend.retry import INSUFFICIENT_STORAGE, Retry, RetryPolicy, retryable
+from arkfs.net.retry import INSUFFICIENT_STORAGE, Retry, RetryPolicy, retryable
 from arkfs.util.sizes import human
 
 CONNECT_TIMEOUT = 3.0  # a second lost SYN is resent after 3 s

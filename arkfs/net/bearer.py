@@ -7,7 +7,7 @@ its own request, looked up again).
 
 from collections.abc import Mapping
 
-from arkfs.backend.http import origin
+from arkfs.net.client import origin
 
 
 class OriginTokens:

@@ -4,7 +4,7 @@ The mount's trio thread serves every FUSE request; receiving megabytes of xorb d
 (httpx hands it over in 64 KiB pieces) left it little time for anything else and capped a
 cold read near 150 MB/s. Here a worker thread does the whole fetch with http.client and
 readinto, which releases the GIL while it waits on the socket. Each thread keeps its own
-keep-alive connection per origin. Retries follow arkfs.backend.retry, like every request.
+keep-alive connection per origin. Retries follow arkfs.net.retry, like every request.
 
 A GET ends by its deadline, however slowly the reply comes: each connect, send and receive
 waits at most the time left (and at most timeout), so a server that trickles a byte now and
@@ -22,8 +22,8 @@ from typing import cast
 
 from arkfs import __version__
 from arkfs.backend.base import BadReply
-from arkfs.backend.http import CONNECT_TIMEOUT, one_line, origin
-from arkfs.backend.retry import Retry, RetryPolicy, retryable
+from arkfs.net.client import CONNECT_TIMEOUT, one_line, origin
+from arkfs.net.retry import Retry, RetryPolicy, retryable
 
 _Origin = tuple[str, str, int | None]
 

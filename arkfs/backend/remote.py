@@ -28,6 +28,7 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.versions import versioned
 from arkfs.backend.base import BadReply, NotBound, Refused, Unauthorized
+from arkfs.net.bearer import bearer
 from arkfs.net.client import (
     json_reply,
     make_client,
@@ -63,10 +64,6 @@ class _CasAccess:
     token: str | None = field(repr=False)
     refresh_at: float
     renewable: bool  # from the token route, so a 401 is worth one renewal
-
-
-def _bearer(token: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def _content_range(header: str | None) -> tuple[int, int, int] | None:
@@ -152,7 +149,7 @@ class RemoteBackend:
         timeout: float | None = None,
     ) -> httpx.Response:
         """A request to the NMA, with the user's token."""
-        auth = {**headers, **_bearer(self._token)}
+        auth = {**headers, **bearer(self._token)}
         return await self._send(method, url, auth, content, timeout)
 
     # --- CAS tokens ------------------------------------------------------------------------
@@ -167,7 +164,7 @@ class RemoteBackend:
     async def _new_access(self, scope: str) -> _CasAccess:
         """Ask the token route for a CAS token; without one, use the user's token on base."""
         what = f"CAS {scope} token"
-        resp = await self._send("GET", f"{self.name}/v1/token/{scope}", _bearer(self._token))
+        resp = await self._send("GET", f"{self.name}/v1/token/{scope}", bearer(self._token))
         if resp.status_code == 404:
             return _CasAccess(self.name, self._token, math.inf, renewable=False)
         raise_for_status(resp, what)
@@ -198,7 +195,7 @@ class RemoteBackend:
         for _ in range(2):
             access = await self._cas_access(scope)
             resp = await self._send(
-                method, access.url + path, {**(headers or {}), **_bearer(access.token)}, content
+                method, access.url + path, {**(headers or {}), **bearer(access.token)}, content
             )
             if resp.status_code != 401 or not access.renewable:
                 break

@@ -28,5 +28,9 @@ class OriginTokens:
 
     def headers_for(self, url: str) -> dict[str, str]:
         """The Authorization header a request to url carries: only its own origin's token."""
-        token = self.token_for(url)
-        return {"Authorization": f"Bearer {token}"} if token else {}
+        return bearer(self.token_for(url))
+
+
+def bearer(token: str | None) -> dict[str, str]:
+    """The one Authorization header arkfs sends: `Bearer TOKEN` (none without a token)."""
+    return {"Authorization": f"Bearer {token}"} if token else {}

@@ -1,2 +1,2 @@
 """Finding where an ARK resolves: NAAN registries, redirect chains, /.well-known/ark, the
-fallback resolver, and which token each origin gets."""
+fallback resolver (which token each origin gets is arkfs.net.bearer)."""

@@ -10,7 +10,7 @@ Each entry is an ARK too: its path's file names become qualifier components
 (`filename_to_qualifier`), so `c3/s5.v7.xsl` under `ark:12345/x6np1wh8k` is
 `ark:12345/x6np1wh8k/c3/s5%2Ev7%2Exsl`. `entry_path` also accepts the unescaped spelling
 `.../c3/s5.v7.xsl`, whose '.v7.xsl' parses as variants, since people will type it.
-Version N of an archive is `ark:12345/x6np1wh8k/@vN` (arkfs.ark.versions): entry_ark and
+Version N of an archive is `ark:12345/x6np1wh8k/@vN` (arkfs.ark.version_qualifier): entry_ark and
 entry_path take the archive's ARK with that qualifier, and name entries under it.
 
 The msgpack form is a map with a `format` tag and a `version`. Version 2 holds the
@@ -47,7 +47,7 @@ from arkfs.ark.errors import ArkError, ManifestError, VersionError
 from arkfs.ark.filenames import filename_text, filename_to_qualifier, qualifier_to_filename
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
-from arkfs.ark.versions import split_version
+from arkfs.ark.version_qualifier import split_version
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 
@@ -819,7 +819,7 @@ def entry_path(archive: Ark, ark: Ark) -> str | None:
     """The manifest path ark names inside archive, or None when it is not inside it.
 
     archive is the ARK the archive is addressed by, ark:NAAN/Name or a version of it
-    (`.../@v2`, arkfs.ark.versions); ark is inside it only under the same version.
+    (`.../@v2`, arkfs.ark.version_qualifier); ark is inside it only under the same version.
     Variants are folded back into the last file name ('.v7.xsl'), the spelling people type.
     """
     try:

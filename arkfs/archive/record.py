@@ -1,6 +1,6 @@
 """A bound archive as every layer passes it around, and the versions it has.
 
-Every bind makes a new immutable version of an archive (arkfs.ark.versions names them).
+Every bind makes a new immutable version of an archive (arkfs.ark.version_qualifier names them).
 VersionInfo tells one version without its manifest and ERC: when it was bound, its
 message, the version it follows, and its file and byte counts. Archive is one version
 whole: manifest, ERC record and VersionInfo.

@@ -9,7 +9,7 @@
   components and back; a file name's '.' is %-encoded, never a variant separator, and so
   is a leading '@', which starts a version qualifier.
 - `split_version` and `versioned` read and write the `@vN` qualifier of an archive's
-  version N (arkfs.ark.versions).
+  version N (arkfs.ark.version_qualifier).
 - `check_character`/`verify` are the NOID check digit algorithm; `mint` makes names.
 - `Erc` is an ERC metadata record in ANVL or JSON; `info_response` is a THUMP `?info` reply.
 
@@ -43,7 +43,7 @@ from arkfs.ark.naan import SHARED_NAANS, SharedNaan
 from arkfs.ark.ncda import check_character, verify
 from arkfs.ark.normalization import equivalent, normalize, parse
 from arkfs.ark.thump import info_response
-from arkfs.ark.versions import split_version, versioned
+from arkfs.ark.version_qualifier import split_version, versioned
 
 __all__ = [
     "SHARED_NAANS",

@@ -14,7 +14,7 @@ the spec allows (Normalization and Lexical Equivalence).
 
 A leading '@' is %-encoded too (`@home` becomes `%40home`), although '@' is unreserved
 and the spec would leave it as it is: a first component starting with '@' is a version
-qualifier (arkfs.ark.versions), and no file may take that place. For the same reason a
+qualifier (arkfs.ark.version_qualifier), and no file may take that place. For the same reason a
 component that starts with a plain '@' is no file name.
 """
 
@@ -22,7 +22,7 @@ import re
 
 from arkfs.ark.errors import FilenameError, PercentEscapeError
 from arkfs.ark.repertoire import UNRESERVED, check_segment, percent_encode
-from arkfs.ark.versions import MARK
+from arkfs.ark.version_qualifier import MARK
 
 _ESCAPES = re.compile(r"(?:%[0-9A-F]{2})+")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # os.fsdecode's escapes of non-UTF-8 bytes

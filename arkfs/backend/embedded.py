@@ -1,6 +1,6 @@
 """EmbeddedBackend: a LocalStore in this process, behind the same interface as a server.
 
-The rules are the archive service's (arkfs.service.archive), the same ones `arkfs serve`
+The rules are the archive service's (arkfs.service.archive_service), the same ones `arkfs serve`
 runs, so a caller cannot tell the two apart except by name and speed. This is the thin
 async wrapper: each call runs in a worker thread under one CapacityLimiter, and service
 errors become backend errors in one place (_run).
@@ -16,7 +16,7 @@ from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
-from arkfs.service.archive import ArchiveService
+from arkfs.service.archive_service import ArchiveService
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt, StoreError
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import hash_to_string

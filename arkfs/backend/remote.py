@@ -26,7 +26,7 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ErcError, ManifestError, VersionError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
-from arkfs.ark.versions import versioned
+from arkfs.ark.version_qualifier import versioned
 from arkfs.backend.base import BadReply, NotBound, Refused, Unauthorized
 from arkfs.net.bearer import bearer
 from arkfs.net.client import (

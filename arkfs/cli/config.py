@@ -3,7 +3,7 @@
 import argparse
 
 from arkfs.cli.mount import add_mount_options
-from arkfs.cli.resolving import resolver_config
+from arkfs.cli.resolver_options import resolver_config
 from arkfs.cli.settings import COMMAND_LINE, DEFAULT, effective, shown
 
 

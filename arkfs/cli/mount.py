@@ -17,9 +17,9 @@ from typing import Any
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
 from arkfs.cli.logs import add_log_level_options
-from arkfs.cli.resolving import add_resolver_options, discovery_from, resolver_config
+from arkfs.cli.resolver_options import add_resolver_options, discovery_from, resolver_config
 from arkfs.cli.settings import DEFAULT_CACHE_SIZE, LOG_NAME, effective
-from arkfs.cli.tokens import add_token_options, token_from
+from arkfs.cli.token_options import add_token_options, token_from
 from arkfs.mount.daemon import (
     FSTYPE,
     SHARING,

@@ -21,7 +21,7 @@ from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.ark.naan import check_assigned_naan
 from arkfs.backend.base import Backend
 from arkfs.cli.common import BadInput, Interrupted, first_error
-from arkfs.cli.progress import shown
+from arkfs.cli.publish_progress import shown
 from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress

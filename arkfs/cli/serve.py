@@ -13,7 +13,7 @@ import trio
 
 from arkfs.ark.errors import ArkError
 from arkfs.cli.common import BadInput, first_error
-from arkfs.cli.stores import add_store_options, open_store, workers
+from arkfs.cli.store_options import add_store_options, open_store, workers
 from arkfs.server.accesslog import AccessLog
 from arkfs.server.app import KEEP_ALIVE, run_server
 from arkfs.server.auth import Authorizer, Shoulder, TokensFileError

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_OK, BadInput
-from arkfs.cli.stores import add_store_options, is_s3, open_store
+from arkfs.cli.store_options import add_store_options, is_s3, open_store
 from arkfs.store.errors import StoreError
 from arkfs.store.gc import DEFAULT_GRACE, live_files
 from arkfs.util.sizes import human

@@ -14,7 +14,7 @@ from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, NotBound
 from arkfs.backend.open import BadTarget, open_backend
 from arkfs.cli.common import BadInput
-from arkfs.cli.tokens import add_token_options, token_from
+from arkfs.cli.token_options import add_token_options, token_from
 
 T = TypeVar("T")
 

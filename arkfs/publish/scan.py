@@ -26,7 +26,7 @@ from arkfs.archive.manifest import (
 )
 from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import filename_to_qualifier
-from arkfs.ark.versions import version_of_name
+from arkfs.ark.version_qualifier import version_of_name
 from arkfs.publish.progress import Progress
 
 INFLECTIONS = ("?info", "??")  # THUMP: a name ending so is read as its base's record

@@ -43,7 +43,7 @@ from arkfs.server.public import Network, Public, PublicUrls
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import SCOPES, derive_key
 from arkfs.server.view import Site
-from arkfs.service.archive import ArchiveService
+from arkfs.service.archive_service import ArchiveService
 from arkfs.store.base import Store
 from arkfs.store.errors import (
     NotFound,

@@ -18,7 +18,7 @@ from arkfs.server.auth import Scope
 from arkfs.server.http import Face, HttpError, hash_param, parse_range, read_body
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
-from arkfs.service.archive import DEDUP_KEY_TTL, MAX_SHARD_SIZE
+from arkfs.service.archive_service import DEDUP_KEY_TTL, MAX_SHARD_SIZE
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import hash_to_string

@@ -14,7 +14,7 @@ from starlette.requests import Request
 
 from arkfs.server.auth import Authorizer
 from arkfs.server.metrics import Metrics
-from arkfs.service.archive import ArchiveService, clip_range
+from arkfs.service.archive_service import ArchiveService, clip_range
 from arkfs.store.errors import OutOfRange
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import string_to_hash

@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from arkfs.server.auth import Authorizer, Scope
-from arkfs.service.archive import ArchiveService
+from arkfs.service.archive_service import ArchiveService
 
 SERVED_KINDS = ("xorb", "file")  # xorb data through signed URLs; file (and tar) bodies
 UPLOAD_KINDS = ("xorb", "shard", "bind")

@@ -7,7 +7,7 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
   binding of `ark:NAAN/Name`; components name a path inside it, with file names escaped
   as `filename_to_qualifier` does (`c3/s5%2Ev7%2Exsl`) or typed plainly (`c3/s5.v7.xsl`).
   Replies name objects by that escaped, normalized form. `ark:NAAN/Name/@vN[/...]` is
-  version N (arkfs.ark.versions) and answers everything below from that version; without
+  version N (arkfs.ark.version_qualifier) and answers everything below from that version; without
   it, the latest version answers, and Content-Location names the version it was.
   - Inflected with `?info` or `??` (THUMP): the ERC record as text/plain ANVL with
     THUMP-Status and Link headers; as JSON `{"ark", "erc"}` with `Accept: application/json`
@@ -88,7 +88,7 @@ from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_HEADER, info_response
-from arkfs.ark.versions import split_version, versioned
+from arkfs.ark.version_qualifier import split_version, versioned
 from arkfs.server import tarball
 from arkfs.server.auth import AuthError, Scope
 from arkfs.server.http import Face, HttpError, parse_range, read_body

@@ -17,7 +17,7 @@ from arkfs.archive.withdrawal import Withdrawal
 from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
-from arkfs.ark.versions import versioned
+from arkfs.ark.version_qualifier import versioned
 from arkfs.server.tarball import INFLECTION, MEDIA_TYPE
 from arkfs.server.view import Site, View
 from arkfs.util.sizes import human

@@ -12,7 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from arkfs.archive.manifest import Entry, Kind, Manifest
-from arkfs.service.archive import ArchiveService
+from arkfs.service.archive_service import ArchiveService
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
 

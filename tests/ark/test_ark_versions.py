@@ -4,7 +4,7 @@ import pytest
 
 from arkfs.ark import filename_to_qualifier, normalize, parse, qualifier_to_filename
 from arkfs.ark.errors import FilenameError, VersionError
-from arkfs.ark.versions import split_version, version_name, version_of_name, versioned
+from arkfs.ark.version_qualifier import split_version, version_name, version_of_name, versioned
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

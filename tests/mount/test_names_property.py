@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arkfs.ark.filenames import filename_to_qualifier
-from arkfs.ark.versions import version_of_name
+from arkfs.ark.version_qualifier import version_of_name
 from tests.support.archive import publish
 from tests.support.mount import arkfs_mount
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.cli import progress as display
+from arkfs.cli import publish_progress as display
 from arkfs.publish.progress import Progress
 from tests.support import faults
 from tests.support.cli import ARKFS, run_arkfs

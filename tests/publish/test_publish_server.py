@@ -193,7 +193,7 @@ def test_a_token_given_as_an_argument_leaves_the_command_line() -> None:
     secret = "s3cret-" + os.urandom(4).hex()
     script = (
         "import argparse, pathlib, sys\n"
-        "from arkfs.cli.tokens import add_token_options, token_from\n"
+        "from arkfs.cli.token_options import add_token_options, token_from\n"
         "p = argparse.ArgumentParser(); add_token_options(p, 'test')\n"
         "assert token_from(p.parse_args(sys.argv[1:])) == sys.argv[2]  # argv is a copy\n"
         "print(pathlib.Path('/proc/self/cmdline').read_bytes().decode())\n"

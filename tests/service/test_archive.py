@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from arkfs.archive.manifest import build
-from arkfs.service.archive import (
+from arkfs.service.archive_service import (
     DEDUP_KEY_TTL,
     MAX_SHARD_SIZE,
     ArchiveService,

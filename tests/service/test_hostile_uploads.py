@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.service.archive import ArchiveService
+from arkfs.service.archive_service import ArchiveService
 from arkfs.store.errors import Rejected
 from arkfs.store.local import LocalStore
 from arkfs.store.shards import file_record

@@ -26,7 +26,7 @@ from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
-from arkfs.ark.versions import version_name
+from arkfs.ark.version_qualifier import version_name
 from arkfs.resolve.objects import RemoteObject
 from arkfs.util.atomic import is_temp, write_atomic
 from arkfs.util.urls import without_secrets

@@ -25,7 +25,7 @@ from typing import TypeVar
 import trio
 
 from arkfs.archive.record import Archive, VersionInfo
-from arkfs.ark.versions import version_name
+from arkfs.ark.version_qualifier import version_name
 from arkfs.backend.base import Backend, BackendError, NotBound, Unreachable
 from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.names.archive_cache import ArchiveCache

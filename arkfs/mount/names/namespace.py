@@ -42,7 +42,7 @@ from arkfs.archive.manifest import Kind, entry_ark
 from arkfs.ark.errors import ArkError
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
-from arkfs.ark.versions import version_name, version_of_name, versioned
+from arkfs.ark.version_qualifier import version_name, version_of_name, versioned
 from arkfs.backend.base import BackendError, NotBound, Unreachable
 from arkfs.mount.names.catalog import Catalog
 from arkfs.mount.names.indexed import IndexedArchive

@@ -111,3 +111,15 @@ def test_the_mount_names_never_import_the_data_path() -> None:
         if under(imported, imported_package)
     ]
     assert not wrong, "\n".join(wrong)
+
+
+# File names any layer may have its own of; every other name means one thing.
+SHARED_NAMES = {"__init__.py", "base.py", "errors.py", "config.py"}
+
+
+def test_one_meaning_per_file_name() -> None:
+    by_name: dict[str, list[str]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        by_name.setdefault(path.name, []).append(str(path.relative_to(ROOT.parent)))
+    twins = {n: ps for n, ps in by_name.items() if len(ps) > 1 and n not in SHARED_NAMES}
+    assert not twins, twins

@@ -13,7 +13,8 @@ import trio.testing
 
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
-from arkfs.mount.data.jobs import Host, ReadError
+from arkfs.mount.data.errors import ReadError
+from arkfs.mount.data.jobs import Host
 from arkfs.xet.hashing import chunk_hash
 from tests.mount.test_chunk_cache import file_map
 

@@ -15,7 +15,8 @@ import trio.testing
 from arkfs.backend.base import BackendError, BadReply, Unauthorized, Unreachable
 from arkfs.mount.data.backend_calls import BACKEND_TIMEOUT
 from arkfs.mount.data.chunk_cache import ChunkCache
-from arkfs.mount.data.reader import ContentReader, ReadError
+from arkfs.mount.data.errors import ReadError
+from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.stats import MountStats
 from tests.mount.fake_backend import FETCH, FOOTER, RECONSTRUCTION, FakeBackend, FakeFile, Flip
 

@@ -12,7 +12,8 @@ import trio.testing
 from arkfs.mount.data import object_loader
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
-from arkfs.mount.data.jobs import Host, Limiters, ReadError
+from arkfs.mount.data.errors import ReadError
+from arkfs.mount.data.jobs import Host, Limiters
 from arkfs.mount.data.object_loader import ObjectLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.data.prefetch import Prefetcher

@@ -10,7 +10,8 @@ import pytest
 import trio
 
 from arkfs.backend.base import Backend
-from arkfs.mount.data.reader import ContentReader, ReadError
+from arkfs.mount.data.errors import ReadError
+from arkfs.mount.data.reader import ContentReader
 from arkfs.xet.constants import MAX_CHUNK_SIZE
 from arkfs.xet.hashing import ZERO_HASH, chunk_hash, hash_to_string
 from arkfs.xet.xorb import CHUNK_HEADER_SIZE

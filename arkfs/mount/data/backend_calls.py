@@ -12,7 +12,7 @@ from typing import TypeVar
 import trio
 
 from arkfs.backend.base import BackendError, BadReply, CasReader, Unauthorized
-from arkfs.mount.data.jobs import ReadError
+from arkfs.mount.data.errors import BadBytes, Expired, ReadError
 from arkfs.util.lru import LRU
 from arkfs.xet.reconstruction import Reconstruction
 
@@ -24,15 +24,6 @@ BACKEND_TIMEOUT = 14.0
 URLS = 1 << 16  # fetch URLs remembered, per (backend, xorb)
 
 T = TypeVar("T")
-
-
-class Expired(ReadError):
-    """The backend refused a URL or token (Unauthorized): a new reconstruction may help."""
-
-
-class BadBytes(ReadError):
-    """The backend's reply was malformed or failed a check (BadReply): fetching it once
-    more may help, as a bit flipped in transit or a cut-short body would."""
 
 
 async def call_backend(what: str, fn: Callable[..., Awaitable[T]], *args: object) -> T:

@@ -56,8 +56,9 @@ from typing import NamedTuple
 import blake3
 import xxhash
 
+from arkfs.mount.data.errors import BadMapFile
 from arkfs.mount.data.eviction import EvictionPolicy, LRUPolicy
-from arkfs.mount.data.file_map import BadMapFile, FileMap, pack_map, unpack_map
+from arkfs.mount.data.file_map import FileMap, pack_map, unpack_map
 from arkfs.util.atomic import is_temp, remove_stale_temps, write_atomic
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError

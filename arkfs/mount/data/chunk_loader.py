@@ -25,9 +25,10 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 import trio
 
 from arkfs.backend.base import Blamable, CasReader
-from arkfs.mount.data.backend_calls import BadBytes, Expired, FetchUrls, call_backend
+from arkfs.mount.data.backend_calls import FetchUrls, call_backend
+from arkfs.mount.data.errors import BadBytes, Expired, ReadError
 from arkfs.mount.data.file_map import FileMap, decode_run
-from arkfs.mount.data.jobs import Pending, ReadError
+from arkfs.mount.data.jobs import Pending
 from arkfs.mount.data.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import XetError

@@ -23,6 +23,7 @@ from typing import Any
 import blake3
 import msgpack
 
+from arkfs.mount.data.errors import BadMapFile
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import XorbFormatError
 from arkfs.xet.hashing import hash_to_string, packed_file_hash
@@ -33,10 +34,6 @@ from arkfs.xet.xorb import XorbFooter, iter_chunks, verify_chunk
 MAP_FORMAT, MAP_VERSION = "arkfs-file-map", 1
 MAP_BYTES = 56  # bytes a map takes per chunk, in memory and on disk
 _ARRAYS = {"ends": "Q", "xorb_of": "I", "index": "I", "packed_start": "I", "packed_end": "I"}
-
-
-class BadMapFile(Exception):
-    """A stored file map that is damaged, or does not give its file hash and size."""
 
 
 @dataclass(eq=False, slots=True)

@@ -20,15 +20,13 @@ from typing import Generic, TypeVar
 
 import trio
 
+from arkfs.mount.data.errors import ReadError
+
 log = logging.getLogger(__name__)
 
 DISK_THREADS, WRITE_THREADS, BACKGROUND_THREADS = 4, 4, 2
 
 T = TypeVar("T")
-
-
-class ReadError(Exception):
-    """Bytes of a file could not be read and verified; the message says why, in one line."""
 
 
 class Limiters:

@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 import trio
 
 from arkfs.backend.base import Blamable, CasReader
-from arkfs.mount.data.backend_calls import BadBytes, FetchUrls, call_backend
+from arkfs.mount.data.backend_calls import FetchUrls, call_backend
+from arkfs.mount.data.errors import ReadError, Unverified
 from arkfs.mount.data.file_map import FileMap, build_map, layout_map
-from arkfs.mount.data.jobs import Pending, ReadError
+from arkfs.mount.data.jobs import Pending
 from arkfs.mount.data.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import ReconstructionError, XetError
@@ -34,14 +35,6 @@ FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
 
 
 Early = Callable[[FileMap], None]  # told the unchecked map, to start fetching by it
-
-
-class Unverified(BadBytes):
-    """A reconstruction (with the footers it named) that fails the trust chain."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason  # what failed, without the file and backend names
 
 
 def _sent_footers(rec: Reconstruction, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:

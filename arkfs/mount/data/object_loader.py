@@ -29,7 +29,8 @@ import blake3
 import trio
 
 from arkfs.backend.base import BackendError
-from arkfs.mount.data.jobs import Pending, ReadError
+from arkfs.mount.data.errors import ReadError, StaleObject
+from arkfs.mount.data.jobs import Pending
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.resolve.objects import ObjectChanged, ObjectReader, RemoteObject, wrong_digest
@@ -41,11 +42,6 @@ CHECKS = 256  # objects whose running digest is kept
 PREFETCH_BLOCKS = 8  # blocks loaded ahead of readers at once, over every object
 DROP_GRACE = 5.0  # seconds a failed digest waits for cache writes before dropping blocks
 PINS = 4096  # (stream, block) pairs whose whole-object fingerprint is remembered
-
-
-class StaleObject(ReadError):
-    """The object changed at its responder: this open file cannot go on, and the next
-    open should look it up again."""
 
 
 class _Check:

@@ -33,8 +33,9 @@ from arkfs.mount.data.backend_calls import FetchUrls
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.chunk_loader import MEMORY_BYTES, ChunkLoader
+from arkfs.mount.data.errors import ReadError
 from arkfs.mount.data.file_map import FileMap
-from arkfs.mount.data.jobs import Host, Limiters, ReadError
+from arkfs.mount.data.jobs import Host, Limiters
 from arkfs.mount.data.map_loader import MapLoader
 from arkfs.mount.data.object_loader import ObjectLoader
 from arkfs.mount.data.parts import Parts

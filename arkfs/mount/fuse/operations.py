@@ -20,8 +20,8 @@ import pyfuse3
 from arkfs.archive.manifest import Kind, entry_erc
 from arkfs.backend.base import BackendError, NotBound, Unauthorized
 from arkfs.mount.data.chunk_cache import ChunkCache
-from arkfs.mount.data.object_loader import StaleObject
-from arkfs.mount.data.reader import ContentReader, ReadError
+from arkfs.mount.data.errors import ReadError, StaleObject
+from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.fuse.attributes import BLOCK_SIZE, Attributes, Ownership, info_record
 from arkfs.mount.fuse.handles import Handle, Handles
 from arkfs.mount.fuse.page_offers import PageOffers

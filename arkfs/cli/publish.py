@@ -22,6 +22,7 @@ from arkfs.backend.base import Backend
 from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.progress import shown
 from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
+from arkfs.publish.index import TreeIndex, index_path
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.publisher import Summary, publish_tree
@@ -91,6 +92,18 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     name.add_argument("--ark", help="the ARK to bind, ark:NAAN/Name")
     name.add_argument("--shoulder", help="mint a new ARK under NAAN/SHOULDER (e.g. 12345/x6)")
     what.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="bind a new version even if nothing changed since the latest (by default an "
+        "unchanged tree and metadata bind nothing: 'nothing changed since vN', exit 0)",
+    )
+    what.add_argument(
+        "--rehash",
+        action="store_true",
+        help="read and hash every file, ignoring the local index of what each file hashed "
+        "to when its size, mtime, ctime and inode were as they are now",
+    )
+    what.add_argument(
         VERSION_NAMES_OPTION,
         action="store_true",
         help="publish root entries named like a version (@v1, @v2, ...) although ARKDIR/@vN "
@@ -127,8 +140,9 @@ def _add_output(p: argparse.ArgumentParser) -> None:
         "--json",
         action="store_true",
         help="print one JSON object instead of prose: ark, version, follows, files, bytes, "
-        "new_bytes, dedup_bytes, uploaded_bytes (and for publish skipped, warnings, and "
-        "outside_links: symlinks that leave the tree or dangle)",
+        "new_bytes, dedup_bytes, uploaded_bytes (and for publish skipped, warnings, "
+        "outside_links: symlinks that leave the tree or dangle, read_bytes, and changed: "
+        "false when nothing changed since version, so nothing was bound)",
     )
     out.add_argument(
         "-q",
@@ -212,9 +226,13 @@ def run_publish(args: argparse.Namespace) -> int:
             s.ark, s.version, s.follows, s.files, s.bytes,
             new_bytes=s.new_bytes, dedup_bytes=s.dedup_bytes, uploaded_bytes=s.uploaded_bytes,
             skipped=s.skipped, warnings=scanned.warnings, outside_links=scanned.outside_links,
+            changed=s.changed, read_bytes=s.read_bytes,
         )  # fmt: skip
         return 0
     if args.quiet:
+        return 0
+    if not s.changed:
+        print(f"nothing changed since v{s.version}: {s.ark} still names v{s.version}")
         return 0
     version = f"v{s.version}{_follows(s.follows)}"
     print(f"published {s.ark} as {version}: {s.files} files, {human(s.bytes)}")
@@ -263,6 +281,7 @@ def _publish(
     root: Path = args.dir
     default_what = root.resolve().name or str(root)
     journal = UploadJournal(_journal_path(args))
+    tree_index = TreeIndex(None if args.rehash else index_path(_target_key(args), root))
 
     async def job(backend: Backend) -> Summary:
         previous = None
@@ -285,17 +304,23 @@ def _publish(
             skipped=scanned.skipped,
             journal=journal,
             root=scanned.root,
+            tree_index=tree_index,
+            allow_empty=args.allow_empty,
         )
         return summary
 
     return run_on_target(args, job, create=True)
 
 
+def _target_key(args: argparse.Namespace) -> str:
+    """The store or server a publish goes to, as the key of what is kept about it."""
+    embedded = "embedded:" + os.environ.get("ARKFS_STORE", "")
+    return args.server or (os.path.abspath(args.store) if args.store else embedded)
+
+
 def _journal_path(args: argparse.Namespace) -> Path:
     """Where the upload journal of this publish (its target, tree and name) is kept."""
-    embedded = "embedded:" + os.environ.get("ARKFS_STORE", "")
-    target = args.server or (os.path.abspath(args.store) if args.store else embedded)
-    key = "\n".join((target, os.path.abspath(args.dir), args.ark or args.shoulder))
+    key = "\n".join((_target_key(args), os.path.abspath(args.dir), args.ark or args.shoulder))
     return paths.cache_dir() / "publish" / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 

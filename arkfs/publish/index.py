@@ -17,8 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from arkfs.util import paths
-
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
 FORMAT = 1
 

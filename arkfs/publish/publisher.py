@@ -77,6 +77,10 @@ class Placed:
     size: int
 
 
+# A file hashed: its entry, digest, and chunk places (None: stored already, as a whole).
+Placement = tuple[Entry, FileDigest, list[Placed] | None]
+
+
 @dataclass
 class Summary:
     """What a publish did, for the closing lines."""
@@ -156,7 +160,7 @@ class Publisher:
                 self._built.append((footer, size))
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
-        placements: list[tuple[Entry, FileDigest, list[Placed] | None]] = []
+        placements: list[Placement] = []
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
         files = [f for f in found if f.entry.kind is Kind.FILE]
         # The other names of a hard-linked file are its first's content: read it once.
@@ -167,9 +171,9 @@ class Publisher:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
                     await self._seed(batch[0].entry.path)
-                    entry, digest, placed = await self._place_file(batch[0], uploads)
-                    placements.append((entry, digest, placed))
-                    self._placed(placed)
+                    placement = await self._place_file(batch[0], uploads)
+                    placements.append(placement)
+                    self._placed(placement[2])
                     continue
                 digests = await trio.to_thread.run_sync(
                     _digest_small, [f.source for f in batch], limiter=self._hash_limiter
@@ -193,9 +197,9 @@ class Publisher:
             if len(self._builder):
                 await self._seal(uploads)
         linked: dict[str, FileDigest] = {}
-        for entry, digest, placed in placements:
-            if placed is not None and digest.file_hash not in self._prior:
-                block = _file_block(digest, placed)
+        for entry, digest, places in placements:
+            if places is not None and digest.file_hash not in self._prior:
+                block = _file_block(digest, places)
                 blocks.setdefault(block.file_hash, block)
             entries.append(_file_entry(entry, digest))
             if entry.link is not None:
@@ -226,13 +230,13 @@ class Publisher:
             skipped=skipped or [],
             read_bytes=self.read_bytes,
         )
-        if previous is not None and not allow_empty and not self._built:
-            if unchanged(previous, self.manifest, erc):
-                if self.journal is not None:
-                    self.journal.remove()
-                self.progress.bound(previous.version.version)
-                v = previous.version
-                return replace(summary, version=v.version, follows=v.follows, changed=False)
+        nothing_new = previous is not None and not allow_empty and not self._built
+        if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
+            if self.journal is not None:
+                self.journal.remove()
+            self.progress.bound(previous.version.version)
+            v = previous.version
+            return replace(summary, version=v.version, follows=v.follows, changed=False)
         self.progress.begin("bind")
         shards = await self._upload_shards(list(blocks.values()))
         bound = await self.backend.bind(self.manifest, erc, message)
@@ -242,7 +246,7 @@ class Publisher:
         summary = replace(summary, uploaded_bytes=self.progress.uploaded, shards=shards)
         return replace(summary, version=bound.version, follows=bound.follows)
 
-    def _known(self, f: Found, placements: list[tuple[Entry, FileDigest, list[Placed] | None]]) -> bool:
+    def _known(self, f: Found, placements: list[Placement]) -> bool:
         """Is f a file of the previous version that the tree index knows unchanged? Then
         its hashes are taken from the index, and it is not read."""
         known = self.tree_index.lookup(f.entry.path, f.key)
@@ -304,7 +308,10 @@ class Publisher:
             send, receive = trio.open_memory_channel[list[Chunk]](1)
             result: list[tuple[FileDigest, StatKey, StatKey, int]] = []
 
-            def hash_file(send: trio.MemorySendChannel[list[Chunk]] = send) -> None:
+            def hash_file(
+                send: trio.MemorySendChannel[list[Chunk]] = send,
+                result: list[tuple[FileDigest, StatKey, StatKey, int]] = result,
+            ) -> None:
                 hasher = FileHasher()
                 began = now_ns()
                 with f.source.open("rb") as file:
@@ -633,8 +640,4 @@ async def publish_tree(
 def unchanged(previous: Archive, manifest: Manifest, erc: Erc) -> bool:
     """Would binding manifest and erc repeat the previous version (entries, root, ERC)?"""
     old = previous.manifest
-    return (
-        old.root == manifest.root
-        and old.entries == manifest.entries
-        and previous.erc == erc
-    )
+    return old.root == manifest.root and old.entries == manifest.entries and previous.erc == erc

@@ -112,3 +112,18 @@ def test_republish_reads_only_the_files_whose_stat_changed(
     assert out.returncode == 0, out.stderr
     latest = json.loads(out.stdout)["versions"][-1]
     assert latest["added"] == ["new.txt"] and latest["changed"] == ["a/f3.bin"]
+
+
+def test_adding_a_tiny_file_uploads_little_even_reading_everything(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    where, _ = target
+    tree = make_tree(tmp_path / "tree")
+    for i in range(200):  # many small files around the change, and a large one
+        (tree / "a" / f"small{i:03}.json").write_text(json.dumps({"i": i, "pad": "x" * i * 50}))
+    publish(tree, where, "--rehash")
+    (tree / "a" / "new.txt").write_bytes(b"14 bytes here!")
+    second = publish(tree, where, "--rehash")
+    assert second["version"] == 2 and second["read_bytes"] == second["bytes"]
+    assert second["new_bytes"] == 14
+    assert second["uploaded_bytes"] < 64 << 10

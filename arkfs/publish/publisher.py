@@ -57,6 +57,7 @@ MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
 MAX_SHARD_FILES = 4096
 QUERY_SPACING = 256  # chunks of one file between its global dedup queries (about 16 MiB)
 PRIOR_FILES = 1024  # the largest files of the previous version, seeded before any placing
+QUERIES_AT_ONCE = 8  # global dedup queries in flight for a batch of small files
 STABLE_TRIES = 3  # reads of a file that changes while it is read, before giving up
 SMALL_FILE = 4 << 20  # files up to this size are hashed in batches, one thread call each
 BATCH_BYTES = 16 << 20
@@ -177,6 +178,13 @@ class Publisher:
                     continue
                 digests = await trio.to_thread.run_sync(
                     _digest_small, [f.source for f in batch], limiter=self._hash_limiter
+                )
+                await self._ask_ahead(
+                    [
+                        chunks
+                        for chunks, digest, _, _ in digests
+                        if digest.file_hash not in self._prior
+                    ]
                 )
                 for f, (chunks, digest, key, began) in zip(batch, digests, strict=True):
                     entry = self._read(f, digest, key, began)
@@ -348,6 +356,35 @@ class Publisher:
                 await trio.to_thread.run_sync(fn, limiter=self._hash_limiter)
         except OSError as exc:
             raise PublishError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+    async def _ask_ahead(self, files: list[list[Chunk]]) -> None:
+        """Ask global dedup about a batch of small files at once, up to QUERIES_AT_ONCE
+        queries in flight, as hf_xet does in the background (register_global_dedup_query,
+        then complete_global_dedup_queries): the chunks locate would ask about, one file
+        after another, each file with its own spacing. locate then finds the answers."""
+        asked: list[bytes] = []
+        for chunks in files:
+            next_query = 0
+            for at, chunk in enumerate(chunks):
+                if at < next_query or not is_global_dedup_eligible(chunk.hash, at == 0):
+                    continue
+                if self.index.find(chunk.hash, None) is not None:
+                    continue
+                next_query = at + QUERY_SPACING
+                if chunk.hash not in self.index.queried:
+                    self.index.queried.add(chunk.hash)
+                    asked.append(chunk.hash)
+        limiter = trio.CapacityLimiter(QUERIES_AT_ONCE)
+
+        async def ask(chunk_hash: bytes) -> None:
+            async with limiter:
+                shard = await self.backend.query_dedup(chunk_hash)
+            if shard is not None:
+                self.index.add_shard(shard)
+
+        async with trio.open_nursery() as nursery:
+            for chunk_hash in asked:
+                nursery.start_soon(ask, chunk_hash)
 
     async def locate(
         self, chunk: Chunk, at: int, after: Location | None, placer: "_FilePlacer"

@@ -57,7 +57,7 @@ def bench_republish(workdir: Path) -> list[Figure]:
     env_state = os.environ.get("XDG_STATE_HOME")
     os.environ["XDG_STATE_HOME"] = str(scratch / "state")  # the tree indexes, thrown away
     try:
-        return _times(workdir, scratch) + [_tiny(workdir, scratch), _metadata(workdir, scratch)]
+        return [*_times(workdir, scratch), _tiny(workdir, scratch), _metadata(workdir, scratch)]
     finally:
         if env_state is None:
             os.environ.pop("XDG_STATE_HOME", None)

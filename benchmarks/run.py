@@ -34,8 +34,8 @@ from benchmarks.mountbench import (
     published,
 )
 from benchmarks.publish import bench_publish
-from benchmarks.republish import bench_republish
 from benchmarks.report import print_table, write_chart, write_json, write_markdown
+from benchmarks.republish import bench_republish
 from benchmarks.s3read import bench_s3_cold
 from benchmarks.scale import bench_scale
 

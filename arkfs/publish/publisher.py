@@ -56,7 +56,6 @@ MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
 # shard of 100,000 small files outlasts the client's read timeout, and its retries.
 MAX_SHARD_FILES = 4096
 QUERY_SPACING = 256  # chunks of one file between its global dedup queries (about 16 MiB)
-PRIOR_FILES = 1024  # the largest files of the previous version, seeded before any placing
 QUERIES_AT_ONCE = 8  # global dedup queries in flight for a batch of small files
 STABLE_TRIES = 3  # reads of a file that changes while it is read, before giving up
 SMALL_FILE = 4 << 20  # files up to this size are hashed in batches, one thread call each
@@ -117,7 +116,6 @@ class Publisher:
         self.tree_index = tree_index or TreeIndex(None)
         self._previous: Archive | None = None
         self._prior: set[bytes] = set()  # file hashes of the previous version
-        self._seeded = False
         self._seeded_files: set[bytes] = set()
         self._seen_xorbs: set[bytes] = set()
         self.read_bytes = 0
@@ -242,7 +240,7 @@ class Publisher:
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
             if self.journal is not None:
                 self.journal.remove()
-            self.progress.bound(previous.version.version)
+            self.progress.bound(previous.version.version, unchanged=True)
             v = previous.version
             return replace(summary, version=v.version, follows=v.follows, changed=False)
         self.progress.begin("bind")
@@ -278,19 +276,13 @@ class Publisher:
         return replace(f.entry, mtime_ns=key.mtime_ns)
 
     async def _seed(self, path: str) -> None:
-        """Learn the chunks of the previous version (Cached Metadata Deduplication) before
-        placing the file at path: once, its PRIOR_FILES largest files whatever their size;
-        and each time, the previous file at path. A publish that reads nothing new asks for
-        nothing."""
+        """Learn the chunks of the previous version's file at path (Cached Metadata
+        Deduplication), whatever its size, before placing the file now there. Every file of
+        the previous version seeds so when it is read again; a file the tree index knows is
+        not read, and needs none; a file moved elsewhere is found through global dedup."""
         if self._previous is None:
             return
-        manifest = self._previous.manifest
-        if not self._seeded:
-            self._seeded = True
-            files = sorted(manifest.each_file(), key=lambda e: -e.size)[:PRIOR_FILES]
-            for entry in files:
-                await self._seed_file(entry)
-        same = manifest.entry(path)
+        same = self._previous.manifest.entry(path)
         if same is not None and same.kind is Kind.FILE:
             await self._seed_file(same)
 

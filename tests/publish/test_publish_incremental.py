@@ -78,6 +78,8 @@ def test_unchanged_tree_binds_nothing_and_leaves_the_store_as_it_was(
     prose = run_arkfs("publish", str(tree), "--ark", ARK, *where)
     assert prose.returncode == 0, prose.stderr
     assert prose.stdout.splitlines()[0].startswith("nothing changed since v1")
+    assert "publish 100%: nothing changed since v1" in prose.stderr
+    assert "bound v" not in prose.stderr
     assert snapshot(store) == before
     forced = publish(tree, where, "--allow-empty")
     assert forced["changed"] is True and forced["version"] == 2

@@ -1,6 +1,7 @@
 """Rich metadata and metadata-only versions, on the embedded store and on `arkfs serve`."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from arkfs.server.pages import rich_json_ld
 from tests.publish.test_publish_incremental import ARK, WRITE, make_tree, publish, snapshot
 from tests.publish.test_publish_incremental import target as target
 from tests.support.cli import run_arkfs
+from tests.support.mount import arkfs_mount
 
 ORCID = "0000-0002-1825-0097"  # ORCID's own example iD
 
@@ -72,6 +74,9 @@ def test_metadata_only_version_reads_and_uploads_nothing(
     assert latest["message"].startswith("metadata change")
     text = run_arkfs("versions", ARK, *where).stdout
     assert "metadata change only: " in text
+    if where[0] == "--server":  # the landing page's versions table says so too
+        page = httpx.get(f"{where[1]}/{ARK}", headers={"Authorization": f"Bearer {WRITE}"})
+        assert "metadata change (" in page.text
     # Carried forward: a later publish of the tree keeps it; the same metadata again is no change.
     (tree / "top.csv").write_text("x,y\n1,3\n")
     assert publish(tree, where)["version"] == 3
@@ -143,3 +148,19 @@ def test_orcid_check_digit_and_parts() -> None:
     c = parse_creator("Ada; Analytical Society")
     assert (c.name, c.orcid, c.affiliation) == ("Ada", None, "Analytical Society")
     assert parse_related("issupplementto = doi:1/x") == ("IsSupplementTo", "doi:1/x")
+
+
+def test_mount_shows_the_rich_metadata_as_attributes(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    where, _ = target
+    tree = make_tree(tmp_path / "tree")
+    publish(tree, where, *rich_options(tmp_path))
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    with arkfs_mount(tmp_path / "mnt", *where, *cache) as m:
+        root = m.path / ARK
+        assert b"license: CC-BY-4.0" in os.getxattr(root, "user.ark.erc")
+        assert os.getxattr(root, "user.ark.license") == b"CC-BY-4.0"
+        assert os.getxattr(root, "user.ark.keyword") == b"trigonometry\ntables"
+        creators = os.getxattr(root, "user.ark.creator").decode().splitlines()
+        assert creators == [f"Ada Lovelace; {ORCID}; Analytical Society", "Charles Babbage"]

@@ -16,6 +16,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
 FORMAT = 1
@@ -57,65 +58,71 @@ def index_path(target: str, tree: Path) -> Path:
     return state_dir() / "publish-index" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 
 
+Row = list[Any]  # size, mtime_ns, ctime_ns, inode, XET hash (hex), SHA-256 (hex)
+
+
 class TreeIndex:
     """Path -> (stat key, hashes), loaded from and saved to one file."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._old: dict[str, tuple[StatKey, Known]] = {}
-        self._new: dict[str, tuple[StatKey, Known]] = {}
+        self._old: dict[str, Row] = {}
+        self._new: dict[str, Row] = {}
+        self._recorded = False
         if path is not None:
             self._old = _load(path)
 
     def lookup(self, rel: str, key: StatKey | None) -> Known | None:
         """The hashes of rel if it was recorded with exactly this stat key."""
-        item = self._old.get(rel)
-        if key is None or item is None or item[0] != key:
+        row = self._old.get(rel)
+        if key is None or row is None or row[:4] != [key.size, key.mtime_ns, key.ctime_ns, key.ino]:
             return None
-        return item[1]
+        try:
+            return Known(bytes.fromhex(row[4]), bytes.fromhex(row[5]))
+        except (TypeError, ValueError):
+            return None
 
-    def keep(self, rel: str, key: StatKey, known: Known) -> None:
-        """Carry an unchanged entry into the next index."""
-        self._new[rel] = (key, known)
+    def keep(self, rel: str) -> None:
+        """Carry rel's entry, found unchanged by lookup, into the next index."""
+        self._new[rel] = self._old[rel]
 
     def record(self, rel: str, key: StatKey, known: Known, read_began_ns: int) -> None:
         """Record what rel hashed to, read from read_began_ns with this stat before and
         after; a file changed too recently to be told apart from a later write is not."""
         if key.ctime_ns < read_began_ns - RACY_NS:
-            self._new[rel] = (key, known)
+            hashes = [known.xet_hash.hex(), known.sha256.hex()]
+            self._new[rel] = [key.size, key.mtime_ns, key.ctime_ns, key.ino, *hashes]
+            self._recorded = True
 
     def save(self) -> None:
-        """Write the entries kept and recorded in this publish, atomically."""
-        if self.path is None:
+        """Write the entries kept and recorded in this publish, atomically (not at all if
+        they are the entries loaded)."""
+        if self.path is None or (not self._recorded and self._new.keys() == self._old.keys()):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = {
-            "format": FORMAT,
-            "files": {
-                rel: [k.size, k.mtime_ns, k.ctime_ns, k.ino, v.xet_hash.hex(), v.sha256.hex()]
-                for rel, (k, v) in self._new.items()
-            },
-        }
+        body = json.dumps({"format": FORMAT, "files": self._new}, separators=(",", ":"))
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         with tmp.open("w", encoding="utf-8") as f:
-            json.dump(body, f, separators=(",", ":"))
+            f.write(body)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
 
 
-def _load(path: Path) -> dict[str, tuple[StatKey, Known]]:
-    """The entries of an index file; none if it is missing or not one this version wrote
-    (an index only saves reading: when in doubt, read)."""
+def _load(path: Path) -> dict[str, Row]:
+    """The rows of an index file; none if it is missing or not one this version wrote (an
+    index only saves reading: when in doubt, read)."""
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
-        if body.get("format") != FORMAT:
+        files = body["files"] if body.get("format") == FORMAT else {}
+        if not isinstance(files, dict):
             return {}
         return {
-            rel: (StatKey(*item[:4]), Known(bytes.fromhex(item[4]), bytes.fromhex(item[5])))
-            for rel, item in body["files"].items()
+            rel: row
+            for rel, row in files.items()
+            if isinstance(row, list) and len(row) == 6 and all(isinstance(v, int) for v in row[:4])
         }
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
 
 

@@ -258,7 +258,7 @@ class Publisher:
         known = self.tree_index.lookup(f.entry.path, f.key)
         if known is None or known.xet_hash not in self._prior or f.key is None:
             return False
-        self.tree_index.keep(f.entry.path, f.key, known)
+        self.tree_index.keep(f.entry.path)
         digest = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
         placements.append((f.entry, digest, None))
         self.progress.hashed += f.key.size

@@ -152,7 +152,7 @@ class Publisher:
         self.progress.begin("hash")
         self._previous = previous
         if previous is not None:
-            self._prior = {e.xet_hash for e in previous.manifest.each_file() if e.xet_hash}
+            self._prior = {h for _, h, _, _ in previous.manifest.entries.file_hashes()}
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
@@ -613,8 +613,11 @@ def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
 
 
 def _file_entry(scanned: Entry, digest: FileDigest) -> Entry:
-    """The manifest entry of a hashed file; its size is what was read, not what stat said."""
-    return replace(scanned, size=digest.size, xet_hash=digest.file_hash, sha256=digest.sha256)
+    """The manifest entry of a hashed file; its size is what was read, not what stat said
+    (made directly: dataclasses.replace costs 10 µs a file)."""
+    e = scanned
+    size, xet, sha = digest.size, digest.file_hash, digest.sha256
+    return Entry(e.path, e.kind, size, e.mode, e.mtime_ns, xet, sha, e.target, e.link, e.xattrs)
 
 
 def _split(shard: Shard) -> list[Shard]:

@@ -117,6 +117,7 @@ class Publisher:
         self.tree_index = tree_index or TreeIndex(None)
         self._previous: Archive | None = None
         self._prior: set[bytes] = set()  # file hashes of the previous version
+        self._prior_at: dict[str, tuple[bytes | None, bytes | None]] = {}  # path -> hashes
         self._seeded_files: set[bytes] = set()
         self._seen_xorbs: set[bytes] = set()
         self.read_bytes = 0
@@ -155,7 +156,8 @@ class Publisher:
         self.progress.begin("hash")
         self._previous = previous
         if previous is not None:
-            self._prior = {h for _, h, _, _ in previous.manifest.entries.file_hashes()}
+            self._prior_at = {e.path: (e.xet_hash, e.sha256) for e in previous.manifest.each_file()}
+            self._prior = {xet for xet, _ in self._prior_at.values() if xet is not None}
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
@@ -257,9 +259,14 @@ class Publisher:
 
     def _known(self, f: Found, placements: list[Placement]) -> bool:
         """Is f a file of the previous version that the tree index knows unchanged? Then
-        its hashes are taken from the index, and it is not read."""
+        its hashes are taken from the index, and it is not read. The index is trusted only
+        where it agrees with the previous version at the same path (XET hash and SHA-256),
+        so it never names a file the CAS may not hold, nor another path's."""
         known = self.tree_index.lookup(f.entry.path, f.key)
-        if known is None or known.xet_hash not in self._prior or f.key is None:
+        if known is None or f.key is None:
+            return False
+        xet, sha = self._prior_at.get(f.entry.path, (None, None))
+        if xet != known.xet_hash or sha not in (None, known.sha256):  # moved, or gone wrong
             return False
         self.tree_index.keep(f.entry.path)
         digest = FileDigest(known.xet_hash, known.sha256, f.key.size, ())

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from arkfs.publish.index import index_path
 from tests.support.cli import run_arkfs
 from tests.support.server import arkfs_server
 
@@ -129,3 +130,22 @@ def test_adding_a_tiny_file_uploads_little_even_reading_everything(
     assert second["version"] == 2 and second["read_bytes"] == second["bytes"]
     assert second["new_bytes"] == 14
     assert second["uploaded_bytes"] < 64 << 10
+
+
+def test_an_index_gone_wrong_is_not_trusted(tmp_path: Path, target: tuple[list[str], Path]) -> None:
+    where, store = target
+    tree = make_tree(tmp_path / "tree")
+    publish(tree, where)
+    path = index_path(where[1] if where[0] == "--server" else os.path.abspath(store), tree)
+    body = json.loads(path.read_text())
+    rows = body["files"]
+    rows["top.csv"][5] = "00" * 32  # a wrong SHA-256
+    rows["a/f1.bin"][4] = rows["a/f2.bin"][4]  # another file's XET hash, with its own SHA-256
+    rows["a/f1.bin"][5] = rows["a/f2.bin"][5]
+    path.write_text(json.dumps(body))
+    again = publish(tree, where)
+    assert again["changed"] is False
+    assert (
+        again["read_bytes"]
+        == (tree / "top.csv").stat().st_size + (tree / "a/f1.bin").stat().st_size
+    )

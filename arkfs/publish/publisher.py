@@ -156,7 +156,10 @@ class Publisher:
         self.progress.begin("hash")
         self._previous = previous
         if previous is not None:
-            self._prior_at = {e.path: (e.xet_hash, e.sha256) for e in previous.manifest.each_file()}
+            columns = previous.manifest.entries  # read without making an Entry per file
+            self._prior_at = {
+                columns.path(i): (xet, sha) for i, xet, _, sha in columns.file_hashes()
+            }
             self._prior = {xet for xet, _ in self._prior_at.values() if xet is not None}
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption

@@ -131,7 +131,7 @@ def bench_publish(workdir: Path) -> list[Figure]:
             changed["arkfs"] / 1e6,
             changed["hf_xet"] / 1e6,
             "hf_xet re-upload",
-            "<= 1.5",
+            "<= 1.0",
             INGEST,
         ),
         Figure(

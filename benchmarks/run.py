@@ -36,6 +36,7 @@ from benchmarks.mountbench import (
 )
 from benchmarks.publish import bench_publish
 from benchmarks.report import print_table, write_chart, write_json, write_markdown
+from benchmarks.republish import bench_republish
 from benchmarks.s3read import bench_s3_cold
 from benchmarks.scale import bench_scale
 
@@ -45,6 +46,7 @@ WORKDIR_BENCHES: dict[str, Callable[[Path, Corpora], list[Figure]]] = {
     "hash": lambda _, data: bench_hash(data.random),
     "ingest": lambda workdir, _: bench_publish(workdir),
     "scale": lambda workdir, _: bench_scale(workdir),
+    "republish": lambda workdir, _: bench_republish(workdir),
 }
 # Benchmarks through mounts of the corpora, published once on one server.
 MOUNT_BENCHES: dict[str, Callable[[Archive], list[Figure]]] = {

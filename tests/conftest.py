@@ -14,6 +14,8 @@ from tests.support.secrets import SERVER_LOGS, leaks, logs_under, tokens_in
 _HF_HOME = tempfile.mkdtemp(prefix="arkfs-test-hf-")
 os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_XET_TELEMETRY_ENABLED"] = "false"
+_STATE_HOME = tempfile.mkdtemp(prefix="arkfs-test-state-")  # publish's tree indexes
+os.environ["XDG_STATE_HOME"] = _STATE_HOME
 _SERVER_LOGS = tempfile.mkdtemp(prefix="arkfs-test-serve-logs-")
 os.environ[SERVER_LOGS] = _SERVER_LOGS
 
@@ -31,6 +33,7 @@ def _no_log_holds_a_secret(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_HF_HOME, ignore_errors=True)
     shutil.rmtree(_SERVER_LOGS, ignore_errors=True)
+    shutil.rmtree(_STATE_HOME, ignore_errors=True)
 
 
 # The real S3 and PostgreSQL servers, for every test that asks for them.

@@ -7,6 +7,7 @@ whatever its mtime or mode; directories and symlinks are not files here.
 from dataclasses import dataclass
 
 from arkfs.archive.manifest import Manifest
+from arkfs.ark.erc import Erc
 
 
 @dataclass(frozen=True)
@@ -27,3 +28,18 @@ def changes(old: Manifest | None, new: Manifest) -> Changes:
         removed=tuple(sorted(before.keys() - after.keys())),
         changed=tuple(sorted(p for p in after.keys() & before.keys() if after[p] != before[p])),
     )
+
+
+def metadata_change(old: Erc | None, new: Erc) -> list[str]:
+    """The ERC element labels whose values differ between old and new, in new's order (the
+    persistence statement as 'erc-support')."""
+    if old is None:
+        return []
+    labels = [label for label, _ in old.elements() + new.elements()]
+    differ = [
+        label
+        for label in dict.fromkeys(labels)
+        if [v for lab, v in old.elements() if lab == label]
+        != [v for lab, v in new.elements() if lab == label]
+    ]
+    return differ + ["erc-support"] * (old.support != new.support)

@@ -11,18 +11,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from arkfs.archive.changes import metadata_change
 from arkfs.archive.embargo import parse_date, with_embargo
-from arkfs.archive.manifest import Entry, Kind, build
+from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.archive.record import VersionInfo
 from arkfs.ark.erc import KERNEL, Erc, Segment
-from arkfs.ark.errors import ArkError
+from arkfs.ark.errors import ArkError, ErcError
 from arkfs.ark.identifier import Ark
+from arkfs.ark.metadata import (
+    CREATOR,
+    DESCRIPTION,
+    KEYWORD,
+    LICENSE,
+    RELATED,
+    check_record,
+    with_values,
+)
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.ark.naan import check_assigned_naan
 from arkfs.backend.base import Backend
 from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.publish_progress import shown
 from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
+from arkfs.publish.index import TreeIndex, index_path
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.publisher import Summary, publish_tree
@@ -39,6 +50,11 @@ or is carried forward from the ARK's previous version, each of
 --who/--what/--when/--where/--persistence replacing only its own field. A first
 version's unset fields default to (:unkn), the directory name, today and the ARK.
 --persistence states the commitment made to the object (its erc-support).
+--license, --description, --keyword, --creator and --related are kept as ERC elements of
+the same names (an --erc file may carry them too, and rights: and subject:); each given
+replaces all of its kind, the others carry forward. They reach the landing page and its
+schema.org JSON-LD. With --ark and no DIR, publish makes a metadata-only version: the
+latest version's files with the new metadata, reading and uploading no file.
 """
 
 
@@ -51,6 +67,24 @@ def _add_erc(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--when", help="when it was made (ERC when)")
     p.add_argument("--where", help="where it is (ERC where; default: the ARK)")
     p.add_argument("--persistence", metavar="TEXT", help="the persistence statement (erc-support)")
+    p.add_argument("--license", metavar="SPDX-ID", help="the licence, an SPDX identifier")
+    p.add_argument(
+        "--description", metavar="TEXT|@FILE", help="what it holds, in prose (@FILE: from FILE)"
+    )
+    p.add_argument("--keyword", action="append", metavar="WORD", help="a keyword (repeat for more)")
+    p.add_argument(
+        "--creator",
+        action="append",
+        metavar="NAME[; ORCID][; AFFILIATION]",
+        help="a creator, with an ORCID iD (checked) and affiliation (repeat, in order)",
+    )
+    p.add_argument(
+        "--related",
+        action="append",
+        metavar="RELATION=IDENTIFIER",
+        help="a related identifier with its DataCite relation type, e.g. "
+        "IsSupplementTo=doi:10.5061/dryad.x (repeatable)",
+    )
     p.add_argument(
         "--embargo-until",
         metavar="DATE",
@@ -93,10 +127,29 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         epilog=ERC_EPILOG + PUBLISH_EXAMPLES + PROGRESS_EPILOG,
     )
     what = p.add_argument_group("what to publish")
-    what.add_argument("dir", type=Path, metavar="DIR", help="directory to publish")
+    what.add_argument(
+        "dir",
+        type=Path,
+        metavar="DIR",
+        nargs="?",
+        help="directory to publish; without it, --ark and metadata options make a "
+        "metadata-only version of the latest version's files",
+    )
     name = what.add_mutually_exclusive_group(required=True)
     name.add_argument("--ark", help="the ARK to bind, ark:NAAN/Name")
     name.add_argument("--shoulder", help="mint a new ARK under NAAN/SHOULDER (e.g. 12345/x6)")
+    what.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="bind a new version even if nothing changed since the latest (by default an "
+        "unchanged tree and metadata bind nothing: 'nothing changed since vN', exit 0)",
+    )
+    what.add_argument(
+        "--rehash",
+        action="store_true",
+        help="read and hash every file, ignoring the local index of what each file hashed "
+        "to when its size, mtime, ctime and inode were as they are now",
+    )
     what.add_argument(
         VERSION_NAMES_OPTION,
         action="store_true",
@@ -134,8 +187,9 @@ def _add_output(p: argparse.ArgumentParser) -> None:
         "--json",
         action="store_true",
         help="print one JSON object instead of prose: ark, version, follows, files, bytes, "
-        "new_bytes, dedup_bytes, uploaded_bytes (and for publish skipped, warnings, and "
-        "outside_links: symlinks that leave the tree or dangle)",
+        "new_bytes, dedup_bytes, uploaded_bytes (and for publish skipped, warnings, "
+        "outside_links: symlinks that leave the tree or dangle, read_bytes, and changed: "
+        "false when nothing changed since version, so nothing was bound)",
     )
     out.add_argument(
         "-q",
@@ -160,6 +214,7 @@ def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | 
     if args.erc is not None:
         try:
             erc = Erc.from_anvl(args.erc.read_text(encoding="utf-8"))
+            check_record(erc)
         except OSError as exc:
             raise BadInput(f"cannot read {args.erc}: {exc.strerror}") from None
         except ArkError as exc:
@@ -173,7 +228,38 @@ def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | 
     if args.persistence:
         who = args.who or (support.who if support else None)
         support = Segment(who=who, what=args.persistence, when=today)
-    return _embargo(args, replace(base, **given, support=support))
+    erc = replace(base, **given, support=support)
+    try:
+        for label, new in _rich(args).items():
+            erc = with_values(erc, label, new)
+    except ErcError as exc:
+        raise BadInput(str(exc)) from None
+    return _embargo(args, erc)
+
+
+def _rich(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The rich metadata options given: ERC label -> its new values."""
+    rich: dict[str, list[str]] = {}
+    if args.license is not None:
+        rich[LICENSE] = [args.license]
+    if args.description is not None:
+        rich[DESCRIPTION] = [_text_or_file(args.description)]
+    for label, option in ((KEYWORD, args.keyword), (CREATOR, args.creator)):
+        if option:
+            rich[label] = option
+    if args.related:
+        rich[RELATED] = args.related
+    return rich
+
+
+def _text_or_file(value: str) -> str:
+    """TEXT, or the contents of FILE for @FILE."""
+    if not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot read {value[1:]}: {exc.strerror}") from None
 
 
 def _embargo(args: argparse.Namespace, erc: Erc) -> Erc:
@@ -187,10 +273,19 @@ def _embargo(args: argparse.Namespace, erc: Erc) -> Erc:
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The ERC fields given as options; BadInput if --erc FILE is given too."""
+    """The ERC fields given as options, after checking the rich ones (so a bad licence or
+    ORCID stops before a long scan); BadInput if --erc FILE is given too."""
     given = {label: getattr(args, label) for label in KERNEL if getattr(args, label) is not None}
-    if args.erc is not None and (given or args.persistence):
-        raise BadInput("give either --erc FILE or --who/--what/--when/--where/--persistence")
+    rich = _rich(args)
+    if args.erc is not None and (given or args.persistence or rich):
+        raise BadInput(
+            "give either --erc FILE or the field options (--who, --license, --creator, ...)"
+        )
+    try:
+        for label, new in rich.items():
+            with_values(Erc(), label, new)
+    except ErcError as exc:
+        raise BadInput(str(exc)) from None
     return given
 
 
@@ -202,7 +297,14 @@ def run_publish(args: argparse.Namespace) -> int:
     """Publish DIR as the next version of its ARK, showing its progress; print the ARK and
     how to mount it."""
     given = _ark_to_bind(args.ark) if args.ark else None
-    _fields(args)  # before a long scan
+    changing = bool(_fields(args) or args.persistence or args.erc or _rich(args))  # before a scan
+    if args.dir is None:
+        if given is None or not changing:
+            raise BadInput(
+                "give DIR to publish, or --ark ARK with metadata options (--license, "
+                "--creator, --erc FILE, ...) for a metadata-only version"
+            )
+        return _publish_metadata(args, str(given))
     if args.shoulder:
         no_whitespace(args.shoulder, "a shoulder")
         try:
@@ -229,9 +331,13 @@ def run_publish(args: argparse.Namespace) -> int:
             s.ark, s.version, s.follows, s.files, s.bytes,
             new_bytes=s.new_bytes, dedup_bytes=s.dedup_bytes, uploaded_bytes=s.uploaded_bytes,
             skipped=s.skipped, warnings=scanned.warnings, outside_links=scanned.outside_links,
+            changed=s.changed, read_bytes=s.read_bytes,
         )  # fmt: skip
         return 0
     if args.quiet:
+        return 0
+    if not s.changed:
+        print(f"nothing changed since v{s.version}: {s.ark} still names v{s.version}")
         return 0
     version = f"v{s.version}{_follows(s.follows)}"
     print(f"published {s.ark} as {version}: {s.files} files, {human(s.bytes)}")
@@ -244,6 +350,36 @@ def run_publish(args: argparse.Namespace) -> int:
         print(f"  {s.ark} names v{s.version} now; {s.ark}/@v{s.follows} keeps naming v{s.follows}")
     where = f" --server {args.server}" if args.server else ""
     print(f"mount it:  arkfs mount{where} ~/arks && ls ~/arks/{s.ark}/")
+    return 0
+
+
+def _publish_metadata(args: argparse.Namespace, ark: str) -> int:
+    """Bind the latest version's manifest with the new metadata as the next version: no
+    file is read or uploaded."""
+
+    async def job(backend: Backend) -> tuple[VersionInfo, bool]:
+        previous = await backend.archive(ark)  # NotBound: nothing to change the metadata of
+        erc = _erc(args, ark, ark, previous.erc)
+        if erc == previous.erc and not args.allow_empty:
+            return previous.version, False
+        labels = metadata_change(previous.erc, erc)
+        message = f"metadata change ({', '.join(labels) or 'none'})"
+        if args.message:
+            message += f": {args.message}"
+        before = previous.manifest
+        manifest = Manifest(ark, before.entries, time.time(), root=before.root)
+        return await backend.bind(manifest, erc, message), True
+
+    v, changed = run_on_target(args, job, create=False)
+    if args.json:
+        _print_json(
+            ark, v.version, v.follows, v.files, v.bytes,
+            new_bytes=0, dedup_bytes=0, uploaded_bytes=0, read_bytes=0, changed=changed,
+        )  # fmt: skip
+    elif not args.quiet and not changed:
+        print(f"nothing changed since v{v.version}: {ark} still names v{v.version}")
+    elif not args.quiet:
+        print(f"published {ark} as v{v.version}{_follows(v.follows)}: metadata only, no file read")
     return 0
 
 
@@ -280,6 +416,7 @@ def _publish(
     root: Path = args.dir
     default_what = root.resolve().name or str(root)
     journal = UploadJournal(_journal_path(args))
+    tree_index = TreeIndex(None if args.rehash else index_path(_target_key(args), root))
 
     async def job(backend: Backend) -> Summary:
         previous = None
@@ -302,17 +439,23 @@ def _publish(
             skipped=scanned.skipped,
             journal=journal,
             root=scanned.root,
+            tree_index=tree_index,
+            allow_empty=args.allow_empty,
         )
         return summary
 
     return run_on_target(args, job, create=True)
 
 
+def _target_key(args: argparse.Namespace) -> str:
+    """The store or server a publish goes to, as the key of what is kept about it."""
+    embedded = "embedded:" + os.environ.get("ARKFS_STORE", "")
+    return args.server or (os.path.abspath(args.store) if args.store else embedded)
+
+
 def _journal_path(args: argparse.Namespace) -> Path:
     """Where the upload journal of this publish (its target, tree and name) is kept."""
-    embedded = "embedded:" + os.environ.get("ARKFS_STORE", "")
-    target = args.server or (os.path.abspath(args.store) if args.store else embedded)
-    key = "\n".join((target, os.path.abspath(args.dir), args.ark or args.shoulder))
+    key = "\n".join((_target_key(args), os.path.abspath(args.dir), args.ark or args.shoulder))
     return paths.cache_dir() / "publish" / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 

@@ -139,7 +139,7 @@ class _Terminal:
             rate = self.bars.tasks[self.tasks[name]].fields.get("rate")
             if rate is None or total is None or done < total:  # else: the rate it ended at
                 rate = self.speeds[name].reading(now, done)
-            label = f"bound v{version}" if name == "bind" and version is not None else name
+            label = _outcome(self.progress) if name == "bind" and version is not None else name
             self.bars.update(
                 self.tasks[name],
                 completed=done,
@@ -215,7 +215,7 @@ class _Lines:
     def _summary(self) -> str:
         p = self.progress
         return (
-            f"publish 100%: bound v{p.version}: {p.files} files, {human(p.hashed)} hashed, "
+            f"publish 100%: {_outcome(p)}: {p.files} files, {human(p.hashed)} hashed, "
             f"{human(p.new)} new ({human(p.uploaded)} uploaded), {human(p.deduplicated)} "
             f"deduplicated, in {duration(time.monotonic() - self.began)}"
         )
@@ -249,3 +249,8 @@ def shown(progress: Progress, quiet: bool, stream: TextIO | None = None) -> Iter
         yield
     finally:
         display.stop()
+
+
+def _outcome(p: Progress) -> str:
+    """How a finished publish ended: 'bound vN', or 'nothing changed since vN'."""
+    return f"nothing changed since v{p.version}" if p.unchanged else f"bound v{p.version}"

@@ -5,9 +5,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from arkfs.archive.changes import Changes, changes
-from arkfs.archive.manifest import Manifest
-from arkfs.archive.record import VersionInfo
+from arkfs.archive.changes import Changes, changes, metadata_change
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.backend.base import Backend
 from arkfs.cli.target import add_target, archive_ark, run_on_target
 
@@ -34,23 +33,32 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.set_defaults(func=run_versions)
 
 
-async def _history(backend: Backend, ark: str) -> list[tuple[VersionInfo, Changes]]:
-    """Every version of ark with its changes against the one it follows."""
+History = list[tuple[VersionInfo, Changes, list[str]]]
+
+
+async def _history(backend: Backend, ark: str) -> History:
+    """Every version of ark with its file changes and the ERC elements it changed against
+    the one it follows."""
     history = []
-    before: Manifest | None = None
+    before: Archive | None = None
     for v in await backend.versions(ark):
-        manifest = (await backend.archive(ark, v.version)).manifest
-        history.append((v, changes(before, manifest)))  # each version follows the one before
-        before = manifest
+        archive = await backend.archive(ark, v.version)
+        files = changes(before.manifest if before else None, archive.manifest)
+        metadata = metadata_change(before.erc if before else None, archive.erc)
+        history.append((v, files, metadata))  # each version follows the one before
+        before = archive
     return history
 
 
-def _text(ark: str, history: list[tuple[VersionInfo, Changes]]) -> list[str]:
+def _text(ark: str, history: History) -> list[str]:
     lines = [f"{ark}: {len(history)} version{'s' * (len(history) != 1)}, the latest first"]
-    for v, c in reversed(history):
+    for v, c, metadata in reversed(history):
         lines.append(v.summary())
         counts = f"{len(c.added)} added, {len(c.removed)} removed, {len(c.changed)} changed"
         lines.append(f"    files: {counts}")
+        if metadata:
+            only = "" if c.added or c.removed or c.changed else " only"
+            lines.append(f"    metadata change{only}: {', '.join(metadata)}")
         for kind, paths in (("+", c.added), ("-", c.removed), ("~", c.changed)):
             lines += [f"    {kind} {p}" for p in paths[:SHOWN_PATHS]]
             if len(paths) > SHOWN_PATHS:
@@ -58,8 +66,11 @@ def _text(ark: str, history: list[tuple[VersionInfo, Changes]]) -> list[str]:
     return lines
 
 
-def _json(ark: str, history: list[tuple[VersionInfo, Changes]]) -> dict[str, Any]:
-    listed = [v.to_json() | {k: list(p) for k, p in asdict(c).items()} for v, c in history]
+def _json(ark: str, history: History) -> dict[str, Any]:
+    listed = [
+        v.to_json() | {k: list(p) for k, p in asdict(c).items()} | {"metadata": m}
+        for v, c, m in history
+    ]
     return {"ark": ark, "versions": listed}
 
 

@@ -25,6 +25,7 @@ class Progress:
     shard_bytes: int = 0  # bytes of the shards that register the files (known at bind)
     shards_sent: int = 0  # of shard_bytes, sent
     version: int | None = None  # the version bound, once it is
+    unchanged: bool = False  # nothing changed since version: nothing was bound
     phases: list[str] = field(default_factory=lambda: [PHASES[0]])  # begun, in order
     began: dict[str, tuple[int, int]] = field(default_factory=lambda: {PHASES[0]: (0, 1)})
 
@@ -35,9 +36,9 @@ class Progress:
             self.began[phase] = self.overall()
             self.phases.append(phase)
 
-    def bound(self, version: int) -> None:
-        """The ARK is bound: the publish is done."""
-        self.version = version
+    def bound(self, version: int, unchanged: bool = False) -> None:
+        """The ARK is bound (or, unchanged, stays at version): the publish is done."""
+        self.version, self.unchanged = version, unchanged
         self.begin(DONE)
 
     def overall(self) -> tuple[int, int]:

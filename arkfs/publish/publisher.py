@@ -11,8 +11,13 @@ footer and size are kept for the shards. Shards go up once every xorb they name 
 
 With an UploadJournal, each acknowledged xorb is recorded as it is, and a rerun after an
 interruption starts from the chunks of the xorbs recorded, so it uploads only the rest.
+
+A file whose hash is a file of the previous version is stored already: it needs no shard
+entry, and with a TreeIndex that still knows its stat it is not even read. A publish whose
+manifest and ERC equal the previous version's binds nothing (unless allow_empty).
 """
 
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -34,6 +39,7 @@ from arkfs.publish.dedup import (
     extends,
     long_enough,
 )
+from arkfs.publish.index import Known, StatKey, TreeIndex, now_ns
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.scan import Found
@@ -49,9 +55,10 @@ MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
 # The server reads every file of a shard back to check its SHA-256 before it answers: a
 # shard of 100,000 small files outlasts the client's read timeout, and its retries.
 MAX_SHARD_FILES = 4096
-PRIOR_FILES = 1024  # files of the previous version whose xorbs seed the chunk index
-PRIOR_MIN_SIZE = 1 << 20  # smaller files are found through global dedup of their first chunk
-QUERY_SPACING = 256  # chunks between global dedup queries after a miss (about 16 MiB)
+QUERY_SPACING = 256  # chunks of one file between its global dedup queries (about 16 MiB)
+QUERIES_AT_ONCE = 8  # global dedup queries in flight for a batch of small files
+MISSES_IN_A_ROW = 32  # global dedup misses after which queries are spaced session-wide
+STABLE_TRIES = 3  # reads of a file that changes while it is read, before giving up
 SMALL_FILE = 4 << 20  # files up to this size are hashed in batches, one thread call each
 BATCH_BYTES = 16 << 20
 BATCH_FILES = 512
@@ -71,6 +78,10 @@ class Placed:
     size: int
 
 
+# A file hashed: its entry, digest, and chunk places (None: stored already, as a whole).
+Placement = tuple[Entry, FileDigest, list[Placed] | None]
+
+
 @dataclass
 class Summary:
     """What a publish did, for the closing lines."""
@@ -83,9 +94,11 @@ class Summary:
     uploaded_bytes: int
     xorbs: int
     shards: int
-    version: int  # the version this publish bound
+    version: int  # the version this publish bound (the one compared, if unchanged)
     follows: int | None  # the version it follows; None for v1
     skipped: list[str] = field(default_factory=list)
+    changed: bool = True  # False: nothing changed since `version`, nothing was bound
+    read_bytes: int = 0  # bytes read from the tree (files the index knew are not read)
 
 
 class Publisher:
@@ -96,10 +109,20 @@ class Publisher:
         backend: Backend,
         progress: Progress | None = None,
         journal: UploadJournal | None = None,
+        tree_index: TreeIndex | None = None,
     ) -> None:
         self.backend = backend
         self.progress = progress or Progress()
         self.journal = journal
+        self.tree_index = tree_index or TreeIndex(None)
+        self._previous: Archive | None = None
+        self._prior: set[bytes] = set()  # file hashes of the previous version
+        self._prior_at: dict[str, tuple[bytes | None, bytes | None]] = {}  # path -> hashes
+        self._seeded_files: set[bytes] = set()
+        self._seen_xorbs: set[bytes] = set()
+        self.read_bytes = 0
+        self._misses = 0  # global dedup queries in a row that found nothing
+        self._since_query = QUERY_SPACING  # chunks looked at since the last query
         self.index = ChunkIndex()
         self._builder = XorbBuilder()
         self._ref = XorbRef()
@@ -107,7 +130,6 @@ class Publisher:
         self._built: list[tuple[XorbFooter, int]] = []  # new xorbs: footer, serialized size
         self._first_chunks: set[bytes] = set()
         self._hash_limiter = trio.CapacityLimiter(1)
-        self._since_miss = QUERY_SPACING  # chunks seen since a dedup query found nothing
         self._unacked = {id(self._ref)}  # new xorbs (XorbRef ids) the CAS has not accepted yet
         self._waiting: deque[list[Placed]] = deque()  # placed files, in order, not yet stored
         self.manifest: Manifest | None = None  # the manifest bound, once it is
@@ -122,56 +144,80 @@ class Publisher:
         message: str = "",
         skipped: list[str] | None = None,
         root: Entry | None = None,
+        allow_empty: bool = False,
     ) -> Summary:
         """Upload the files of found, bind the next version of ark to their manifest, erc and
         message, and say what it did. previous is the latest version (None if unbound): its
         chunks are known to be stored already. root is the tree's root directory (mode,
-        mtime, attributes)."""
+        mtime, attributes). If manifest and erc equal previous's, nothing is bound unless
+        allow_empty."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
         self.progress.files = sum(1 for f in found if f.entry.kind is Kind.FILE)
         self.progress.begin("hash")
+        self._previous = previous
         if previous is not None:
-            await self._seed_from(previous)
+            columns = previous.manifest.entries  # read without making an Entry per file
+            self._prior_at = {
+                columns.path(i): (xet, sha) for i, xet, _, sha in columns.file_hashes()
+            }
+            self._prior = {xet for xet, _ in self._prior_at.values() if xet is not None}
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
                 self._built.append((footer, size))
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
-        placements: list[tuple[Found, FileDigest, list[Placed]]] = []
+        placements: list[Placement] = []
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
         files = [f for f in found if f.entry.kind is Kind.FILE]
         # The other names of a hard-linked file are its first's content: read it once.
         copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
         files = [f for f in files if f.entry.link in (None, f.entry.path)]
+        files = [f for f in files if not self._known(f, placements)]
         async with trio.open_nursery() as uploads:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
-                    digest, placed = await self._place_file(batch[0].source, uploads)
-                    placements.append((batch[0], digest, placed))
-                    self._placed(placed)
+                    await self._seed(batch[0].entry.path)
+                    placement = await self._place_file(batch[0], uploads)
+                    placements.append(placement)
+                    self._placed(placement[2])
                     continue
                 digests = await trio.to_thread.run_sync(
                     _digest_small, [f.source for f in batch], limiter=self._hash_limiter
                 )
-                for f, (chunks, digest) in zip(batch, digests, strict=True):
+                await self._ask_ahead(
+                    [
+                        chunks
+                        for chunks, digest, _, _ in digests
+                        if digest.file_hash not in self._prior
+                    ]
+                )
+                for f, (chunks, digest, key, began) in zip(batch, digests, strict=True):
+                    entry = self._read(f, digest, key, began)
+                    self.progress.hashed += digest.size
+                    if digest.file_hash in self._prior:  # stored already, as a whole file
+                        placements.append((entry, digest, None))
+                        self.progress.deduplicated += digest.size
+                        self._placed([])
+                        continue
+                    await self._seed(f.entry.path)
                     placer = _FilePlacer(self)
                     for chunk in chunks:
                         await placer.add(chunk, uploads)
                     await placer.finish(uploads)
-                    placements.append((f, digest, placer.placed))
+                    placements.append((entry, digest, placer.placed))
                     self._placed(placer.placed)
-                    self.progress.hashed += digest.size
             self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
         linked: dict[str, FileDigest] = {}
-        for f, digest, placed in placements:
-            block = _file_block(digest, placed)
-            blocks.setdefault(block.file_hash, block)
-            entries.append(_file_entry(f.entry, digest))
-            if f.entry.link is not None:
-                linked[f.entry.path] = digest
+        for entry, digest, places in placements:
+            if places is not None and digest.file_hash not in self._prior:
+                block = _file_block(digest, places)
+                blocks.setdefault(block.file_hash, block)
+            entries.append(_file_entry(entry, digest))
+            if entry.link is not None:
+                linked[entry.path] = digest
         for f in copies:
             assert f.entry.link is not None
             digest = linked[f.entry.link]
@@ -179,17 +225,12 @@ class Publisher:
             self.progress.hashed += digest.size  # its first's bytes: stored once
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
-        self.progress.begin("bind")
-        shards = await self._upload_shards(list(blocks.values()))
         try:
             self.manifest = build(ark, entries, time.time(), root=root)
         except ManifestError as exc:  # scan checked what it found: not these entries
             raise PublishError(f"the manifest cannot be built: {exc}") from None
-        bound = await self.backend.bind(self.manifest, erc, message)
-        if self.journal is not None:
-            self.journal.remove()
-        self.progress.bound(bound.version)
-        return Summary(
+        self.tree_index.save()
+        summary = Summary(
             ark=ark,
             files=len(placements) + len(copies),
             bytes=self.progress.total,
@@ -197,56 +238,120 @@ class Publisher:
             dedup_bytes=self.progress.deduplicated,
             uploaded_bytes=self.progress.uploaded,
             xorbs=len(self._built),
-            shards=shards,
-            version=bound.version,
-            follows=bound.follows,
+            shards=0,
+            version=0,
+            follows=None,
             skipped=skipped or [],
+            read_bytes=self.read_bytes,
         )
+        nothing_new = previous is not None and not allow_empty and not self._built
+        if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
+            if self.journal is not None:
+                self.journal.remove()
+            self.progress.bound(previous.version.version, unchanged=True)
+            v = previous.version
+            return replace(summary, version=v.version, follows=v.follows, changed=False)
+        self.progress.begin("bind")
+        shards = await self._upload_shards(list(blocks.values()))
+        bound = await self.backend.bind(self.manifest, erc, message)
+        if self.journal is not None:
+            self.journal.remove()
+        self.progress.bound(bound.version)
+        summary = replace(summary, uploaded_bytes=self.progress.uploaded, shards=shards)
+        return replace(summary, version=bound.version, follows=bound.follows)
 
-    async def _seed_from(self, previous: Archive) -> None:
-        """Learn the chunks of the ARK's previous version (Cached Metadata Deduplication)."""
-        files = sorted(
-            (e for e in previous.manifest.each_file() if e.size >= PRIOR_MIN_SIZE),
-            key=lambda e: -e.size,
-        )[:PRIOR_FILES]
-        seen: set[bytes] = set()
-        for entry in files:
-            assert entry.xet_hash is not None
-            rec = await self.backend.reconstruction(entry.xet_hash, 0, entry.size)
-            for term in rec.terms:
-                if term.xorb_hash not in seen:
-                    seen.add(term.xorb_hash)
-                    footer = await self.backend.footer(term.xorb_hash, rec.fetch_for(term))
-                    self.index.add_footer(footer)
+    def _known(self, f: Found, placements: list[Placement]) -> bool:
+        """Is f a file of the previous version that the tree index knows unchanged? Then
+        its hashes are taken from the index, and it is not read. The index is trusted only
+        where it agrees with the previous version at the same path (XET hash and SHA-256),
+        so it never names a file the CAS may not hold, nor another path's."""
+        known = self.tree_index.lookup(f.entry.path, f.key)
+        if known is None or f.key is None:
+            return False
+        xet, sha = self._prior_at.get(f.entry.path, (None, None))
+        if xet != known.xet_hash or sha not in (None, known.sha256):  # moved, or gone wrong
+            return False
+        self.tree_index.keep(f.entry.path)
+        digest = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
+        placements.append((f.entry, digest, None))
+        self.progress.hashed += f.key.size
+        self.progress.deduplicated += f.key.size
+        self._placed([])
+        return True
+
+    def _read(self, f: Found, digest: FileDigest, key: StatKey, began: int) -> Entry:
+        """Count and index a file just read (stat key as read); its entry, with the mtime
+        of what was read."""
+        self.read_bytes += digest.size
+        if digest.sha256 is not None:
+            known = Known(digest.file_hash, digest.sha256)
+            self.tree_index.record(f.entry.path, key, known, began)
+        return replace(f.entry, mtime_ns=key.mtime_ns)
+
+    async def _seed(self, path: str) -> None:
+        """Learn the chunks of the previous version's file at path (Cached Metadata
+        Deduplication), whatever its size, before placing the file now there. Every file of
+        the previous version seeds so when it is read again; a file the tree index knows is
+        not read, and needs none; a file moved elsewhere is found through global dedup."""
+        if self._previous is None:
+            return
+        same = self._previous.manifest.entry(path)
+        if same is not None and same.kind is Kind.FILE:
+            await self._seed_file(same)
+
+    async def _seed_file(self, entry: Entry) -> None:
+        """Learn the chunks of every xorb one file of the previous version uses."""
+        if entry.xet_hash is None or entry.size == 0 or entry.xet_hash in self._seeded_files:
+            return
+        self._seeded_files.add(entry.xet_hash)
+        rec = await self.backend.reconstruction(entry.xet_hash, 0, entry.size)
+        for term in rec.terms:
+            if term.xorb_hash not in self._seen_xorbs:
+                self._seen_xorbs.add(term.xorb_hash)
+                footer = await self.backend.footer(term.xorb_hash, rec.fetch_for(term))
+                self.index.add_footer(footer)
 
     async def _place_file(
-        self, path: Path, uploads: trio.Nursery
-    ) -> tuple[FileDigest, list[Placed]]:
-        """Hash one file in a worker thread while placing its chunks here."""
-        send, receive = trio.open_memory_channel[list[Chunk]](1)
-        result: list[FileDigest] = []
+        self, f: Found, uploads: trio.Nursery
+    ) -> tuple[Entry, FileDigest, list[Placed]]:
+        """Hash one file in a worker thread while placing its chunks here; a file that
+        changed while it was read (its stat before and after differ) is read and placed
+        again, from a new placer (what the torn read added is never referenced)."""
+        for _ in range(STABLE_TRIES):
+            send, receive = trio.open_memory_channel[list[Chunk]](1)
+            result: list[tuple[FileDigest, StatKey, StatKey, int]] = []
 
-        def hash_file() -> None:
-            hasher = FileHasher()
-            with path.open("rb") as f:
-                for block, pieces in cut_blocks(f, HASH_BLOCK):
-                    if not block:
-                        last, digest = hasher.finish(pieces)
-                        trio.from_thread.run(send.send, last)
-                        result.append(digest)
-                        return
-                    trio.from_thread.run(send.send, hasher.add(block, pieces))
+            def hash_file(
+                send: trio.MemorySendChannel[list[Chunk]] = send,
+                result: list[tuple[FileDigest, StatKey, StatKey, int]] = result,
+            ) -> None:
+                hasher = FileHasher()
+                began = now_ns()
+                with f.source.open("rb") as file:
+                    before = StatKey.of(os.fstat(file.fileno()))
+                    for block, pieces in cut_blocks(file, HASH_BLOCK):
+                        if not block:
+                            last, digest = hasher.finish(pieces)
+                            trio.from_thread.run(send.send, last)
+                            after = StatKey.of(os.fstat(file.fileno()))
+                            result.append((digest, before, after, began))
+                            return
+                        trio.from_thread.run(send.send, hasher.add(block, pieces))
 
-        placer = _FilePlacer(self)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._run_hasher, hash_file, path, send)
-            async with receive:
-                async for chunks in receive:
-                    for chunk in chunks:
-                        await placer.add(chunk, uploads)
-                    self.progress.hashed += sum(c.size for c in chunks)
-        await placer.finish(uploads)
-        return result[0], placer.placed
+            placer = _FilePlacer(self)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._run_hasher, hash_file, f.source, send)
+                async with receive:
+                    async for chunks in receive:
+                        for chunk in chunks:
+                            await placer.add(chunk, uploads)
+                        self.progress.hashed += sum(c.size for c in chunks)
+            await placer.finish(uploads)
+            digest, before, after, began = result[0]
+            if before == after:
+                return self._read(f, digest, after, began), digest, placer.placed
+            self.progress.hashed -= digest.size
+        raise PublishError(_unstable(f.source))
 
     async def _run_hasher(
         self, fn: Callable[[], None], path: Path, send: trio.MemorySendChannel[list[Chunk]]
@@ -257,28 +362,80 @@ class Publisher:
         except OSError as exc:
             raise PublishError(f"cannot read {path}: {exc.strerror or exc}") from None
 
-    async def locate(self, chunk: Chunk, first: bool, after: Location | None) -> Location | None:
-        """Where a chunk already is, asking global dedup when the chunk is eligible.
+    def _should_ask(self, chunk_hash: bytes, at: int, next_query: int) -> bool:
+        """Should global dedup be asked about a chunk not known locally, the at-th of its
+        file, whose file may ask again from its chunk next_query on? (Counts the chunk.)
 
-        After a query that found nothing, the next waits QUERY_SPACING chunks, so new data
-        (many small files, each with an eligible first chunk) costs few round trips.
+        The rule of xet-core's FileDeduper (deduplication/src/file_deduplication.rs,
+        process_chunks): a chunk is asked about if it is eligible (the first of its file,
+        or its hash matches the global dedup pattern) and its index within the file has
+        reached the file's next query index; a query, hit or miss, moves that index
+        QUERY_SPACING chunks on (min_spacing_between_global_dedup_queries, 256). The
+        spacing is per file, so whether a file is asked about does not depend on the files
+        around it. hf_xet sends these queries in the background; here each costs a round
+        trip, so after MISSES_IN_A_ROW queries in a row found nothing (all-new data, such
+        as a first publish of 100,000 small files: 10x slower otherwise), at most one query
+        goes per QUERY_SPACING chunks of the session until one finds something.
         """
-        self._since_miss += 1
+        self._since_query += 1
+        if at < next_query or not is_global_dedup_eligible(chunk_hash, at == 0):
+            return False
+        if self._misses >= MISSES_IN_A_ROW and self._since_query < QUERY_SPACING:
+            return False
+        self._since_query = 0
+        return True
+
+    def _answered(self, found: bool) -> None:
+        """Count a global dedup answer: a hit ends a run of misses."""
+        self._misses = 0 if found else self._misses + 1
+
+    async def _ask_ahead(self, files: list[list[Chunk]]) -> None:
+        """Ask global dedup about a batch of small files at once, up to QUERIES_AT_ONCE
+        queries in flight, as hf_xet does in the background (register_global_dedup_query,
+        then complete_global_dedup_queries): the chunks locate would ask about, one file
+        after another (_should_ask). locate then finds the answers."""
+        asked: list[bytes] = []
+        for chunks in files:
+            next_query = 0
+            for at, chunk in enumerate(chunks):
+                if self.index.find(chunk.hash, None) is not None:
+                    continue
+                if not self._should_ask(chunk.hash, at, next_query):
+                    continue
+                next_query = at + QUERY_SPACING
+                if chunk.hash not in self.index.queried:
+                    self.index.queried.add(chunk.hash)
+                    asked.append(chunk.hash)
+        limiter = trio.CapacityLimiter(QUERIES_AT_ONCE)
+
+        async def ask(chunk_hash: bytes) -> None:
+            async with limiter:
+                shard = await self.backend.query_dedup(chunk_hash)
+            if shard is not None:
+                self.index.add_shard(shard)
+            self._answered(shard is not None)
+
+        async with trio.open_nursery() as nursery:
+            for chunk_hash in asked:
+                nursery.start_soon(ask, chunk_hash)
+
+    async def locate(
+        self, chunk: Chunk, at: int, after: Location | None, placer: "_FilePlacer"
+    ) -> Location | None:
+        """Where chunk (the at-th of its file) already is, asking global dedup when
+        _should_ask says so."""
         loc = self.index.find(chunk.hash, after)
         if loc is not None:
             return loc
-        if (
-            is_global_dedup_eligible(chunk.hash, first)
-            and self._since_miss >= QUERY_SPACING
-            and chunk.hash not in self.index.queried
-        ):
-            self.index.queried.add(chunk.hash)
-            shard = await self.backend.query_dedup(chunk.hash)
-            if shard is not None:
-                self.index.add_shard(shard)
-                loc = self.index.find(chunk.hash, after)
-            if loc is None:
-                self._since_miss = 0
+        if self._should_ask(chunk.hash, at, placer.next_query):
+            placer.next_query = at + QUERY_SPACING
+            if chunk.hash not in self.index.queried:
+                self.index.queried.add(chunk.hash)
+                shard = await self.backend.query_dedup(chunk.hash)
+                if shard is not None:
+                    self.index.add_shard(shard)
+                    loc = self.index.find(chunk.hash, after)
+                self._answered(shard is not None)
         return loc
 
     async def add_new(self, chunk: Chunk, first: bool, uploads: trio.Nursery) -> Placed:
@@ -361,11 +518,14 @@ class _FilePlacer:
         self.placed: list[Placed] = []
         self.pending: list[tuple[Chunk, Location]] = []
         self.fragmentation = Fragmentation()
+        self.chunks = 0  # chunks of the file seen so far
+        self.next_query = 0  # the first chunk index that may be asked about (locate)
 
     async def add(self, chunk: Chunk, uploads: trio.Nursery) -> None:
         first = not self.placed and not self.pending
         after = self.pending[-1][1] if self.pending else self._last()
-        loc = await self.session.locate(chunk, first, after)
+        loc = await self.session.locate(chunk, self.chunks, after, self)
+        self.chunks += 1
         if loc is not None and not self.pending and after is not None and extends(after, loc):
             self._reference(chunk, loc)
             return
@@ -435,19 +595,36 @@ def _batches(files: list[Found]) -> Iterator[list[Found]]:
         yield batch
 
 
-def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest]]:
-    """Chunks and digest of each small file, read whole (in a worker thread)."""
+def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest, StatKey, int]]:
+    """Chunks, digest, stat key and read start of each small file, read whole (in a worker
+    thread); a file whose stat differs after the read from before it is read again."""
     out = []
     for path in paths:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise PublishError(f"cannot read {path}: {exc.strerror or exc}") from None
+        for _ in range(STABLE_TRIES):
+            try:
+                began = now_ns()
+                with path.open("rb") as f:
+                    before = StatKey.of(os.fstat(f.fileno()))
+                    data = f.read()
+                    after = StatKey.of(os.fstat(f.fileno()))
+            except OSError as exc:
+                raise PublishError(f"cannot read {path}: {exc.strerror or exc}") from None
+            if before == after:
+                break
+        else:
+            raise PublishError(_unstable(path))
         hasher = FileHasher()
         chunks = hasher.update(data)
         last, digest = hasher.finish()
-        out.append((chunks + last, digest))
+        out.append((chunks + last, digest, after, began))
     return out
+
+
+def _unstable(path: Path) -> str:
+    return (
+        f"{path} changed while it was read, {STABLE_TRIES} times: publish it once nothing "
+        "writes to it"
+    )
 
 
 def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
@@ -470,8 +647,11 @@ def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
 
 
 def _file_entry(scanned: Entry, digest: FileDigest) -> Entry:
-    """The manifest entry of a hashed file; its size is what was read, not what stat said."""
-    return replace(scanned, size=digest.size, xet_hash=digest.file_hash, sha256=digest.sha256)
+    """The manifest entry of a hashed file; its size is what was read, not what stat said
+    (made directly: dataclasses.replace costs 10 µs a file)."""
+    e = scanned
+    size, xet, sha = digest.size, digest.file_hash, digest.sha256
+    return Entry(e.path, e.kind, size, e.mode, e.mtime_ns, xet, sha, e.target, e.link, e.xattrs)
 
 
 def _split(shard: Shard) -> list[Shard]:
@@ -502,13 +682,28 @@ async def publish_tree(
     skipped: list[str] | None = None,
     journal: UploadJournal | None = None,
     root: Entry | None = None,
+    tree_index: TreeIndex | None = None,
+    allow_empty: bool = False,
 ) -> tuple[Summary, Manifest]:
     """Publish scanned entries as the next version of ark (resuming from journal, if one is
     given); return the summary and the manifest of the version bound (the one sent, not
     fetched back: for 1,000,000 files that would be a second ~110 MB round trip)."""
-    publisher = Publisher(backend, progress, journal)
+    publisher = Publisher(backend, progress, journal, tree_index)
     summary = await publisher.publish(
-        ark, found, erc, previous=previous, message=message, skipped=skipped, root=root
+        ark,
+        found,
+        erc,
+        previous=previous,
+        message=message,
+        skipped=skipped,
+        root=root,
+        allow_empty=allow_empty,
     )
     assert publisher.manifest is not None
     return summary, publisher.manifest
+
+
+def unchanged(previous: Archive, manifest: Manifest, erc: Erc) -> bool:
+    """Would binding manifest and erc repeat the previous version (entries, root, ERC)?"""
+    old = previous.manifest
+    return old.root == manifest.root and old.entries == manifest.entries and previous.erc == erc

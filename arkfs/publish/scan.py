@@ -27,6 +27,7 @@ from arkfs.archive.manifest import (
 from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import filename_to_qualifier
 from arkfs.ark.version_qualifier import version_of_name
+from arkfs.publish.index import StatKey
 from arkfs.publish.progress import Progress
 
 INFLECTIONS = ("?info", "??")  # THUMP: a name ending so is read as its base's record
@@ -39,10 +40,11 @@ class ScanError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """An entry of the tree and, for a file, where to read it."""
+    """An entry of the tree and, for a file, where to read it and its stat at scan."""
 
     entry: Entry
     source: Path
+    key: StatKey | None = None
 
 
 @dataclass
@@ -101,7 +103,7 @@ def scan(
                 entry = Entry(sub, Kind.FILE, st.st_size, mode, mtime, xattrs=_xattrs(path))
                 if st.st_nlink > 1:
                     inodes.setdefault((st.st_dev, st.st_ino), []).append(len(scanned.found))
-                scanned.found.append(Found(entry, path))
+                scanned.found.append(Found(entry, path, StatKey.of(st)))
                 if progress is not None:
                     progress.files += 1
                     progress.total += st.st_size
@@ -149,7 +151,7 @@ def _link(found: list[Found], groups: Iterable[list[int]]) -> None:
             continue
         first = min((found[i].entry for i in group), key=path_order).path
         for i in group:
-            found[i] = Found(replace(found[i].entry, link=first), found[i].source)
+            found[i] = replace(found[i], entry=replace(found[i].entry, link=first))
 
 
 def _check_inflection(scanned: Scanned, names: list[str], name: str, sub: str) -> None:

@@ -17,6 +17,15 @@ from arkfs.archive.withdrawal import Withdrawal
 from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
+from arkfs.ark.metadata import (
+    DESCRIPTION,
+    KEYWORD,
+    LICENSE,
+    RELATED,
+    Creator,
+    creators,
+    values,
+)
 from arkfs.ark.version_qualifier import versioned
 from arkfs.server.tarball import INFLECTION, MEDIA_TYPE
 from arkfs.server.view import Site, View
@@ -182,6 +191,50 @@ def _versions(site: Site, view: View) -> str:
     )
 
 
+# DataCite relation types that say what the dataset was made from (schema.org isBasedOn),
+# and those that point at works it cites or is described in (schema.org citation).
+BASED_ON = ("IsDerivedFrom", "IsNewVersionOf", "IsVersionOf", "IsVariantFormOf", "Continues")
+CITED = ("Cites", "References", "IsSupplementTo", "IsDescribedBy", "IsDocumentedBy")
+
+
+def rich_json_ld(erc: Erc) -> dict[str, Any]:
+    """schema.org properties from the record's rich elements (arkfs.ark.metadata) and its
+    rights: and subject: elements: license, description, keywords, creator (with ORCID
+    identifier and affiliation, replacing the one made of who), isBasedOn and citation."""
+    ld: dict[str, Any] = {}
+    licence = values(erc, LICENSE) or values(erc, "rights")
+    if licence:
+        spdx = values(erc, LICENSE)
+        ld["license"] = f"https://spdx.org/licenses/{spdx[0]}" if _single_id(spdx) else licence[0]
+    if values(erc, DESCRIPTION):
+        ld["description"] = values(erc, DESCRIPTION)[0]
+    keywords = values(erc, KEYWORD) + values(erc, "subject")
+    if keywords:
+        ld["keywords"] = keywords
+    if creators(erc):
+        ld["creator"] = [_person(c) for c in creators(erc)]
+    related = [r.partition("=") for r in values(erc, RELATED)]
+    for key, kinds in (("isBasedOn", BASED_ON), ("citation", CITED)):
+        found = [identifier for relation, _, identifier in related if relation in kinds]
+        if found:
+            ld[key] = found
+    return ld
+
+
+def _single_id(spdx: list[str]) -> bool:
+    """Is the licence one SPDX identifier (which has a page), not an expression?"""
+    return bool(spdx) and all(c.isalnum() or c in "-." for c in spdx[0])
+
+
+def _person(c: Creator) -> dict[str, Any]:
+    person: dict[str, Any] = {"@type": "Person", "name": c.name}
+    if c.orcid:
+        person["identifier"] = f"https://orcid.org/{c.orcid}"
+    if c.affiliation:
+        person["affiliation"] = {"@type": "Organization", "name": c.affiliation}
+    return person
+
+
 def _json_ld(site: Site, view: View, here: Ark, erc: Erc, files: list[Entry]) -> dict[str, Any]:
     """schema.org Dataset of the archive or directory here: a DataDownload per file (up to
     LISTED_DOWNLOADS of them), and one for the whole as a tar."""
@@ -223,7 +276,7 @@ def _json_ld(site: Site, view: View, here: Ark, erc: Erc, files: list[Entry]) ->
         ld["creator"] = [{"@type": "Person", "name": who.strip()} for who in erc.who.split(";")]
     if erc.when:
         ld["datePublished"] = erc.when
-    return ld
+    return ld | rich_json_ld(erc)
 
 
 def _document(

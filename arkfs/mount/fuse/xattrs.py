@@ -3,6 +3,8 @@
     user.ark.id                 the normalized ARK
     user.ark.erc                the whole ERC record (ANVL)
     user.ark.who|what|when|where  the kernel elements of its `erc:` segment
+    user.ark.license|description|keyword|creator|related  its rich elements (arkfs.ark.metadata),
+                                a repeated one's values one per line
     user.ark.support.*          every element of its `erc-support:` segment
     user.ark.versions           archive roots: every version, one line each (VersionInfo.summary)
     user.ark.url                an ARK that is no archive: the URL its resolution ended at
@@ -26,6 +28,7 @@ from arkfs.archive.record import VersionInfo
 from arkfs.archive.withdrawal import withdrawal_in
 from arkfs.ark.erc import KERNEL, Erc, Segment
 from arkfs.ark.errors import ArkError
+from arkfs.ark.metadata import RICH, values
 from arkfs.util.urls import without_secrets
 from arkfs.xet.hashing import hash_to_string
 
@@ -65,6 +68,9 @@ def ark_xattrs(ark: str, erc: Erc) -> dict[str, str]:
         value = getattr(erc, label)
         if value is not None:
             out[f"user.ark.{label}"] = value
+    for label in RICH:
+        if values(erc, label):
+            out[f"user.ark.{label}"] = "\n".join(values(erc, label))
     if erc.support is not None:
         out.update(_support(erc.support))
     withdrawn = withdrawal_in(erc, 0)

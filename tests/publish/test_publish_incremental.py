@@ -1,0 +1,151 @@
+"""Republishing: an unchanged tree binds nothing, and the tree index spares reading files
+whose stat did not change; on the embedded store and on `arkfs serve`."""
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arkfs.publish.index import index_path
+from tests.support.cli import run_arkfs
+from tests.support.server import arkfs_server
+
+ARK = "ark:12345/x6np1wh8k"
+WRITE = "w-token"
+
+
+@pytest.fixture(params=["embedded", "serve"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[list[str], Path]]:
+    """The options that name the target, and the directory its bytes are stored in."""
+    store = tmp_path / "store"
+    if request.param == "embedded":
+        yield ["--store", str(store)], store
+        return
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{WRITE} write\n")
+    os.environ["ARKFS_TOKEN"] = WRITE
+    try:
+        with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
+            yield ["--server", url], store
+    finally:
+        del os.environ["ARKFS_TOKEN"]
+
+
+def make_tree(root: Path) -> Path:
+    """Files of mixed sizes in nested directories, old enough for the index to trust."""
+    (root / "a" / "b").mkdir(parents=True)
+    rng = hashlib.sha256(b"seed")
+    for i in range(20):
+        data = rng.digest() * (1 + i * 97)
+        (root / "a" / f"f{i}.bin").write_bytes(data)
+    (root / "a" / "b" / "big.bin").write_bytes(os.urandom(6 << 20))
+    (root / "top.csv").write_text("x,y\n1,2\n")
+    time.sleep(0.3)  # past the index's racy window (RACY_NS): not a timing assert
+    return root
+
+
+def publish(tree: Path, where: list[str], *extra: str) -> dict:
+    out = run_arkfs("publish", str(tree), "--ark", ARK, *where, "--json", "-q", *extra)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def snapshot(store: Path) -> dict[str, bytes]:
+    """Every file of the store and its bytes' hash (but SQLite's -shm, the WAL's shared
+    memory index, which readers write too)."""
+    return {
+        str(p.relative_to(store)): hashlib.sha256(p.read_bytes()).digest()
+        for p in sorted(store.rglob("*"))
+        if p.is_file() and not p.name.endswith("-shm")
+    }
+
+
+def test_unchanged_tree_binds_nothing_and_leaves_the_store_as_it_was(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    where, store = target
+    tree = make_tree(tmp_path / "tree")
+    first = publish(tree, where)
+    assert first["version"] == 1 and first["changed"] is True
+    before = snapshot(store)
+    again = publish(tree, where)
+    assert again["changed"] is False and again["version"] == 1
+    assert again["uploaded_bytes"] == 0 and again["read_bytes"] == 0
+    assert snapshot(store) == before
+    prose = run_arkfs("publish", str(tree), "--ark", ARK, *where)
+    assert prose.returncode == 0, prose.stderr
+    assert prose.stdout.splitlines()[0].startswith("nothing changed since v1")
+    assert "publish 100%: nothing changed since v1" in prose.stderr
+    assert "bound v" not in prose.stderr
+    assert snapshot(store) == before
+    forced = publish(tree, where, "--allow-empty")
+    assert forced["changed"] is True and forced["version"] == 2
+
+
+def test_unchanged_tree_without_the_index_reads_all_and_binds_nothing(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    where, store = target
+    tree = make_tree(tmp_path / "tree")
+    first = publish(tree, where)
+    before = snapshot(store)
+    again = publish(tree, where, "--rehash")
+    assert again["changed"] is False and again["read_bytes"] == first["bytes"]
+    assert again["uploaded_bytes"] == 0
+    assert snapshot(store) == before
+
+
+def test_republish_reads_only_the_files_whose_stat_changed(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    where, _ = target
+    tree = make_tree(tmp_path / "tree")
+    publish(tree, where)
+    (tree / "a" / "f3.bin").write_bytes(b"changed bytes")
+    (tree / "new.txt").write_bytes(b"14 bytes here!")
+    second = publish(tree, where, "--message", "two files")
+    assert second["changed"] is True and second["version"] == 2
+    assert second["read_bytes"] == len(b"changed bytes") + 14
+    assert second["uploaded_bytes"] < 64 << 10
+    out = run_arkfs("versions", ARK, *where, "--json")
+    assert out.returncode == 0, out.stderr
+    latest = json.loads(out.stdout)["versions"][-1]
+    assert latest["added"] == ["new.txt"] and latest["changed"] == ["a/f3.bin"]
+
+
+def test_adding_a_tiny_file_uploads_little_even_reading_everything(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    where, _ = target
+    tree = make_tree(tmp_path / "tree")
+    for i in range(200):  # many small files around the change, and a large one
+        (tree / "a" / f"small{i:03}.json").write_text(json.dumps({"i": i, "pad": "x" * i * 50}))
+    publish(tree, where, "--rehash")
+    (tree / "a" / "new.txt").write_bytes(b"14 bytes here!")
+    second = publish(tree, where, "--rehash")
+    assert second["version"] == 2 and second["read_bytes"] == second["bytes"]
+    assert second["new_bytes"] == 14
+    assert second["uploaded_bytes"] < 64 << 10
+
+
+def test_an_index_gone_wrong_is_not_trusted(tmp_path: Path, target: tuple[list[str], Path]) -> None:
+    where, store = target
+    tree = make_tree(tmp_path / "tree")
+    publish(tree, where)
+    path = index_path(where[1] if where[0] == "--server" else os.path.abspath(store), tree)
+    body = json.loads(path.read_text())
+    rows = body["files"]
+    rows["top.csv"][5] = "00" * 32  # a wrong SHA-256
+    rows["a/f1.bin"][4] = rows["a/f2.bin"][4]  # another file's XET hash, with its own SHA-256
+    rows["a/f1.bin"][5] = rows["a/f2.bin"][5]
+    path.write_text(json.dumps(body))
+    again = publish(tree, where)
+    assert again["changed"] is False
+    assert (
+        again["read_bytes"]
+        == (tree / "top.csv").stat().st_size + (tree / "a/f1.bin").stat().st_size
+    )

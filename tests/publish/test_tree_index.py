@@ -1,0 +1,78 @@
+"""The tree index and reads that notice a file changing under them (fast, no server)."""
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arkfs.publish.index import RACY_NS, Known, StatKey, TreeIndex, index_path
+from arkfs.publish.publisher import STABLE_TRIES, PublishError, _digest_small
+from arkfs.xet.digest import FileHasher
+
+
+class _Changing(io.FileIO):
+    """A real file that a writer appends to just after each of its first reads."""
+
+    def __init__(self, path: Path, changes: list[int]) -> None:
+        super().__init__(path, "rb")
+        self.path, self.changes = path, changes
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        if self.changes[0] > 0:
+            self.changes[0] -= 1
+            with open(self.path, "ab") as w:
+                w.write(b"+")
+        return data
+
+
+class _ChangingPath(type(Path())):  # type: ignore[misc]
+    changes: list[int]
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        return _Changing(Path(self), self.changes)
+
+
+def _digest(data: bytes) -> bytes:
+    hasher = FileHasher()
+    hasher.update(data)
+    return hasher.finish()[1].file_hash
+
+
+def test_a_file_changed_while_read_is_read_again(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"before")
+    path = _ChangingPath(tmp_path / "f")
+    path.changes = [1]  # one write lands during the first read
+    [(_, digest, key, _)] = _digest_small([path])
+    assert (tmp_path / "f").read_bytes() == b"before+"
+    assert digest.file_hash == _digest(b"before+") and digest.size == 7
+    assert key == StatKey.of(os.stat(path))
+
+
+def test_a_file_that_keeps_changing_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x")
+    path = _ChangingPath(tmp_path / "f")
+    path.changes = [STABLE_TRIES]
+    with pytest.raises(PublishError, match="changed while it was read"):
+        _digest_small([path])
+
+
+def test_index_is_kept_per_target_and_trusts_only_an_exact_old_stat(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    assert index_path("http://a", tree) != index_path("http://b", tree)
+    where = tmp_path / "idx.json"
+    key = StatKey(5, 10, 20, 7)
+    known = Known(b"\1" * 32, b"\2" * 32)
+    index = TreeIndex(where)
+    index.record("old", key, known, read_began_ns=20 + RACY_NS + 1)
+    index.record("racy", key, known, read_began_ns=20 + RACY_NS)  # ctime too close to the read
+    index.save()
+    assert not list(tmp_path.glob("*.tmp"))
+    again = TreeIndex(where)
+    assert again.lookup("old", key) == known
+    assert again.lookup("racy", key) is None
+    assert again.lookup("old", StatKey(5, 10, 21, 7)) is None
+    where.write_text("{not json")
+    assert TreeIndex(where).lookup("old", key) is None

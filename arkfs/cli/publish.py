@@ -273,8 +273,9 @@ def _embargo(args: argparse.Namespace, erc: Erc) -> Erc:
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The ERC fields given as options, after checking the rich ones (so a bad licence or
-    ORCID stops before a long scan); BadInput if --erc FILE is given too."""
+    """The ERC fields given as options, after checking the rich ones and the embargo date
+    (so a bad licence, ORCID or date stops before a long scan); BadInput if --erc FILE is
+    given too."""
     given = {label: getattr(args, label) for label in KERNEL if getattr(args, label) is not None}
     rich = _rich(args)
     if args.erc is not None and (given or args.persistence or rich):
@@ -286,6 +287,7 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
             with_values(Erc(), label, new)
     except ErcError as exc:
         raise BadInput(str(exc)) from None
+    _embargo(args, Erc())
     return given
 
 

@@ -23,11 +23,14 @@ class UrlSigner:
     def _mac(self, name: str, expires: int) -> str:
         return hmac.new(self.key, f"{name}\n{expires}".encode(), hashlib.sha256).hexdigest()
 
-    def sign(self, base_url: str, name: str, now: float | None = None) -> tuple[str, int]:
-        """The signed URL of xorb `name` under base_url, and when it expires (Unix seconds)."""
+    def sign(
+        self, base_url: str, name: str, now: float | None = None, route: str = "xorb-data"
+    ) -> tuple[str, int]:
+        """The signed URL of xorb `name` under base_url's /v1/{route}, and when it expires
+        (Unix seconds). The route is not signed: sign each route with a key of its own."""
         expires = int(now if now is not None else time.time()) + self.ttl
         query = urlencode({"expires": expires, SIGNATURE: self._mac(name, expires)})
-        return f"{base_url.rstrip('/')}/v1/xorb-data/{name}?{query}", expires
+        return f"{base_url.rstrip('/')}/v1/{route}/{name}?{query}", expires
 
     def check(self, name: str, expires: str, sig: str, now: float | None = None) -> int:
         """Seconds the signature stays valid; raise PermissionError if expired or forged."""

@@ -191,6 +191,11 @@ class Store(Protocol):
         """The bound ARKs that start with prefix, sorted."""
         ...
 
+    def ready(self) -> None:
+        """Return once the store and its index answer a trivial question (no per-ARK work);
+        StoreError saying which does not."""
+        ...
+
     def stats(self) -> StoreStats:
         """What the store holds."""
         ...

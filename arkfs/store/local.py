@@ -599,6 +599,13 @@ class LocalStore:
                 h = _hash_named(path)
                 yield path, (h if path.name[:2] == directory.name else None)
 
+    def ready(self) -> None:
+        """The index answers and the xorb directory is there."""
+        with self._db() as db:
+            db.execute("SELECT 1").fetchone()
+        if not (self.root / XORBS).is_dir():
+            raise StoreError(f"the store at {self.root} has no {XORBS} directory")
+
     def stats(self) -> StoreStats:
         """What the store holds."""
         xorbs = xorb_bytes = 0

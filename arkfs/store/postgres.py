@@ -191,6 +191,11 @@ class Index:
                 f"{what}: the index database {self.where} refused ({_first_line(exc)})"
             ) from None
 
+    def ready(self) -> None:
+        """The database answers a trivial query."""
+        with self.transaction("check the index") as cur:
+            cur.execute("SELECT 1")
+
     @contextmanager
     def transaction(self, what: str) -> Iterator[Cursor]:
         """One transaction: committed if the block ends normally, rolled back otherwise."""

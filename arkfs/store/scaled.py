@@ -427,6 +427,11 @@ class ScaledStore:
             self.bucket.delete(self.bucket.key(XORBS, n))
         return report
 
+    def ready(self) -> None:
+        """The index and the bucket answer."""
+        self.index.ready()
+        self.bucket.ready()
+
     def stats(self) -> StoreStats:
         """What the store holds, from the counters the index keeps as rows are inserted."""
         counts = self._counters()

@@ -13,7 +13,6 @@ them. `GET /v1/stats` (read scope) reports what the CAS has served since the ser
 """
 
 import json
-import time
 from dataclasses import asdict, dataclass, field
 
 from starlette.requests import Request
@@ -21,7 +20,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from arkfs.server.auth import Scope
-from arkfs.server.http import Face, HttpError, hash_param, parse_range, read_body
+from arkfs.server.http import (
+    IMMUTABLE,
+    Face,
+    HttpError,
+    hash_param,
+    not_modified,
+    parse_range,
+    read_body,
+)
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
 from arkfs.server.tokens import derive_key
@@ -146,12 +153,14 @@ class CasService(Face):
             raise HttpError(404, f"no xorb {name}") from None
         range_header = request.headers.get("range")
         start, end = parse_range(range_header, size, f"xorb {name}")
+        del left  # the bytes behind a xorb's name never change: caches may keep them
         headers = {
-            "Cache-Control": f"public, immutable, max-age={left}",
-            "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + left)),
+            "Cache-Control": f"public, {IMMUTABLE}",
             "ETag": f'"{name}"',
             "Accept-Ranges": "bytes",
         }
+        if not_modified(request, headers["ETag"], None):
+            return Response(b"", status_code=304, headers=headers)
         partial = range_header is not None
         if partial:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"

@@ -1,7 +1,9 @@
 """Signed, expiring xorb URLs: an HMAC over the xorb hash and the expiry time.
 
 A signed URL lets a reader fetch xorb bytes with no Authorization header, as hf_xet does
-with the URLs in `fetch_info`, while expired or tampered URLs are refused.
+with the URLs in `fetch_info`, while expired or tampered URLs are refused. Expiry times are
+rounded up to a signing window (a third of the ttl), so every reader within one window gets
+the same URL of a xorb, and a site cache (squid), which keys on the whole URL, can hit.
 """
 
 import hashlib
@@ -28,7 +30,9 @@ class UrlSigner:
     ) -> tuple[str, int]:
         """The signed URL of xorb `name` under base_url's /v1/{route}, and when it expires
         (Unix seconds). The route is not signed: sign each route with a key of its own."""
-        expires = int(now if now is not None else time.time()) + self.ttl
+        window = max(1, self.ttl // 3)
+        earliest = int(now if now is not None else time.time()) + self.ttl
+        expires = -(-earliest // window) * window  # valid for ttl at least, ttl + window at most
         query = urlencode({"expires": expires, SIGNATURE: self._mac(name, expires)})
         return f"{base_url.rstrip('/')}/v1/{route}/{name}?{query}", expires
 

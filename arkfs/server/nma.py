@@ -156,8 +156,7 @@ class NmaService(Face):
         if self.auth.naans is not None:  # serve --naan: those it is authoritative for
             naans = sorted(self.auth.naans)
         else:
-            every = await self.run(self.service.list_archives, "")
-            naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
+            naans = await self.run(self.service.store.naans)
         page = home_page(Site.of(request), naans, prefix, arks)
         return Response(page, media_type=HTML)
 

@@ -31,7 +31,6 @@ from arkfs.server.http import (
 )
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
-from arkfs.server.tokens import derive_key
 from arkfs.service.archive import DEDUP_KEY_TTL, MAX_SHARD_SIZE
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
@@ -71,7 +70,7 @@ class CasService(Face):
     grants: UrlSigner = field(init=False)  # signs upload URLs: a read URL cannot upload
 
     def __post_init__(self) -> None:
-        self.grants = UrlSigner(derive_key(self.signer.key, "xorb upload"), self.signer.ttl)
+        self.grants = self.signer.derived("xorb upload")
 
     def routes(self) -> list[Route]:
         """Starlette routes of the CAS API, each body limited (by read_body) where it has one."""

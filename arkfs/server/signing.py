@@ -12,18 +12,33 @@ import secrets
 import time
 from urllib.parse import urlencode
 
+from arkfs.server.tokens import derive_key
+
 SIGNATURE = "sig"  # the query parameter of a signed URL that holds its signature
 
 
 class UrlSigner:
     """Signs and checks (xorb hash string, expiry) pairs with a secret key."""
 
-    def __init__(self, key: bytes | None = None, ttl: int = 900) -> None:
+    def __init__(
+        self, key: bytes | None = None, ttl: int = 900, accepted: tuple[bytes, ...] = ()
+    ) -> None:
+        """key signs; it and the accepted keys (older ones, during a rotation) check."""
         self.key = key or secrets.token_bytes(32)
         self.ttl = ttl
+        self.accepted = accepted
 
-    def _mac(self, name: str, expires: int) -> str:
-        return hmac.new(self.key, f"{name}\n{expires}".encode(), hashlib.sha256).hexdigest()
+    def _mac(self, name: str, expires: int, key: bytes | None = None) -> str:
+        message = f"{name}\n{expires}".encode()
+        return hmac.new(key or self.key, message, hashlib.sha256).hexdigest()
+
+    def derived(self, purpose: str) -> "UrlSigner":
+        """A signer of the same ttl whose every key is derived for purpose (tokens.py)."""
+        return UrlSigner(
+            derive_key(self.key, purpose),
+            self.ttl,
+            tuple(derive_key(k, purpose) for k in self.accepted),
+        )
 
     def sign(
         self, base_url: str, name: str, now: float | None = None, route: str = "xorb-data"
@@ -42,7 +57,10 @@ class UrlSigner:
             exp = int(expires)
         except ValueError:
             raise PermissionError("malformed expiry in signed URL") from None
-        if not hmac.compare_digest(self._mac(name, exp), sig):
+        if not any(
+            hmac.compare_digest(self._mac(name, exp, key), sig)
+            for key in (self.key, *self.accepted)
+        ):
             raise PermissionError("bad signature on xorb URL")
         left = exp - int(now if now is not None else time.time())
         if left <= 0:

@@ -5,7 +5,6 @@ within a signing window."""
 
 import random
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest

@@ -139,7 +139,7 @@ def test_grant_upload_needs_the_grants_own_signature(served) -> None:  # type: i
     """A grant URL is signed apart from xorb read URLs: a read URL's signature, or none,
     cannot store a xorb (403)."""
     url, files = served
-    _, file_hash, size = files["random-24MiB"]
+    _, file_hash, _ = files["random-24MiB"]
     auth = {"Authorization": "Bearer reader"}
     rec = httpx.get(f"{url}/v1/reconstructions/{file_hash}", headers=auth).json()
     xorb, [fetch] = next(iter(rec["fetch_info"].items()))

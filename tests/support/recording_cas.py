@@ -1,7 +1,7 @@
 """A minimal CAS endpoint on 127.0.0.1 that records what hf_xet uploads to it.
 
 It accepts xorbs and shards and answers the rest so that hf_xet falls back cleanly
-(404 for global dedup, xorb grants and /v2/shards, as a CAS without them would). It is the capture point for
+(404 for global dedup, xorb grants and /v2/shards). It is the capture point for
 comparing hf_xet's bytes with ours, not a stand-in for the arkfs server.
 """
 

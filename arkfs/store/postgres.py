@@ -150,6 +150,9 @@ class Index:
         index = cls(dsn, connections)
         try:
             with index._errors("open the index"):
+                # One plain connection first: a missing database or an unknown role is
+                # said at once, where the pool would retry it until POOL_TIMEOUT.
+                psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT).close()
                 index._pool.open(wait=True, timeout=POOL_TIMEOUT)
             index._init_schema()
         except BaseException:

@@ -1,8 +1,9 @@
 """The ASGI application of `arkfs serve`, its one error mapping, and how to run it with
 hypercorn on trio.
 
-Routes: the CAS API and its counters, `GET /v1/stats` (cas.py), `GET /v1/token[/{scope}]`
-(below), `GET /metrics` (metrics.py), and the NMA (nma.py), all over one ArchiveService.
+Routes: `/healthz` and `/readyz` (health.py), the CAS API and its counters, `GET /v1/stats`
+(cas.py), `GET /v1/token[/{scope}]` (below), `GET /metrics` (metrics.py), and the NMA
+(nma.py), all over one ArchiveService.
 Every request is counted, and logged when an access log is given (observe.py). Other paths
 get 404 (hf_xet relies on that to fall back from routes a CAS may lack).
 
@@ -34,6 +35,7 @@ from starlette.types import Scope as AsgiScope
 from arkfs.server.accesslog import AccessLog
 from arkfs.server.auth import AuthError, Authorizer, OutsideShoulders, Scope
 from arkfs.server.cas import CasService
+from arkfs.server.health import Health
 from arkfs.server.http import HttpError
 from arkfs.server.metrics import Metrics
 from arkfs.server.nma import NmaService, negotiate
@@ -201,7 +203,7 @@ def build_app(
     nma = NmaService(service, auth, trio.CapacityLimiter(workers), metrics)
     scrape = metrics.route(auth, trio.CapacityLimiter(1))
     return Starlette(
-        routes=[*cas.routes(), *token_routes(auth), scrape, *nma.routes()],
+        routes=[*Health(store).routes(), *cas.routes(), *token_routes(auth), scrape, *nma.routes()],
         middleware=[
             Middleware(PublicUrls, public, trusted),
             Middleware(Observer, metrics, access_log),

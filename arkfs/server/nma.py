@@ -91,7 +91,7 @@ from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.server import tarball
 from arkfs.server.auth import AuthError, Scope
-from arkfs.server.http import Face, HttpError, parse_range, read_body
+from arkfs.server.http import Face, HttpError, cache_control, not_modified, parse_range, read_body
 from arkfs.server.metrics import upload_route
 from arkfs.server.pages import archive_page, embargo_page, file_page, gone_page, home_page
 from arkfs.server.public import route_raw_path
@@ -156,8 +156,7 @@ class NmaService(Face):
         if self.auth.naans is not None:  # serve --naan: those it is authoritative for
             naans = sorted(self.auth.naans)
         else:
-            every = await self.run(self.service.list_archives, "")
-            naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
+            naans = await self.run(self.service.store.naans)
         page = home_page(Site.of(request), naans, prefix, arks)
         return Response(page, media_type=HTML)
 
@@ -239,10 +238,13 @@ class NmaService(Face):
             cite = f'<{cite_as}>; rel="cite-as"'
             before = response.headers.get("Link")
             response.headers["Link"] = f"{before}, {cite}" if before else cite
-        if version is None and response.status_code < 300:
+        answered = response.status_code < 300 or response.status_code == 304
+        if version is None and answered:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)
             response.headers["Content-Location"] = _service_path(request) + str(exact)
+        if answered and not inflection and entry is not None and entry.kind is Kind.FILE:
+            response.headers["Cache-Control"] = cache_control(request, version is not None)
         return response
 
     def _reader(self, request: Request) -> bool:
@@ -401,6 +403,9 @@ class NmaService(Face):
             "Content-Length": str(end - start),
             "Last-Modified": formatdate(entry.mtime_ns / 1e9, usegmt=True),
         }
+        if not_modified(request, headers["ETag"], entry.mtime_ns / 1e9):
+            del headers["Content-Length"], headers["Accept-Ranges"]
+            return Response(b"", status_code=304, headers=headers)
         if entry.sha256 is not None:
             headers["Repr-Digest"] = f"sha-256=:{b64encode(entry.sha256).decode()}:"
         partial = request.headers.get("range") is not None

@@ -11,6 +11,7 @@ so the calls here are plain blocking functions that work in scripts and notebook
             head = f.read(100)
 """
 
+import contextlib
 import errno
 import io
 import os
@@ -177,6 +178,10 @@ class Client:
         """The ERC record, every version, and the entry ark names."""
         return self.call(self._info, ark)
 
+    def listdir(self, ark: str) -> list[Resolved]:
+        """What the directory ark names holds, in path order; a symlink as its target."""
+        return self.call(self._list, ark)
+
     def open(self, ark: str, mode: str = "rb") -> io.BufferedReader:
         """A seekable binary file of the bytes of the file ark names, verified as read."""
         if mode not in ("r", "rb"):
@@ -189,6 +194,22 @@ class Client:
         if found.entry is None or found.entry.kind == Kind.DIR:
             raise IsADirectoryError(errno.EISDIR, f"{found.ark} is a directory")
         return found.entry
+
+    async def _list(self, ark: str) -> list[Resolved]:
+        archive, found = await self._locate(ark)
+        if found.entry is not None and found.entry.kind != Kind.DIR:
+            raise NotADirectoryError(errno.ENOTDIR, f"{found.ark} is not a directory")
+        out = []
+        for child in archive.manifest.children(found.path):
+            entry: Entry | None = child
+            if child.kind == Kind.SYMLINK:
+                with contextlib.suppress(OSError):  # dangling: listed as the link it is
+                    entry = _follow(archive, child.path)[0]
+            named = f"{archive.key}/{version_name(archive.version)}/{child.path}"
+            out.append(
+                Resolved(named, archive.key, archive.version, child.path, entry, found.backend)
+            )
+        return out
 
     async def _info(self, ark: str) -> Info:
         archive, found = await self._locate(ark)

@@ -18,7 +18,7 @@ from arkfs.archive.manifest import Kind
 PROTOCOL = "ark"
 
 
-class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]
+class ArkFileSystem(AbstractFileSystem):
     """Read-only archives by ARK, through one arkfs Client per set of storage_options."""
 
     protocol = PROTOCOL

@@ -182,6 +182,10 @@ class Client:
         """What the directory ark names holds, in path order; a symlink as its target."""
         return self.call(self._list, ark)
 
+    def tree(self, ark: str) -> tuple[Resolved, list[Entry]]:
+        """What ark names and every entry below it (symlinks as they are), in path order."""
+        return self.call(self._tree, ark)
+
     def open(self, ark: str, mode: str = "rb") -> io.BufferedReader:
         """A seekable binary file of the bytes of the file ark names, verified as read."""
         if mode not in ("r", "rb"):
@@ -210,6 +214,13 @@ class Client:
                 Resolved(named, archive.key, archive.version, child.path, entry, found.backend)
             )
         return out
+
+    async def _tree(self, ark: str) -> tuple[Resolved, list[Entry]]:
+        archive, found = await self._locate(ark)
+        if found.entry is not None and found.entry.kind != Kind.DIR:
+            return found, []
+        prefix = f"{found.path}/" if found.path else ""
+        return found, [e for e in archive.manifest.entries if e.path.startswith(prefix)]
 
     async def _info(self, ark: str) -> Info:
         archive, found = await self._locate(ark)

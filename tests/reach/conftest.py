@@ -18,8 +18,11 @@ TOKEN = "reach-read-token-7c1d"  # the server's read token
 ROWS = 400_000  # of the Parquet table: 5 float64 columns, ~16 MB
 
 
+BIG = 24 * 1024 * 1024 + 5  # big.bin: six pieces of `arkfs get` and a bit
+
+
 def make_tables(root: Path) -> Path:
-    """table.csv, table.parquet (five columns, several row groups) and grid.zarr."""
+    """table.csv, table.parquet (five columns, several row groups), grid.zarr, big.bin."""
     import numpy as np
     import pandas as pd
     import xarray as xr
@@ -31,6 +34,7 @@ def make_tables(root: Path) -> Path:
     frame.to_parquet(root / "table.parquet", row_group_size=100_000)
     grid = xr.Dataset({"t": (("y", "x"), rng.random((200, 300)))}, coords={"y": np.arange(200)})
     grid.to_zarr(root / "grid.zarr", mode="w")
+    (root / "big.bin").write_bytes(rng.bytes(BIG))
     return root
 
 

@@ -12,6 +12,7 @@ and mtimes last.
 """
 
 import hashlib
+import io
 import os
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -113,33 +114,57 @@ def _file_jobs(
     todo = [at for at in range(0, max(entry.size, 1), PIECE) if at not in have]
     if entry.size == 0:
         todo = [0]
-    fd = os.open(part, os.O_WRONLY | os.O_CREAT, 0o600)
-    os.ftruncate(fd, entry.size)
-    opened = client.open(ark)  # held here: when it goes, so does its raw file
-    raw = opened.raw
-    assert isinstance(raw, ArkFile)
-    state = {"left": len(todo)}
-    lock = threading.Lock()
+    job = _FileJob(client, ark, entry, path, part, record, len(todo), progress)
+    return [pool.submit(job.piece, at) for at in todo]
 
-    def piece(at: int) -> None:
-        try:
-            data = raw.pread(at, PIECE) if entry.size else b""
-            os.pwrite(fd, data, at)
-            with lock:
-                with open(record, "a") as r:
-                    r.write(f"{at}\n")
-                state["left"] -= 1
-                last = state["left"] == 0
-            progress.add(len(data), len(data))
-            if last:
-                opened.close()
-                _complete(fd, part, record, path, entry)
-        except BaseException:
-            with lock:
-                state["left"] = -1  # no piece completes this file any more
-            raise
 
-    return [pool.submit(piece, at) for at in todo]
+class _FileJob:
+    """One file being written, piece by piece, by several threads. Its part file and its
+    bytes are opened by the first piece to run (so only the files under way hold a
+    descriptor, however many files there are) and closed by the last."""
+
+    def __init__(
+        self,
+        client: Client,
+        ark: str,
+        entry: Entry,
+        path: Path,
+        part: Path,
+        record: Path,
+        pieces: int,
+        progress: GetProgress,
+    ) -> None:
+        self.client, self.ark, self.entry, self.path = client, ark, entry, path
+        self.part, self.record, self.left, self.progress = part, record, pieces, progress
+        self.lock = threading.Lock()
+        self.fd: int | None = None
+        self.opened: io.BufferedReader | None = None
+
+    def _open(self) -> tuple[int, ArkFile]:
+        with self.lock:
+            if self.fd is None:
+                self.opened = self.client.open(self.ark)
+                self.fd = os.open(self.part, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.ftruncate(self.fd, self.entry.size)
+            raw = self.opened.raw if self.opened is not None else None
+            assert isinstance(raw, ArkFile)
+            return self.fd, raw
+
+    def piece(self, at: int) -> None:
+        """Fetch, write and note the piece at offset at; complete the file after its last."""
+        fd, raw = self._open()
+        data = raw.pread(at, PIECE) if self.entry.size else b""
+        os.pwrite(fd, data, at)
+        with self.lock:
+            with open(self.record, "a") as r:
+                r.write(f"{at}\n")
+            self.left -= 1
+            last = self.left == 0
+        self.progress.add(len(data), len(data))
+        if last:
+            assert self.opened is not None
+            self.opened.close()
+            _complete(fd, self.part, self.record, self.path, self.entry)
 
 
 def _complete(fd: int, part: Path, record: Path, path: Path, entry: Entry) -> None:

@@ -111,3 +111,24 @@ def test_a_flipped_byte_fails_with_one_line_and_no_file(
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert not (tmp_path / "big.bin").exists()
+
+
+def test_the_chunk_cache_is_filled_and_used_and_no_cache_leaves_none(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with fault_proxy(reach_archive.url) as proxy:
+        opts = ["--server", proxy.url, "--token", TOKEN, "-q"]
+        cache = ["--cache-dir", str(tmp_path / "cache")]
+        assert get(f"{TABLES}/big.bin", str(tmp_path / "one"), *opts, *cache).returncode == 0
+        fetched = proxy.seen["xorb"]
+        assert fetched > 0
+        assert get(f"{TABLES}/big.bin", str(tmp_path / "two"), *opts, *cache).returncode == 0
+        assert proxy.seen["xorb"] == fetched  # every chunk came from the cache
+        assert (
+            get(f"{TABLES}/big.bin", str(tmp_path / "three"), *opts, "--no-cache").returncode == 0
+        )
+        assert proxy.seen["xorb"] > fetched
+    assert (tmp_path / "two").read_bytes() == (reach_archive.tables / "big.bin").read_bytes()
+    assert (tmp_path / "three").read_bytes() == (tmp_path / "two").read_bytes()
+    assert not (tmp_path / "xdg").exists()

@@ -35,6 +35,7 @@ from arkfs.server.accesslog import AccessLog
 from arkfs.server.auth import AuthError, Authorizer, OutsideShoulders, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.http import HttpError
+from arkfs.server.hub import HubService
 from arkfs.server.metrics import Metrics
 from arkfs.server.nma import NmaService, negotiate
 from arkfs.server.observe import Observer
@@ -200,8 +201,9 @@ def build_app(
     cas = CasService(service, auth, trio.CapacityLimiter(workers), metrics, signer)
     nma = NmaService(service, auth, trio.CapacityLimiter(workers), metrics)
     scrape = metrics.route(auth, trio.CapacityLimiter(1))
+    hub = HubService(service, auth, trio.CapacityLimiter(workers), metrics)  # hub.py
     return Starlette(
-        routes=[*cas.routes(), *token_routes(auth), scrape, *nma.routes()],
+        routes=[*cas.routes(), *token_routes(auth), scrape, *hub.routes(), *nma.routes()],
         middleware=[
             Middleware(PublicUrls, public, trusted),
             Middleware(Observer, metrics, access_log),

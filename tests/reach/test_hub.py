@@ -68,3 +68,26 @@ def test_a_wrong_revision_is_a_clear_404(reach_archive: Published) -> None:
     url = f"{reach_archive.url}/api/models/{REPO}/revision/v9"
     resp = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
     assert resp.status_code == 404 and "no revision" in resp.text
+
+
+def test_withdrawn_and_embargoed_archives_stay_closed(tmp_path: Path) -> None:
+    from tests.support.archive import make_tree, publish
+    from tests.support.cli import run_arkfs
+    from tests.support.server import arkfs_server
+
+    tree, store = make_tree(tmp_path / "tree"), tmp_path / "store"
+    publish(tree, "ark:12345/x8gone", "--store", str(store))
+    publish(tree, "ark:12345/x9later", "--store", str(store), "--embargo-until", "2999-01-01")
+    gone = run_arkfs("withdraw", "ark:12345/x8gone", "--reason", "retracted", "--store", str(store))
+    assert gone.returncode == 0, gone.stderr
+    (tmp_path / "tokens").write_text(f"{TOKEN} read\n")
+    with arkfs_server(store, "--open-read", "--tokens", str(tmp_path / "tokens")) as (url, _):
+        head = httpx.head(f"{url}/12345/x8gone/resolve/main/readme.txt")
+        assert head.status_code == 410
+        anonymous = httpx.get(f"{url}/api/models/12345/x9later/tree/main")
+        assert anonymous.status_code == 401
+        reader = httpx.get(
+            f"{url}/api/models/12345/x9later/tree/main",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
+        assert reader.status_code == 200 and reader.json()

@@ -37,6 +37,7 @@ from arkfs.server.auth import AuthError, Authorizer, OutsideShoulders, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.health import Health
 from arkfs.server.http import HttpError
+from arkfs.server.hub import HubService
 from arkfs.server.metrics import Metrics
 from arkfs.server.nma import NmaService, negotiate
 from arkfs.server.observe import Observer
@@ -202,8 +203,16 @@ def build_app(
     cas = CasService(service, auth, trio.CapacityLimiter(workers), metrics, signer)
     nma = NmaService(service, auth, trio.CapacityLimiter(workers), metrics)
     scrape = metrics.route(auth, trio.CapacityLimiter(1))
+    hub = HubService(service, auth, trio.CapacityLimiter(workers), metrics)  # hub.py
     return Starlette(
-        routes=[*Health(store).routes(), *cas.routes(), *token_routes(auth), scrape, *nma.routes()],
+        routes=[
+            *Health(store).routes(),
+            *cas.routes(),
+            *token_routes(auth),
+            scrape,
+            *hub.routes(),
+            *nma.routes(),
+        ],
         middleware=[
             Middleware(PublicUrls, public, trusted),
             Middleware(Observer, metrics, access_log),

@@ -12,6 +12,7 @@ from arkfs.cli import (
     ark,
     completion,
     config,
+    export,
     mount,
     publish,
     resolve,
@@ -35,7 +36,20 @@ from arkfs.cli.mount_form import is_mount_form, mount_argv
 from arkfs.publish.publisher import PublishError
 from arkfs.store.errors import StoreError
 
-COMMANDS = (xet, ark, publish, versions, withdraw, serve, store, mount, resolve, config, completion)
+COMMANDS = (
+    xet,
+    ark,
+    publish,
+    versions,
+    withdraw,
+    export,
+    serve,
+    store,
+    mount,
+    resolve,
+    config,
+    completion,
+)
 FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: exit 1, with why
 
 

@@ -89,8 +89,10 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.versions import split_version, versioned
+from arkfs.export import bagit
 from arkfs.server import tarball
 from arkfs.server.auth import AuthError, Scope
+from arkfs.server.bag import bag_members
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.metrics import upload_route
 from arkfs.server.pages import archive_page, embargo_page, file_page, gone_page, home_page
@@ -220,6 +222,8 @@ class NmaService(Face):
             response = self.linkset(request, view, entry)
         elif inflection == tarball.INFLECTION:
             response = await self.tar(request, view, entry)
+        elif inflection == bagit.INFLECTION:
+            response = await self.bag(request, view, entry)
         elif entry is None:
             response = await self.root(request, view)
         elif entry.kind is Kind.DIR:
@@ -229,7 +233,7 @@ class NmaService(Face):
         else:
             response = await self.file(request, view, entry)
         if (
-            inflection not in ("info", "?", "linkset", tarball.INFLECTION)
+            inflection not in ("info", "?", "linkset", tarball.INFLECTION, bagit.INFLECTION)
             and response.status_code < 300
         ):
             # FAIR Signposting on the object itself (a symlink's 302 is none)
@@ -325,6 +329,22 @@ class NmaService(Face):
         top = entry.name if entry else f"{archive.ark.name}-{archive.version.name}"
         created = archive.version.created
         parts = await self.run(tarball.members, archive.manifest, path, top, created)
+        return await self._tar_reply(request, entry_ark(view.root, path), top, created, parts)
+
+    async def bag(self, request: Request, view: View, entry: Entry | None) -> Response:
+        """`?bag`: the archive version's BagIt bag as one tar (bag.py), verified like `?tar`."""
+        if entry is not None:
+            ark = entry_ark(view.root, entry.path)
+            raise HttpError(400, f"{ark} is no archive root: ?bag packs a whole archive version")
+        archive = view.archive
+        top = f"{archive.ark.name}-{archive.version.name}"
+        parts = await self.run(bag_members, self.service, archive, top)
+        return await self._tar_reply(request, view.root, top, archive.version.created, parts)
+
+    async def _tar_reply(
+        self, request: Request, ark: Ark, top: str, created: float, parts: list[tarball.Member]
+    ) -> Response:
+        """The tar of parts as top.tar, of exact length, streamed verified."""
         headers = {
             "Content-Length": str(tarball.tar_size(parts)),
             "Content-Disposition": _attachment(top + ".tar"),
@@ -333,7 +353,7 @@ class NmaService(Face):
         if request.method == "HEAD":
             return Response(b"", headers=headers, media_type=TAR)
         pieces = tarball.tar_bytes(self.service, parts)
-        return await self._verified(entry_ark(view.root, path), pieces, 200, headers, TAR)
+        return await self._verified(ark, pieces, 200, headers, TAR)
 
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""

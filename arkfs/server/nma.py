@@ -90,7 +90,7 @@ from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.export import bagit
-from arkfs.server import tarball
+from arkfs.server import citations, tarball
 from arkfs.server.auth import AuthError, Scope
 from arkfs.server.bag import bag_members
 from arkfs.server.http import Face, HttpError, parse_range, read_body
@@ -358,7 +358,7 @@ class NmaService(Face):
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
         archive = view.archive
-        media = _choose(request, ROOT_OFFERS)
+        media = _choose(request, ROOT_OFFERS + citations.MEDIA_TYPES)
         headers = {
             "Vary": "Accept",
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
@@ -366,6 +366,11 @@ class NmaService(Face):
         if media == HTML:
             body = archive_page(Site.of(request), view, "", None, archive.erc)
             return Response(body, media_type=HTML, headers=headers)
+        if media in citations.BY_MEDIA_TYPE:
+            url = Site.of(request).url(view.root)
+            cited = citations.Cited.of(archive.erc, view.root, url, archive.version)
+            text = citations.BY_MEDIA_TYPE[media].render(cited)
+            return Response(text, media_type=media, headers=headers)
         if media == TEXT:  # the ERC record as ANVL, for a terminal
             return Response(archive.erc.to_anvl(), media_type=TEXT, headers=headers)
         base = str(request.base_url)
@@ -556,9 +561,13 @@ def _service_path(request: Request) -> str:
 
 
 def _choose(request: Request, offers: Sequence[str]) -> str:
-    """The offer the request prefers: `format=json`, then Accept (q, specificity, order)."""
-    if request.query_params.get("format") == "json" and JSON in offers:
+    """The offer the request prefers: `format=json` or a citation format's name, then
+    Accept (q, specificity, order)."""
+    named = request.query_params.get("format")
+    if named == "json" and JSON in offers:
         return JSON
+    if named in citations.BY_NAME and citations.BY_NAME[named].media_type in offers:
+        return citations.BY_NAME[named].media_type
     return negotiate(request.headers.get("accept"), offers)
 
 

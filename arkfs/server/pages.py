@@ -18,6 +18,7 @@ from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
 from arkfs.ark.versions import versioned
+from arkfs.server.citations import FORMATS
 from arkfs.server.tarball import INFLECTION, MEDIA_TYPE
 from arkfs.server.view import Site, View
 from arkfs.util.sizes import human
@@ -86,6 +87,7 @@ def archive_page(site: Site, view: View, path: str, entry: Entry | None, erc: Er
     if erc.support is not None:
         body.append(_kernel(erc.support, "Persistence statement", "persistence"))
     if entry is None:
+        body.insert(2, _cite_formats(site, here))
         body.append(_versions(site, view))
     ld = _json_ld(site, view, here, erc, files)
     return _document(site, erc.what or str(here), here, archive.version.version, body, ld)
@@ -129,6 +131,16 @@ def _citation(site: Site, erc: Erc, ark: Ark) -> str:
         f'{_e(citation(erc, ark))}</p><p>Resolvable URL: <a id="url" href="{_e(url)}">'
         f"{_e(url)}</a></p></section>"
     )
+
+
+def _cite_formats(site: Site, here: Ark) -> str:
+    """Links to the citation exports (citations.py) of the archive here."""
+    links = " · ".join(
+        f'<a class="cite-format" type="{f.media_type}" '
+        f'href="{_e(site.href(here, "?format=" + f.name))}">{_e(f.label)}</a>'
+        for f in FORMATS
+    )
+    return f'<p id="cite-formats">Export citation: {links}</p>'
 
 
 def _checksum_items(entry: Entry) -> Iterable[str]:

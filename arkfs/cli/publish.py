@@ -20,6 +20,7 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.ark.naan import check_assigned_naan
 from arkfs.backend.base import Backend
+from arkfs.cli import from_bagit
 from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.progress import shown
 from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
@@ -104,6 +105,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "shows that version, so such an entry is reachable only as ARKDIR/@vN/@vN (without "
         "this option they refuse the publish)",
     )
+    from_bagit.add_option(what)
     add_target(p, "write")
     _add_erc(p)
     _add_output(p)
@@ -203,6 +205,7 @@ def run_publish(args: argparse.Namespace) -> int:
     how to mount it."""
     given = _ark_to_bind(args.ark) if args.ark else None
     _fields(args)  # before a long scan
+    from_bagit.prepare(args)
     if args.shoulder:
         no_whitespace(args.shoulder, "a shoulder")
         try:
@@ -282,6 +285,7 @@ def _publish(
     journal = UploadJournal(_journal_path(args))
 
     async def job(backend: Backend) -> Summary:
+        backend = from_bagit.checked(backend, args)
         previous = None
         if given is None:
             shoulder = parse_shoulder(args.shoulder)

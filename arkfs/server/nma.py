@@ -95,7 +95,15 @@ from arkfs.server.auth import AuthError, Scope
 from arkfs.server.bag import bag_members
 from arkfs.server.http import Face, HttpError, parse_range, read_body
 from arkfs.server.metrics import upload_route
-from arkfs.server.pages import archive_page, embargo_page, file_page, gone_page, home_page
+from arkfs.server.pages import (
+    STYLESHEET,
+    STYLESHEET_PATH,
+    archive_page,
+    embargo_page,
+    file_page,
+    gone_page,
+    home_page,
+)
 from arkfs.server.public import route_raw_path
 from arkfs.server.signposting import LINKSET, MAX_HEADER_ITEMS, link_header, links, linkset
 from arkfs.server.view import Site, View
@@ -133,12 +141,18 @@ class NmaService(Face):
         return [
             Route("/", self.home),
             Route("/.well-known/ark", self.well_known),
+            Route("/" + STYLESHEET_PATH, self.stylesheet),
             Route("/arks", self.list_arks),
             _ArkRoute(self.ark, methods=["GET"]),
             _ArkRoute(self.bind, methods=["PUT"], name=upload_route("bind")),
         ]
 
     # --- discovery ---------------------------------------------------------------------
+
+    async def stylesheet(self, request: Request) -> Response:
+        """The pages' one stylesheet (pages.py); it changes only with arkfs, cached a day."""
+        headers = {"Cache-Control": "public, max-age=86400"}
+        return Response(STYLESHEET, media_type="text/css", headers=headers)
 
     async def well_known(self, request: Request) -> Response:
         """Finding a Resolver Service: the service path, one line and nothing else (IANA

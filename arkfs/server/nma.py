@@ -80,7 +80,15 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from arkfs.archive.embargo import embargoed_until
-from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
+from arkfs.archive.manifest import (
+    MAX_MANIFEST_SIZE,
+    Entry,
+    Kind,
+    Manifest,
+    entry_ark,
+    entry_erc,
+    entry_path,
+)
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.archive.withdrawal import Withdrawal, with_withdrawal
 from arkfs.ark.errors import ArkError
@@ -227,7 +235,8 @@ class NmaService(Face):
             # itself (200), so `curl --fail -o` saves it; its canonical ARK is the cite-as.
             entry = archive.manifest.entry(_literal_path(request, version is not None))
             if entry is None:
-                raise HttpError(404, f"{ark} is not in archive {root}")
+                nearest = entry_ark(root, _nearest(archive.manifest, path or ""))
+                raise HttpError(404, f"{ark} is not in archive {root}", nearest=nearest)
             path = entry.path
             cite_as = Site.of(request).url(entry_ark(root, path))
         if inflection in ("info", "?"):
@@ -558,6 +567,15 @@ def _literal_path(request: Request, past_version: bool) -> str:
     if any(n in ("", ".", "..") or "/" in n or "\0" in n for n in names):
         return ""
     return "/".join(names)
+
+
+def _nearest(manifest: Manifest, path: str) -> str:
+    """The nearest directory above path that the manifest holds ('' the archive root)."""
+    while path:
+        path = path.rpartition("/")[0]
+        if path and manifest.entry(path) is not None:
+            return path
+    return ""
 
 
 def _attachment(filename: str) -> str:

@@ -365,12 +365,17 @@ def _record_page(site: Site, ark: Ark, erc: Erc, title: str, notice: str) -> str
     return _plain_document(site, title, "\n".join(parts))
 
 
-def error_page(site: Site, status: int, message: str) -> str:
-    """An error for a browser: what went wrong, and what this resolver serves."""
+def error_page(site: Site, status: int, message: str, nearest: Ark | None = None) -> str:
+    """An error for a browser: what went wrong, the nearest ARK that exists (if known), and
+    what this resolver serves."""
+    near = ""
+    if nearest is not None:
+        link = f'<a id="nearest" href="{_e(site.href(nearest))}">{_e(nearest)}</a>'
+        near = f"<p>The nearest that exists: {link}</p>"
     return _plain_document(
         site,
         f"{status}: {message.split(':')[0]}",
-        f"""<p id="message">{_e(message)}</p>
+        f"""<p id="message">{_e(message)}</p>{near}
 <p>This ARK resolver serves archives as <code>{_e(site.base)}ark:NAAN/Name[/path]</code>;
 see <a href="{_e(site.service)}">its home page</a> and
 <a href="{_e(site.service)}.well-known/ark">.well-known/ark</a>.</p>""",

@@ -32,6 +32,7 @@ PAGES = {
     "old file": f"/{ARK}/@v1/sub",
     "home": "/",
     "not found": f"/{ARK}/nothing",
+    "not found below": f"/{ARK}/sub/gone/deeper",
 }
 ARCHIVE_PAGES = ("root", "version", "directory", "file", "old file")
 
@@ -94,3 +95,13 @@ def test_archive_pages_have_breadcrumbs_and_the_version_switcher(served: Served,
     assert switcher and f'href="/{ARK}"' in switcher[0]  # the latest, always
     shown = "v1" if "@v1" in PAGES[page] else "v2"
     assert f"<strong>{shown}</strong>" in switcher[0]
+
+
+@pytest.mark.parametrize(
+    ("page", "nearest"), [("not found", ARK), ("not found below", f"{ARK}/sub")]
+)
+def test_not_found_links_the_nearest_that_exists(served: Served, page: str, nearest: str) -> None:
+    dom = dump_dom(served.url + PAGES[page], served.tmp)
+    link = re.search(r'<a id="nearest" href="([^"]+)">', dom)
+    assert link and unescape(link[1]) == f"/{nearest}"
+    assert httpx.get(served.url + link[1], timeout=30).status_code == 200

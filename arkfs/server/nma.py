@@ -98,7 +98,7 @@ from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.versions import split_version, versioned
 from arkfs.export import bagit
-from arkfs.server import citations, tarball
+from arkfs.server import citations, preview, tarball
 from arkfs.server.auth import AuthError, Scope
 from arkfs.server.bag import bag_members
 from arkfs.server.http import Face, HttpError, parse_range, read_body
@@ -240,7 +240,7 @@ class NmaService(Face):
             path = entry.path
             cite_as = Site.of(request).url(entry_ark(root, path))
         if inflection in ("info", "?"):
-            response = self.info(request, view, entry, withdrawn)
+            response = await self.info(request, view, entry, withdrawn)
         elif inflection == "linkset":
             response = self.linkset(request, view, entry)
         elif inflection == tarball.INFLECTION:
@@ -304,7 +304,7 @@ class NmaService(Face):
         head = f"{view.root} was withdrawn on {withdrawn.when}: {withdrawn.reason}\n\n"
         return Response(head + erc.to_anvl(), status_code=410, media_type=TEXT)
 
-    def info(
+    async def info(
         self, request: Request, view: View, entry: Entry | None, withdrawn: Withdrawal | None
     ) -> Response:
         """The ERC record of the archive or of one of its entries (THUMP); of a withdrawn
@@ -320,7 +320,12 @@ class NmaService(Face):
             return Response(page, media_type=HTML, headers={"Vary": "Accept"})
         if media == HTML:  # a browser: the landing page of what the record describes
             if entry is not None and entry.kind is Kind.FILE:
-                page = file_page(Site.of(request), view, entry, erc)
+                shown = ""
+                if preview.kind(entry) is not None:
+                    head = await self.run(preview.head, self.service, entry)
+                    href = Site.of(request).href(entry_ark(view.root, entry.path))
+                    shown = preview.preview_html(entry, href, head)
+                page = file_page(Site.of(request), view, entry, erc, shown)
             else:
                 page = archive_page(Site.of(request), view, entry.path if entry else "", entry, erc)
             return Response(page, media_type=HTML, headers={"Vary": "Accept"})

@@ -102,8 +102,9 @@ def archive_page(site: Site, view: View, path: str, entry: Entry | None, erc: Er
     return _document(site, erc.what or str(here), here, view, path, body, ld)
 
 
-def file_page(site: Site, view: View, entry: Entry, erc: Erc) -> str:
-    """The landing page of one file: its record, citation, size and checksums."""
+def file_page(site: Site, view: View, entry: Entry, erc: Erc, preview: str = "") -> str:
+    """The landing page of one file: its record, citation, size, checksums and preview
+    (preview.py's HTML)."""
     here = entry_ark(view.root, entry.path)
     body = [
         _kernel(erc, "About"),
@@ -113,6 +114,7 @@ def file_page(site: Site, view: View, entry: Entry, erc: Erc) -> str:
         *_checksum_items(entry),
         f'<dt>Download</dt><dd><a id="download" href="{_e(site.href(here))}">'
         f"{_e(entry.name)}</a></dd></dl>",
+        preview,
     ]
     if erc.support is not None:
         body.append(_kernel(erc.support, "Persistence statement", "persistence"))

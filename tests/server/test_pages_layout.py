@@ -2,6 +2,7 @@
 (the page's scrollWidth is the viewport's), breadcrumbs and the version switcher on every
 archive page, the stylesheet served by arkfs, and every link on each page answers 200."""
 
+import base64
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,9 +20,15 @@ from tests.support.server import arkfs_server
 pytestmark = pytest.mark.slow
 ARK = "ark:b5072/l4y0t"
 LONG = "a-file-name-long-enough-to-overflow-a-phone-" * 3 + ".txt"
+PNG = base64.b64decode(  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+BIG_TEXT = b"".join(b"line %06d " % i + b"x" * 300 + b"\n" for i in range(400))  # > 64 KiB
 FILES = {
     "readme.txt": b"hello\n" * 100,
-    "table.csv": b"a,b,c\n1,2,3\n",
+    "table.csv": b"name,value\n" + b"".join(b"row%d,%d\n" % (i, i) for i in range(50)),
+    "pixel.png": PNG,
+    "big.txt": BIG_TEXT,
     f"sub/{LONG}": b"long\n",
 }
 PAGES = {
@@ -29,6 +36,9 @@ PAGES = {
     "version": f"/{ARK}/@v1",
     "directory": f"/{ARK}/sub",
     "file": f"/{ARK}/readme%2Etxt?info",
+    "csv file": f"/{ARK}/table%2Ecsv?info",
+    "image file": f"/{ARK}/pixel%2Epng?info",
+    "long text file": f"/{ARK}/big%2Etxt?info",
     "old file": f"/{ARK}/@v1/sub",
     "home": "/",
     "not found": f"/{ARK}/nothing",
@@ -105,3 +115,20 @@ def test_not_found_links_the_nearest_that_exists(served: Served, page: str, near
     link = re.search(r'<a id="nearest" href="([^"]+)">', dom)
     assert link and unescape(link[1]) == f"/{nearest}"
     assert httpx.get(served.url + link[1], timeout=30).status_code == 200
+
+
+def test_previews_of_text_csv_and_images(served: Served) -> None:
+    dom = dump_dom(served.url + PAGES["file"], served.tmp)
+    text = re.search(r'<pre id="preview-text">(.*?)</pre>', dom, re.S)
+    assert text and unescape(text[1]) == "second\n"  # the latest version's bytes
+    dom = dump_dom(served.url + PAGES["long text file"], served.tmp)
+    text = re.search(r'<pre id="preview-text">(.*?)</pre>', dom, re.S)
+    assert text and unescape(text[1]).encode() == BIG_TEXT[: 64 * 1024]
+    dom = dump_dom(served.url + PAGES["csv file"], served.tmp)
+    table = re.search(r'<table id="preview-table">(.*?)</table>', dom, re.S)
+    assert table
+    rows = re.findall(r"<tr>(.*?)</tr>", table[1])
+    assert len(rows) == 20 and re.findall(r"<td>([^<]*)</td>", rows[1]) == ["row0", "0"]
+    dom = dump_dom(served.url + PAGES["image file"], served.tmp)
+    image = re.search(r'<img id="preview-image" src="([^"]+)"', dom)
+    assert image and httpx.get(served.url + unescape(image[1]), timeout=30).content == PNG

@@ -18,6 +18,7 @@ from arkfs.ark.erc import Erc, Segment
 from arkfs.ark.filenames import filename_text
 from arkfs.ark.identifier import Ark
 from arkfs.ark.versions import versioned
+from arkfs.export.bagit import INFLECTION as BAG_INFLECTION
 from arkfs.server.citations import FORMATS
 from arkfs.server.tarball import INFLECTION, MEDIA_TYPE
 from arkfs.server.view import Site, View
@@ -97,6 +98,8 @@ def archive_page(site: Site, view: View, path: str, entry: Entry | None, erc: Er
         body.append(_kernel(erc.support, "Persistence statement", "persistence"))
     if entry is None:
         body.insert(2, _cite_formats(site, here))
+        bag = _e(site.href(here, "?" + BAG_INFLECTION))
+        body.insert(4, f'<p>For preservation: <a id="bag" href="{bag}">BagIt bag</a> (tar)</p>')
         body.append(_versions(site, view))
     ld = _json_ld(site, view, here, erc, files)
     return _document(site, erc.what or str(here), here, view, path, body, ld)

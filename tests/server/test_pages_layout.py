@@ -90,7 +90,10 @@ def test_every_link_answers_and_the_stylesheet_is_arkfs_own(served: Served, page
         url = href if href.startswith("http") else served.url + href
         reply = httpx.get(url, timeout=30, follow_redirects=True)
         assert reply.status_code == 200, href
+    if page in ("root", "version"):
+        assert f"/{PAGES[page].lstrip('/')}?bag" in hrefs  # the BagIt bag, linked
     css = httpx.get(served.url + "/arkfs.css", timeout=30)
+
     assert css.headers["content-type"].startswith("text/css") and "max-width" in css.text
 
 

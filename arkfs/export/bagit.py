@@ -10,7 +10,9 @@ Directory: files only), so an archive's symlinks are listed in the tag file
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,8 +78,25 @@ def tag_files(archive: Archive, digest: Digest) -> list[tuple[str, bytes]]:
 
 
 def write_bag(archive: Archive, digest: Digest, read: Read, dest: Path) -> None:
-    """Write the bag of archive into the new directory dest (FileExistsError if it exists)."""
+    """Write the bag of archive into the new directory dest (FileExistsError if it exists);
+    on any failure (damaged stored bytes) nothing is left of dest."""
+    with new_directory(dest):
+        _write_bag(archive, digest, read, dest)
+
+
+@contextmanager
+def new_directory(dest: Path) -> Iterator[None]:
+    """Make dest (FileExistsError if it exists); remove it again if the block fails, so that
+    a half-written package is never taken for a whole one."""
     dest.mkdir(parents=True, exist_ok=False)
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def _write_bag(archive: Archive, digest: Digest, read: Read, dest: Path) -> None:
     data = dest / PAYLOAD
     data.mkdir()
     for e in archive.manifest.entries:

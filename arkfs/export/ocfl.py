@@ -19,7 +19,7 @@ from typing import Any
 
 from arkfs.archive.manifest import Kind
 from arkfs.archive.record import Archive
-from arkfs.export.bagit import Read
+from arkfs.export.bagit import Read, new_directory
 
 SPEC = "ocfl_object_1.1"
 INVENTORY_TYPE = "https://ocfl.io/1.1/spec/#inventory"
@@ -44,8 +44,12 @@ def _write_inventory(where: Path, inventory: dict[str, Any]) -> None:
 
 def write_object(ark: str, versions: Sequence[Archive], read: Read, dest: Path) -> None:
     """Write the OCFL object of ark's versions (oldest first, v1 to vN) into the new
-    directory dest (FileExistsError if it exists)."""
-    dest.mkdir(parents=True, exist_ok=False)
+    directory dest (FileExistsError if it exists); on any failure nothing is left of dest."""
+    with new_directory(dest):
+        _write_object(ark, versions, read, dest)
+
+
+def _write_object(ark: str, versions: Sequence[Archive], read: Read, dest: Path) -> None:
     (dest / f"0={SPEC}").write_text(SPEC + "\n")  # Object Conformance Declaration
     manifest: dict[str, list[str]] = {}
     digests: dict[bytes, str] = {}  # XET hash to SHA-512 of the content stored

@@ -10,7 +10,10 @@ import bagit
 import httpx
 import pytest
 
-from tests.support.archive import WHAT, WHO, make_tree, publish
+from arkfs.store.local import LocalStore
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.xorb import CHUNK_HEADER_SIZE
+from tests.support.archive import WHAT, WHO, bound, make_tree, publish
 from tests.support.cli import run_arkfs
 from tests.support.server import arkfs_server
 
@@ -85,3 +88,24 @@ def test_bag_query_is_a_tar_of_a_valid_bag(tmp_path: Path) -> None:
     flip_byte(bag_dir / "data/readme.txt")
     with pytest.raises(bagit.BagValidationError):
         valid(bag_dir)
+
+
+def test_damaged_store_fails_the_export_in_one_line_and_leaves_no_bag(tmp_path: Path) -> None:
+    src, store = make_tree(tmp_path / "src"), tmp_path / "store"
+    publish(src, ARK, "--store", str(store))
+    manifest, _ = bound(store, ARK)
+    entry = manifest.entry("c3/deep/er/leaf.bin")
+    assert entry is not None and entry.xet_hash is not None
+    with LocalStore.open(store, create=False) as s:
+        term = s.get_file(entry.xet_hash).terms[-1]
+        lo, _ = s.xorb_footer(term.xorb_hash).packed_range(term.end - 1, term.end)
+    name = hash_to_string(term.xorb_hash)
+    path = store / "xorbs" / name[:2] / name
+    data = bytearray(path.read_bytes())
+    data[lo + CHUNK_HEADER_SIZE + 10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    for form in ("--bagit", "--ocfl"):
+        out = tmp_path / form.strip("-")
+        done = run_arkfs("export", form, ARK, str(out), "--store", str(store))
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert "damaged" in done.stderr and not out.exists()

@@ -12,6 +12,7 @@ from arkfs.cli import (
     ark,
     completion,
     config,
+    export,
     get,
     mount,
     publish,
@@ -37,7 +38,8 @@ from arkfs.publish.publisher import PublishError
 from arkfs.store.errors import StoreError
 
 COMMANDS = (
-    xet, ark, publish, versions, withdraw, serve, store, mount, get, resolve, config, completion
+    xet, ark, publish, versions, withdraw, export, serve, store, mount, get, resolve, config,
+    completion,
 )  # fmt: skip
 FAILURES = (BackendError, PublishError, StoreError, OSError)  # not the input: exit 1, with why
 

@@ -110,7 +110,8 @@ def _error_reply(request: Request, exc: Exception) -> Response:
     if path.startswith(JSON_FACE):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
     if negotiate(request.headers.get("accept"), ("text/plain", "text/html")) == "text/html":
-        page = error_page(Site.of(request), status, _one_line(message))
+        nearest = exc.nearest if isinstance(exc, HttpError) else None
+        page = error_page(Site.of(request), status, _one_line(message), nearest)
         return HTMLResponse(page, status_code=status, headers=headers)
     return Response(
         _one_line(message) + "\n", status_code=status, headers=headers, media_type="text/plain"

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import trio
 from starlette.requests import Request
 
+from arkfs.ark.identifier import Ark
 from arkfs.server.auth import Authorizer
 from arkfs.server.metrics import Metrics
 from arkfs.service.archive import ArchiveService, clip_range
@@ -28,10 +29,18 @@ LATEST_MAX_AGE = 60  # seconds a cache may keep what the latest version of an AR
 
 
 class HttpError(Exception):
-    """An error reply: status, a one-line reason, and any headers it needs."""
+    """An error reply: status, a one-line reason, any headers it needs, and the nearest
+    existing ARK (a 404 inside an archive) that the browser's error page links."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        nearest: Ark | None = None,
+    ) -> None:
         self.status, self.message, self.headers = status, message, headers or {}
+        self.nearest = nearest
         super().__init__(message)
 
 

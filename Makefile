@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config attr fio curl postgresql mount util-linux zsh chromium rsync nginx
+SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config attr fio curl postgresql mount util-linux zsh chromium rsync nginx haproxy squid
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 TEST_ARGS ?=

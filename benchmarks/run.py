@@ -35,6 +35,7 @@ from benchmarks.mountbench import (
     published,
 )
 from benchmarks.publish import bench_publish
+from benchmarks.reach import bench_reach
 from benchmarks.report import print_table, write_chart, write_json, write_markdown
 from benchmarks.republish import bench_republish
 from benchmarks.s3read import bench_s3_cold
@@ -57,6 +58,7 @@ MOUNT_BENCHES: dict[str, Callable[[Archive], list[Figure]]] = {
     "latency": lambda a: bench_latency(a, a.corpora.random),
     "metadata": bench_metadata,
     "s3": lambda a: bench_s3_cold(a, a.corpora.random),
+    "reach": lambda a: bench_reach(a, a.corpora.random),
 }
 ONLY_ENV = "ARKFS_BENCH_ONLY"
 

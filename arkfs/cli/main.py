@@ -35,11 +35,13 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("bind", "publish", "bind an ARK to files already in the CAS"),
     ("versions", "versions", "list the versions of an archive and what each changed"),
     ("withdraw", "withdraw", "withdraw an archive: its content answers 410 Gone, its record stays"),
+    ("export", "export", "write an archive as a BagIt bag or an OCFL object"),
     ("serve", "serve", "serve a store over HTTP: ARK resolver and XET CAS"),
     ("store", "store", "inspect and check a store directory"),
     ("mount", "mount", "mount the archives as a read-only filesystem"),
     ("umount", "mount", "unmount an arkfs mount"),
     ("stats", "mount", "show what a mount has read, fetched and cached"),
+    ("get", "get", "download a file, directory or archive (@vN too), every byte verified"),
     (
         "resolve",
         "resolve",

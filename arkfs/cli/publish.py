@@ -30,6 +30,7 @@ from arkfs.ark.metadata import (
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.ark.naan import check_assigned_naan
 from arkfs.backend.base import Backend
+from arkfs.cli import from_bagit
 from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.publish_progress import shown
 from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
@@ -157,6 +158,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "shows that version, so such an entry is reachable only as ARKDIR/@vN/@vN (without "
         "this option they refuse the publish)",
     )
+    from_bagit.add_option(what)
     add_target(p, "write")
     _add_erc(p)
     _add_output(p)
@@ -273,8 +275,9 @@ def _embargo(args: argparse.Namespace, erc: Erc) -> Erc:
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The ERC fields given as options, after checking the rich ones (so a bad licence or
-    ORCID stops before a long scan); BadInput if --erc FILE is given too."""
+    """The ERC fields given as options, after checking the rich ones and the embargo date
+    (so a bad licence, ORCID or date stops before a long scan); BadInput if --erc FILE is
+    given too."""
     given = {label: getattr(args, label) for label in KERNEL if getattr(args, label) is not None}
     rich = _rich(args)
     if args.erc is not None and (given or args.persistence or rich):
@@ -286,6 +289,7 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
             with_values(Erc(), label, new)
     except ErcError as exc:
         raise BadInput(str(exc)) from None
+    _embargo(args, Erc())
     return given
 
 
@@ -305,6 +309,7 @@ def run_publish(args: argparse.Namespace) -> int:
                 "--creator, --erc FILE, ...) for a metadata-only version"
             )
         return _publish_metadata(args, str(given))
+    from_bagit.prepare(args)
     if args.shoulder:
         no_whitespace(args.shoulder, "a shoulder")
         try:
@@ -419,6 +424,7 @@ def _publish(
     tree_index = TreeIndex(None if args.rehash else index_path(_target_key(args), root))
 
     async def job(backend: Backend) -> Summary:
+        backend = from_bagit.checked(backend, args)
         previous = None
         if given is None:
             shoulder = parse_shoulder(args.shoulder)

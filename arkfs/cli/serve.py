@@ -116,9 +116,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     access.add_argument(
         "--key-file",
         type=Path,
+        action="append",
         help=f"secret key (at least {MIN_KEY_BYTES} bytes) that signs derived tokens and xorb "
         "URLs, so they survive restarts and work across servers sharing it "
-        "(default: a new random key at each start)",
+        "(default: a new random key at each start); repeat it to rotate keys: the first "
+        "signs, every one is accepted",
         metavar="FILE",
     )
     access.add_argument(
@@ -157,9 +159,14 @@ def run(args: argparse.Namespace) -> int:
         trusted = parse_trusted(args.forwarded_allow_ips) if args.forwarded_allow_ips else ()
     except PublicUrlError as exc:
         raise BadInput(str(exc)) from None
-    key = _read_key(args.key_file) if args.key_file else None
-    issuer = TokenIssuer(derive_key(key, "tokens") if key else None, args.token_ttl)
-    signer = UrlSigner(derive_key(key, "xorb urls") if key else None)
+    keys = [_read_key(path) for path in args.key_file or ()]
+    key, older = (keys[0], tuple(keys[1:])) if keys else (None, ())
+    issuer = TokenIssuer(
+        derive_key(key, "tokens") if key else None,
+        args.token_ttl,
+        tuple(derive_key(k, "tokens") for k in older),
+    )
+    signer = UrlSigner(key, accepted=older).derived("xorb urls") if key else UrlSigner()
     try:
         auth = Authorizer.from_file(args.tokens, args.open_read, issuer, _naans(args.naan))
     except TokensFileError as exc:
@@ -174,6 +181,11 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"cannot open access log {args.access_log}: {exc.strerror or exc}") from None
     store = open_store(args, args.store)  # before logging: a failure is one line, not a log
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if key is None and str(args.store).startswith("s3://"):
+        logging.getLogger("arkfs.serve").warning(
+            "this shared store runs on a random key: other replicas refuse its tokens and "
+            "signed URLs, and a restart voids them; give every replica the same --key-file"
+        )
     stopped_by: list[str] = []
 
     async def main() -> None:

@@ -6,6 +6,10 @@ cold read near 150 MB/s. Here a worker thread does the whole fetch with http.cli
 readinto, which releases the GIL while it waits on the socket. Each thread keeps its own
 keep-alive connection per origin. Retries follow arkfs.net.retry, like every request.
 
+Proxies come from the environment as for every other request (HTTP_PROXY, HTTPS_PROXY,
+NO_PROXY, read as urllib and httpx read them): an http URL is asked of the proxy in absolute
+form, so a site cache such as squid can answer it; an https URL goes through a CONNECT tunnel.
+
 A GET ends by its deadline, however slowly the reply comes: each connect, send and receive
 waits at most the time left (and at most timeout), so a server that trickles a byte now and
 then cannot hold the thread, and the caller's slot of worker threads, past it.
@@ -17,6 +21,7 @@ import socket
 import threading
 import time
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from typing import cast
 
@@ -26,6 +31,18 @@ from arkfs.net.client import CONNECT_TIMEOUT, one_line, origin
 from arkfs.net.retry import Retry, RetryPolicy, retryable
 
 _Origin = tuple[str, str, int | None]
+_Via = tuple[_Origin, _Origin | None]  # where a connection goes: the origin, and the proxy
+
+
+def proxy_for(url: urllib.parse.SplitResult) -> _Origin | None:
+    """The proxy the environment names for url (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), or None."""
+    proxy = urllib.request.getproxies_environment().get(url.scheme)
+    if not proxy or urllib.request.proxy_bypass(url.netloc):
+        return None
+    parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if not parts.hostname:
+        return None
+    return (parts.scheme, parts.hostname, parts.port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,18 +106,23 @@ class RangedGetter:
         self.policy = policy
         self._local = threading.local()
 
-    def _connection(self, where: _Origin) -> http.client.HTTPConnection:
-        conns: dict[_Origin, http.client.HTTPConnection] = self._local.__dict__.setdefault(
-            "conns", {}
-        )
+    def _connection(self, where: _Via) -> http.client.HTTPConnection:
+        conns: dict[_Via, http.client.HTTPConnection] = self._local.__dict__.setdefault("conns", {})
         conn = conns.get(where)
         if conn is None:
-            scheme, host, port = where
+            (scheme, host, port), proxy = where
             kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-            conn = conns[where] = kind(host, port)
+            if proxy is None:
+                conn = kind(host, port)
+            elif scheme == "https":  # a CONNECT tunnel through the proxy
+                conn = kind(proxy[1], proxy[2] or 80)
+                conn.set_tunnel(host, port)
+            else:  # the proxy is asked for the absolute URL (see get)
+                conn = http.client.HTTPConnection(proxy[1], proxy[2] or 80)
+            conns[where] = conn
         return conn
 
-    def _drop(self, where: _Origin) -> None:
+    def _drop(self, where: _Via) -> None:
         conn = self._local.__dict__.get("conns", {}).pop(where, None)
         if conn is not None:
             conn.close()
@@ -113,8 +135,11 @@ class RangedGetter:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadReply(f"{origin(url)}: not an http(s) URL")
-        where = (parts.scheme, parts.hostname, parts.port)
+        proxy = proxy_for(parts)
+        where = ((parts.scheme, parts.hostname, parts.port), proxy)
         target = parts.path + (f"?{parts.query}" if parts.query else "")
+        if proxy is not None and parts.scheme == "http":
+            target = urllib.parse.urlunsplit(parts._replace(fragment=""))
         retry = Retry(policy or self.policy, time.monotonic, deadline=deadline)
         while (pause := retry.next_pause()) is not None:
             time.sleep(pause)
@@ -133,7 +158,7 @@ class RangedGetter:
             retry.status_failed(reply.status, reply.message, reply.retry_after)
         raise retry.unreachable(origin(url))
 
-    def _once(self, where: _Origin, target: str, range_header: str, retry: Retry) -> RangedReply:
+    def _once(self, where: _Via, target: str, range_header: str, retry: Retry) -> RangedReply:
         conn, deadline = self._connection(where), retry.deadline
         wait = min(self.timeout, deadline - time.monotonic())
         if wait <= 0:
@@ -155,7 +180,7 @@ class RangedGetter:
         with conn.getresponse() as resp:
             return self._reply(where, resp)
 
-    def _reply(self, where: _Origin, resp: http.client.HTTPResponse) -> RangedReply:
+    def _reply(self, where: _Via, resp: http.client.HTTPResponse) -> RangedReply:
         """Receive the reply's body: all of it, straight into the bytes returned for 200 or 206."""
         content_range, retry_after = resp.getheader("Content-Range"), resp.getheader("Retry-After")
         length = resp.getheader("Content-Length")

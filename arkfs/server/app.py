@@ -1,8 +1,9 @@
 """The ASGI application of `arkfs serve`, its one error mapping, and how to run it with
 hypercorn on trio.
 
-Routes: the CAS API and its counters, `GET /v1/stats` (cas.py), `GET /v1/token[/{scope}]`
-(below), `GET /metrics` (metrics.py), and the NMA (nma.py), all over one ArchiveService.
+Routes: `/healthz` and `/readyz` (health.py), the CAS API and its counters, `GET /v1/stats`
+(cas.py), `GET /v1/token[/{scope}]` (below), `GET /metrics` (metrics.py), and the NMA
+(nma.py), all over one ArchiveService.
 Every request is counted, and logged when an access log is given (observe.py). Other paths
 get 404 (hf_xet relies on that to fall back from routes a CAS may lack).
 
@@ -34,7 +35,9 @@ from starlette.types import Scope as AsgiScope
 from arkfs.server.accesslog import AccessLog
 from arkfs.server.auth import AuthError, Authorizer, OutsideShoulders, Scope
 from arkfs.server.cas import CasService
+from arkfs.server.health import Health
 from arkfs.server.http import HttpError
+from arkfs.server.hub import HubService
 from arkfs.server.metrics import Metrics
 from arkfs.server.nma import NmaService, negotiate
 from arkfs.server.observe import Observer
@@ -107,7 +110,8 @@ def _error_reply(request: Request, exc: Exception) -> Response:
     if path.startswith(JSON_FACE):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
     if negotiate(request.headers.get("accept"), ("text/plain", "text/html")) == "text/html":
-        page = error_page(Site.of(request), status, _one_line(message))
+        nearest = exc.nearest if isinstance(exc, HttpError) else None
+        page = error_page(Site.of(request), status, _one_line(message), nearest)
         return HTMLResponse(page, status_code=status, headers=headers)
     return Response(
         _one_line(message) + "\n", status_code=status, headers=headers, media_type="text/plain"
@@ -200,8 +204,16 @@ def build_app(
     cas = CasService(service, auth, trio.CapacityLimiter(workers), metrics, signer)
     nma = NmaService(service, auth, trio.CapacityLimiter(workers), metrics)
     scrape = metrics.route(auth, trio.CapacityLimiter(1))
+    hub = HubService(service, auth, trio.CapacityLimiter(workers), metrics)  # hub.py
     return Starlette(
-        routes=[*cas.routes(), *token_routes(auth), scrape, *nma.routes()],
+        routes=[
+            *Health(store).routes(),
+            *cas.routes(),
+            *token_routes(auth),
+            scrape,
+            *hub.routes(),
+            *nma.routes(),
+        ],
         middleware=[
             Middleware(PublicUrls, public, trusted),
             Middleware(Observer, metrics, access_log),

@@ -2,12 +2,17 @@
 
 The rules (intake, reconstructions, dedup) are the service's; this is HTTP around them.
 Service calls block (SQLite, files, hashing every chunk), so each runs in a worker thread.
+Xorbs arrive either whole (`POST /v1/xorbs/...`) or, as hf_xet 1.8 first tries, through an
+upload grant: `POST /v1/xorb-grants/...` answers a signed URL of this server's
+`PUT /v1/xorb-uploads/{xorb}`, and `POST /v1/xorb-commits/...` confirms the xorb is stored.
+The grant is stateless (its id is the xorb hash, its URL signed by a key of its own). Shards
+arrive on `POST /v1/shards` (JSON reply) or `POST /v2/shards` (an NDJSON event stream).
 `POST /v1/telemetry` takes hf_xet's small upload summaries from token holders and drops
 them. `GET /v1/stats` (read scope) reports what the CAS has served since the server started
 (CasStats), e.g. to measure a client's read amplification.
 """
 
-import time
+import json
 from dataclasses import asdict, dataclass, field
 
 from starlette.requests import Request
@@ -15,7 +20,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from arkfs.server.auth import Scope
-from arkfs.server.http import Face, HttpError, hash_param, parse_range, read_body
+from arkfs.server.http import (
+    IMMUTABLE,
+    Face,
+    HttpError,
+    hash_param,
+    not_modified,
+    parse_range,
+    read_body,
+)
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
 from arkfs.service.archive_service import DEDUP_KEY_TTL, MAX_SHARD_SIZE
@@ -54,6 +67,10 @@ class CasService(Face):
 
     signer: UrlSigner
     stats: CasStats = field(default_factory=CasStats)
+    grants: UrlSigner = field(init=False)  # signs upload URLs: a read URL cannot upload
+
+    def __post_init__(self) -> None:
+        self.grants = self.signer.derived("xorb upload")
 
     def routes(self) -> list[Route]:
         """Starlette routes of the CAS API, each body limited (by read_body) where it has one."""
@@ -67,7 +84,18 @@ class CasService(Face):
                 methods=["POST"],
                 name=upload_route("xorb"),
             ),
+            Route("/v1/xorb-grants/{prefix}/{xorb}", self.xorb_grant, methods=["POST"]),
+            Route(
+                "/v1/xorb-uploads/{xorb}",
+                self.granted_upload,
+                methods=["PUT"],
+                name=upload_route("xorb"),
+            ),
+            Route(
+                "/v1/xorb-commits/{prefix}/{xorb}/grant/{grant}", self.xorb_commit, methods=["POST"]
+            ),
             Route("/v1/shards", self.upload_shard, methods=["POST"], name=upload_route("shard")),
+            Route("/v2/shards", self.upload_shard_v2, methods=["POST"], name=upload_route("shard")),
             Route("/v1/telemetry", self.telemetry, methods=["POST"]),
             Route("/v1/xorb-data/{xorb}", self.xorb_data, methods=["GET", "HEAD"]),
             Route("/v1/stats", self.stats_route),
@@ -124,12 +152,14 @@ class CasService(Face):
             raise HttpError(404, f"no xorb {name}") from None
         range_header = request.headers.get("range")
         start, end = parse_range(range_header, size, f"xorb {name}")
+        del left  # the bytes behind a xorb's name never change: caches may keep them
         headers = {
-            "Cache-Control": f"public, immutable, max-age={left}",
-            "Expires": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + left)),
+            "Cache-Control": f"public, {IMMUTABLE}",
             "ETag": f'"{name}"',
             "Accept-Ranges": "bytes",
         }
+        if not_modified(request, headers["ETag"], None):
+            return Response(b"", status_code=304, headers=headers)
         partial = range_header is not None
         if partial:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
@@ -173,20 +203,66 @@ class CasService(Face):
     async def upload_xorb(self, request: Request) -> Response:
         """Upload Xorb: validate format and hash (400 on any error), then store atomically."""
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
-        xh = hash_param(request.path_params["xorb"], "xorb hash")
+        return await self._store_xorb(request, hash_param(request.path_params["xorb"], "xorb hash"))
+
+    async def _store_xorb(self, request: Request, xh: bytes) -> Response:
         body = await read_body(request, MAX_XORB_ACCEPTED, "xorb")
         inserted = await self.run(self.service.put_xorb, xh, body)
         self.stats.xorb_uploads += 1
         self.stats.xorb_bytes_received += len(body)
         return JSONResponse({"was_inserted": inserted})
 
+    async def xorb_grant(self, request: Request) -> Response:
+        """An upload grant (hf_xet 1.8): 200 if the xorb is stored already, else 201 with a
+        signed URL of granted_upload, valid for the signer's ttl. The body's length and
+        checksum are not needed: granted_upload checks the xorb's hash itself."""
+        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        xh = hash_param(request.path_params["xorb"], "xorb hash")
+        await read_body(request, MAX_TELEMETRY, "xorb grant request")
+        if await self.run(self.service.store.has_xorb, xh):
+            return JSONResponse({})
+        name = hash_to_string(xh)
+        url, _ = self.grants.sign(str(request.base_url), name, route="xorb-uploads")
+        grant = {"id": name, "method": "PUT", "url": url, "headers": {}}
+        return JSONResponse(grant, status_code=201, headers={"Cache-Control": "no-store"})
+
+    async def granted_upload(self, request: Request) -> Response:
+        """The upload behind a grant's signed URL: the xorb is checked and stored as by
+        upload_xorb (no Authorization: the signature is the grant)."""
+        name = request.path_params["xorb"]
+        query = request.query_params
+        try:
+            self.grants.check(name, query.get("expires", ""), query.get(SIGNATURE, ""))
+        except PermissionError as exc:
+            raise HttpError(403, str(exc)) from None
+        return await self._store_xorb(request, hash_param(name, "xorb hash"))
+
+    async def xorb_commit(self, request: Request) -> Response:
+        """Commit a grant: 200 once its xorb is stored, 404 (upload again) while it is not."""
+        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        xh = hash_param(request.path_params["xorb"], "xorb hash")
+        if not await self.run(self.service.store.has_xorb, xh):
+            raise HttpError(404, f"no upload of xorb {hash_to_string(xh)} for this grant")
+        return JSONResponse({"was_inserted": True})
+
     async def upload_shard(self, request: Request) -> Response:
         """Upload Shard: validate it against the stored xorbs, then register its files."""
+        inserted = await self._register_shard(request)
+        return JSONResponse({"result": 1 if inserted else 0})
+
+    async def upload_shard_v2(self, request: Request) -> Response:
+        """Upload Shard as hf_xet 1.8 first tries it: the same work, answered as NDJSON events
+        whose last is `{"type": "result"}`. Errors are answered before any event, with their
+        status, as on every route."""
+        await self._register_shard(request)
+        return Response(json.dumps({"type": "result"}) + "\n", media_type="application/x-ndjson")
+
+    async def _register_shard(self, request: Request) -> bool:
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         body = await read_body(request, MAX_SHARD_SIZE, "shard")
         inserted = await self.run(self.service.put_shard, body)
         self.stats.shard_uploads += 1
-        return JSONResponse({"result": 1 if inserted else 0})
+        return inserted
 
     async def telemetry(self, request: Request) -> Response:
         """hf_xet's upload summaries: taken from token holders (of either scope), small, and

@@ -7,11 +7,13 @@ app.py, in the format of the route's face.
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import trio
 from starlette.requests import Request
 
+from arkfs.ark.identifier import Ark
 from arkfs.server.auth import Authorizer
 from arkfs.server.metrics import Metrics
 from arkfs.service.archive_service import ArchiveService, clip_range
@@ -22,13 +24,23 @@ from arkfs.xet.hashing import string_to_hash
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)$")
 _DIGITS = 18  # a number with more significant digits is past the end of any object
 T = TypeVar("T")
+IMMUTABLE = "max-age=31536000, immutable"  # content named by its hash or its version
+LATEST_MAX_AGE = 60  # seconds a cache may keep what the latest version of an ARK answered
 
 
 class HttpError(Exception):
-    """An error reply: status, a one-line reason, and any headers it needs."""
+    """An error reply: status, a one-line reason, any headers it needs, and the nearest
+    existing ARK (a 404 inside an archive) that the browser's error page links."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        nearest: Ark | None = None,
+    ) -> None:
         self.status, self.message, self.headers = status, message, headers or {}
+        self.nearest = nearest
         super().__init__(message)
 
 
@@ -107,3 +119,28 @@ async def read_body(request: Request, limit: int, what: str) -> bytes:
             raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
         parts.append(part)
     return b"".join(parts)
+
+
+def cache_control(request: Request, immutable: bool) -> str:
+    """Cache-Control of content: a year and immutable when named by hash or version, else
+    LATEST_MAX_AGE; public unless the request carried a token (embargoed content)."""
+    scope = "private" if request.headers.get("authorization") else "public"
+    return f"{scope}, {IMMUTABLE if immutable else f'max-age={LATEST_MAX_AGE}'}"
+
+
+def not_modified(request: Request, etag: str, modified: float | None) -> bool:
+    """May this GET or HEAD be answered 304? If-None-Match against etag (weak comparison),
+    else If-Modified-Since against modified (RFC 9110, "Evaluation" of preconditions)."""
+    if request.method not in ("GET", "HEAD"):
+        return False
+    match = request.headers.get("if-none-match")
+    if match is not None:
+        tags = [tag.strip().removeprefix("W/") for tag in match.split(",")]
+        return "*" in tags or etag.removeprefix("W/") in tags
+    since = request.headers.get("if-modified-since")
+    if since is None or modified is None:
+        return False
+    try:
+        return int(modified) <= parsedate_to_datetime(since).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return False  # a malformed date is ignored, as RFC 9110 says

@@ -96,8 +96,9 @@ class Metrics:
 class _StoreCollector:
     """The store's sizes and dedup ratio, read when scraped.
 
-    The bytes of every bound version are summed again only when the number of versions
-    changed since the last scrape (versions never change once bound).
+    The bytes of every bound version are summed again (one aggregate query, whatever the
+    number of ARKs) only when the number of versions changed since the last scrape
+    (versions never change once bound).
     """
 
     def __init__(self, service: ArchiveService) -> None:
@@ -108,12 +109,7 @@ class _StoreCollector:
     def _archived_bytes(self, versions: int) -> int:
         with self._lock:
             if self._archived[0] != versions:
-                total = sum(
-                    v.bytes
-                    for ark in self.service.list_archives("")
-                    for v in self.service.versions(ark)
-                )
-                self._archived = (versions, total)
+                self._archived = (versions, self.service.store.archived_bytes())
             return self._archived[1]
 
     def collect(self) -> Iterator[Metric]:

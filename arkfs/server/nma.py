@@ -80,7 +80,15 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from arkfs.archive.embargo import embargoed_until
-from arkfs.archive.manifest import MAX_MANIFEST_SIZE, Entry, Kind, entry_ark, entry_erc, entry_path
+from arkfs.archive.manifest import (
+    MAX_MANIFEST_SIZE,
+    Entry,
+    Kind,
+    Manifest,
+    entry_ark,
+    entry_erc,
+    entry_path,
+)
 from arkfs.archive.record import Archive, VersionInfo
 from arkfs.archive.withdrawal import Withdrawal, with_withdrawal
 from arkfs.ark.errors import ArkError
@@ -89,11 +97,21 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.thump import ARKFS_HEADER, info_response
 from arkfs.ark.version_qualifier import split_version, versioned
-from arkfs.server import tarball
+from arkfs.export import bagit
+from arkfs.server import citations, preview, tarball
 from arkfs.server.auth import AuthError, Scope
-from arkfs.server.http import Face, HttpError, parse_range, read_body
+from arkfs.server.bag import bag_members
+from arkfs.server.http import Face, HttpError, cache_control, not_modified, parse_range, read_body
 from arkfs.server.metrics import upload_route
-from arkfs.server.pages import archive_page, embargo_page, file_page, gone_page, home_page
+from arkfs.server.pages import (
+    STYLESHEET,
+    STYLESHEET_PATH,
+    archive_page,
+    embargo_page,
+    file_page,
+    gone_page,
+    home_page,
+)
 from arkfs.server.public import route_raw_path
 from arkfs.server.signposting import LINKSET, MAX_HEADER_ITEMS, link_header, links, linkset
 from arkfs.server.view import Site, View
@@ -131,12 +149,18 @@ class NmaService(Face):
         return [
             Route("/", self.home),
             Route("/.well-known/ark", self.well_known),
+            Route("/" + STYLESHEET_PATH, self.stylesheet),
             Route("/arks", self.list_arks),
             _ArkRoute(self.ark, methods=["GET"]),
             _ArkRoute(self.bind, methods=["PUT"], name=upload_route("bind")),
         ]
 
     # --- discovery ---------------------------------------------------------------------
+
+    async def stylesheet(self, request: Request) -> Response:
+        """The pages' one stylesheet (pages.py); it changes only with arkfs, cached a day."""
+        headers = {"Cache-Control": "public, max-age=86400"}
+        return Response(STYLESHEET, media_type="text/css", headers=headers)
 
     async def well_known(self, request: Request) -> Response:
         """Finding a Resolver Service: the service path, one line and nothing else (IANA
@@ -156,8 +180,7 @@ class NmaService(Face):
         if self.auth.naans is not None:  # serve --naan: those it is authoritative for
             naans = sorted(self.auth.naans)
         else:
-            every = await self.run(self.service.list_archives, "")
-            naans = sorted({a.removeprefix("ark:").partition("/")[0] for a in every})
+            naans = await self.run(self.service.store.naans)
         page = home_page(Site.of(request), naans, prefix, arks)
         return Response(page, media_type=HTML)
 
@@ -211,15 +234,18 @@ class NmaService(Face):
             # itself (200), so `curl --fail -o` saves it; its canonical ARK is the cite-as.
             entry = archive.manifest.entry(_literal_path(request, version is not None))
             if entry is None:
-                raise HttpError(404, f"{ark} is not in archive {root}")
+                nearest = entry_ark(root, _nearest(archive.manifest, path or ""))
+                raise HttpError(404, f"{ark} is not in archive {root}", nearest=nearest)
             path = entry.path
             cite_as = Site.of(request).url(entry_ark(root, path))
         if inflection in ("info", "?"):
-            response = self.info(request, view, entry, withdrawn)
+            response = await self.info(request, view, entry, withdrawn)
         elif inflection == "linkset":
             response = self.linkset(request, view, entry)
         elif inflection == tarball.INFLECTION:
             response = await self.tar(request, view, entry)
+        elif inflection == bagit.INFLECTION:
+            response = await self.bag(request, view, entry)
         elif entry is None:
             response = await self.root(request, view)
         elif entry.kind is Kind.DIR:
@@ -229,7 +255,7 @@ class NmaService(Face):
         else:
             response = await self.file(request, view, entry)
         if (
-            inflection not in ("info", "?", "linkset", tarball.INFLECTION)
+            inflection not in ("info", "?", "linkset", tarball.INFLECTION, bagit.INFLECTION)
             and response.status_code < 300
         ):
             # FAIR Signposting on the object itself (a symlink's 302 is none)
@@ -239,10 +265,13 @@ class NmaService(Face):
             cite = f'<{cite_as}>; rel="cite-as"'
             before = response.headers.get("Link")
             response.headers["Link"] = f"{before}, {cite}" if before else cite
-        if version is None and response.status_code < 300:
+        answered = response.status_code < 300 or response.status_code == 304
+        if version is None and answered:
             # The latest version answered: say which one, by its ARK that never changes.
             exact = entry_ark(versioned(archive.ark, archive.version.version), path)
             response.headers["Content-Location"] = _service_path(request) + str(exact)
+        if answered and not inflection and entry is not None and entry.kind is Kind.FILE:
+            response.headers["Cache-Control"] = cache_control(request, version is not None)
         return response
 
     def _reader(self, request: Request) -> bool:
@@ -277,7 +306,7 @@ class NmaService(Face):
         head = f"{view.root} was withdrawn on {withdrawn.when}: {withdrawn.reason}\n\n"
         return Response(head + erc.to_anvl(), status_code=410, media_type=TEXT)
 
-    def info(
+    async def info(
         self, request: Request, view: View, entry: Entry | None, withdrawn: Withdrawal | None
     ) -> Response:
         """The ERC record of the archive or of one of its entries (THUMP); of a withdrawn
@@ -293,7 +322,12 @@ class NmaService(Face):
             return Response(page, media_type=HTML, headers={"Vary": "Accept"})
         if media == HTML:  # a browser: the landing page of what the record describes
             if entry is not None and entry.kind is Kind.FILE:
-                page = file_page(Site.of(request), view, entry, erc)
+                shown = ""
+                if preview.kind(entry) is not None:
+                    head = await self.run(preview.head, self.service, entry)
+                    href = Site.of(request).href(entry_ark(view.root, entry.path))
+                    shown = preview.preview_html(entry, href, head)
+                page = file_page(Site.of(request), view, entry, erc, shown)
             else:
                 page = archive_page(Site.of(request), view, entry.path if entry else "", entry, erc)
             return Response(page, media_type=HTML, headers={"Vary": "Accept"})
@@ -325,6 +359,22 @@ class NmaService(Face):
         top = entry.name if entry else f"{archive.ark.name}-{archive.version.name}"
         created = archive.version.created
         parts = await self.run(tarball.members, archive.manifest, path, top, created)
+        return await self._tar_reply(request, entry_ark(view.root, path), top, created, parts)
+
+    async def bag(self, request: Request, view: View, entry: Entry | None) -> Response:
+        """`?bag`: the archive version's BagIt bag as one tar (bag.py), verified like `?tar`."""
+        if entry is not None:
+            ark = entry_ark(view.root, entry.path)
+            raise HttpError(400, f"{ark} is no archive root: ?bag packs a whole archive version")
+        archive = view.archive
+        top = f"{archive.ark.name}-{archive.version.name}"
+        parts = await self.run(bag_members, self.service, archive, top)
+        return await self._tar_reply(request, view.root, top, archive.version.created, parts)
+
+    async def _tar_reply(
+        self, request: Request, ark: Ark, top: str, created: float, parts: list[tarball.Member]
+    ) -> Response:
+        """The tar of parts as top.tar, of exact length, streamed verified."""
         headers = {
             "Content-Length": str(tarball.tar_size(parts)),
             "Content-Disposition": _attachment(top + ".tar"),
@@ -333,12 +383,12 @@ class NmaService(Face):
         if request.method == "HEAD":
             return Response(b"", headers=headers, media_type=TAR)
         pieces = tarball.tar_bytes(self.service, parts)
-        return await self._verified(entry_ark(view.root, path), pieces, 200, headers, TAR)
+        return await self._verified(ark, pieces, 200, headers, TAR)
 
     async def root(self, request: Request, view: View) -> Response:
         """The archive root: manifest (msgpack or JSON) or the HTML landing page."""
         archive = view.archive
-        media = _choose(request, ROOT_OFFERS)
+        media = _choose(request, ROOT_OFFERS + citations.MEDIA_TYPES)
         headers = {
             "Vary": "Accept",
             "Last-Modified": formatdate(archive.version.created, usegmt=True),
@@ -346,6 +396,11 @@ class NmaService(Face):
         if media == HTML:
             body = archive_page(Site.of(request), view, "", None, archive.erc)
             return Response(body, media_type=HTML, headers=headers)
+        if media in citations.BY_MEDIA_TYPE:
+            url = Site.of(request).url(view.root)
+            cited = citations.Cited.of(archive.erc, view.root, url, archive.version)
+            text = citations.BY_MEDIA_TYPE[media].render(cited)
+            return Response(text, media_type=media, headers=headers)
         if media == TEXT:  # the ERC record as ANVL, for a terminal
             return Response(archive.erc.to_anvl(), media_type=TEXT, headers=headers)
         base = str(request.base_url)
@@ -401,6 +456,9 @@ class NmaService(Face):
             "Content-Length": str(end - start),
             "Last-Modified": formatdate(entry.mtime_ns / 1e9, usegmt=True),
         }
+        if not_modified(request, headers["ETag"], entry.mtime_ns / 1e9):
+            del headers["Content-Length"], headers["Accept-Ranges"]
+            return Response(b"", status_code=304, headers=headers)
         if entry.sha256 is not None:
             headers["Repr-Digest"] = f"sha-256=:{b64encode(entry.sha256).decode()}:"
         partial = request.headers.get("range") is not None
@@ -521,6 +579,15 @@ def _literal_path(request: Request, past_version: bool) -> str:
     return "/".join(names)
 
 
+def _nearest(manifest: Manifest, path: str) -> str:
+    """The nearest directory above path that the manifest holds ('' the archive root)."""
+    while path:
+        path = path.rpartition("/")[0]
+        if path and manifest.entry(path) is not None:
+            return path
+    return ""
+
+
 def _attachment(filename: str) -> str:
     """A Content-Disposition that saves the reply as filename (RFC 6266): in UTF-8, and in
     ASCII (other characters as '_') for clients that read only that, such as `curl -J`.
@@ -536,9 +603,13 @@ def _service_path(request: Request) -> str:
 
 
 def _choose(request: Request, offers: Sequence[str]) -> str:
-    """The offer the request prefers: `format=json`, then Accept (q, specificity, order)."""
-    if request.query_params.get("format") == "json" and JSON in offers:
+    """The offer the request prefers: `format=json` or a citation format's name, then
+    Accept (q, specificity, order)."""
+    named = request.query_params.get("format")
+    if named == "json" and JSON in offers:
         return JSON
+    if named in citations.BY_NAME and citations.BY_NAME[named].media_type in offers:
+        return citations.BY_NAME[named].media_type
     return negotiate(request.headers.get("accept"), offers)
 
 

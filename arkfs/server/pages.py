@@ -27,18 +27,29 @@ from arkfs.ark.metadata import (
     values,
 )
 from arkfs.ark.version_qualifier import versioned
+from arkfs.export.bagit import INFLECTION as BAG_INFLECTION
+from arkfs.server.citations import FORMATS
 from arkfs.server.tarball import INFLECTION, MEDIA_TYPE
 from arkfs.server.view import Site, View
 from arkfs.util.sizes import human
 from arkfs.xet.hashing import hash_to_string
 
-_STYLE = (
-    "body{font-family:sans-serif;margin:1em auto;max-width:60em;padding:0 1em;line-height:1.4}"
+# The one stylesheet of every page, served at STYLESHEET_PATH (no CDN): readable from a
+# 375-pixel phone up; wide tables scroll inside their box, long names and hashes wrap.
+STYLESHEET = (
+    "body{font-family:system-ui,sans-serif;margin:1em auto;max-width:60em;padding:0 1em;"
+    "line-height:1.45;color:#222;overflow-wrap:anywhere}"
+    "h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.5em}a{color:#0645ad}"
     "table{border-collapse:collapse}td,th{padding:.2em 1em .2em 0;text-align:left;"
     "vertical-align:top}.wide{overflow-x:auto}code,.hash{word-break:break-all}"
     ".hash{font-family:monospace;font-size:.85em}dt{font-weight:bold}dd{margin:0 0 .5em 1em}"
     ".citation{border-left:3px solid #888;padding-left:.8em}"
+    "nav{font-size:.9em;margin:.3em 0}nav ol{list-style:none;padding:0;margin:0}"
+    "nav li{display:inline}nav li+li:before{content:' / ';color:#888}"
+    "#version-switcher{background:#f4f4f4;padding:.3em .6em}"
+    "pre{overflow-x:auto;background:#f8f8f8;padding:.5em}img{max-width:100%;height:auto}"
 )
+STYLESHEET_PATH = "arkfs.css"  # under the service path
 _DIGITS = re.compile(r"(\d+)")
 TAR_QUERY = "?" + INFLECTION  # download all
 # A bigger archive or directory offers only its tar in JSON-LD: one DataDownload per file
@@ -95,13 +106,17 @@ def archive_page(site: Site, view: View, path: str, entry: Entry | None, erc: Er
     if erc.support is not None:
         body.append(_kernel(erc.support, "Persistence statement", "persistence"))
     if entry is None:
+        body.insert(2, _cite_formats(site, here))
+        bag = _e(site.href(here, "?" + BAG_INFLECTION))
+        body.insert(4, f'<p>For preservation: <a id="bag" href="{bag}">BagIt bag</a> (tar)</p>')
         body.append(_versions(site, view))
     ld = _json_ld(site, view, here, erc, files)
-    return _document(site, erc.what or str(here), here, archive.version.version, body, ld)
+    return _document(site, erc.what or str(here), here, view, path, body, ld)
 
 
-def file_page(site: Site, view: View, entry: Entry, erc: Erc) -> str:
-    """The landing page of one file: its record, citation, size and checksums."""
+def file_page(site: Site, view: View, entry: Entry, erc: Erc, preview: str = "") -> str:
+    """The landing page of one file: its record, citation, size, checksums and preview
+    (preview.py's HTML)."""
     here = entry_ark(view.root, entry.path)
     body = [
         _kernel(erc, "About"),
@@ -111,10 +126,11 @@ def file_page(site: Site, view: View, entry: Entry, erc: Erc) -> str:
         *_checksum_items(entry),
         f'<dt>Download</dt><dd><a id="download" href="{_e(site.href(here))}">'
         f"{_e(entry.name)}</a></dd></dl>",
+        preview,
     ]
     if erc.support is not None:
         body.append(_kernel(erc.support, "Persistence statement", "persistence"))
-    return _document(site, erc.what or str(here), here, view.archive.version.version, body, None)
+    return _document(site, erc.what or str(here), here, view, entry.path, body, None)
 
 
 def _e(text: object) -> str:
@@ -138,6 +154,16 @@ def _citation(site: Site, erc: Erc, ark: Ark) -> str:
         f'{_e(citation(erc, ark))}</p><p>Resolvable URL: <a id="url" href="{_e(url)}">'
         f"{_e(url)}</a></p></section>"
     )
+
+
+def _cite_formats(site: Site, here: Ark) -> str:
+    """Links to the citation exports (citations.py) of the archive here."""
+    links = " · ".join(
+        f'<a class="cite-format" type="{f.media_type}" '
+        f'href="{_e(site.href(here, "?format=" + f.name))}">{_e(f.label)}</a>'
+        for f in FORMATS
+    )
+    return f'<p id="cite-formats">Export citation: {links}</p>'
 
 
 def _checksum_items(entry: Entry) -> Iterable[str]:
@@ -235,6 +261,37 @@ def _person(c: Creator) -> dict[str, Any]:
     return person
 
 
+def _breadcrumbs(site: Site, root: Ark, path: str) -> str:
+    """Where a page is: the resolver's home, the archive (or version), each directory above
+    path, and path itself (not a link)."""
+    crumbs = [f'<a href="{_e(site.service)}">home</a>']
+    names = path.split("/") if path else []
+    for i in range(len(names)):
+        ark = entry_ark(root, "/".join(names[:i]))
+        label = str(root) if i == 0 else names[i - 1]
+        crumbs.append(f'<a href="{_e(site.href(ark))}">{_e(label)}</a>')
+    crumbs.append(f'<span aria-current="page">{_e(names[-1] if names else str(root))}</span>')
+    items = "".join(f"<li>{c}</li>" for c in crumbs)
+    return f'<nav id="breadcrumbs" aria-label="breadcrumbs"><ol>{items}</ol></nav>'
+
+
+def _switcher(site: Site, view: View) -> str:
+    """The version switcher: the version shown, and a link to every other (or, where the
+    list was not read, to the latest)."""
+    archive = view.archive.ark
+    shown = view.archive.version.version
+    links = [f'<a href="{_e(site.href(archive))}">latest</a>']
+    for v in reversed(view.versions):
+        ark = versioned(archive, v.version)
+        if v.version == shown:
+            links.append(f"<strong>{v.name}</strong>")
+        else:
+            links.append(f'<a href="{_e(site.href(ark))}">{v.name}</a>')
+    if not view.versions:
+        links.append(f"<strong>v{shown}</strong>")
+    return f'<nav id="version-switcher">Version: {" · ".join(links)}</nav>'
+
+
 def _json_ld(site: Site, view: View, here: Ark, erc: Erc, files: list[Entry]) -> dict[str, Any]:
     """schema.org Dataset of the archive or directory here: a DataDownload per file (up to
     LISTED_DOWNLOADS of them), and one for the whole as a tar."""
@@ -280,8 +337,16 @@ def _json_ld(site: Site, view: View, here: Ark, erc: Erc, files: list[Entry]) ->
 
 
 def _document(
-    site: Site, title: str, here: Ark, version: int, body: list[str], ld: dict[str, Any] | None
+    site: Site,
+    title: str,
+    here: Ark,
+    view: View,
+    path: str,
+    body: list[str],
+    ld: dict[str, Any] | None,
 ) -> str:
+    version = view.archive.version.version
+    nav = _breadcrumbs(site, view.root, path) + "\n" + _switcher(site, view)
     script = ""
     if ld is not None:
         text = json.dumps(ld, ensure_ascii=False).replace("<", "\\u003c")
@@ -290,8 +355,9 @@ def _document(
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title>
-<style>{_STYLE}</style>
+<link rel="stylesheet" href="{_e(site.service + STYLESHEET_PATH)}">
 {script}</head><body>
+{nav}
 <h1>{_e(title)}</h1>
 <p><code id="ark">{_e(here)}</code> (<a href="{_e(site.href(here, "?info"))}">ERC record</a>),
 version {version}</p>
@@ -313,6 +379,7 @@ def home_page(site: Site, naans: list[str], prefix: str | None, arks: list[str])
             f"{len(arks)} found</p><ul>{items}</ul>"
         )
     return _plain_document(
+        site,
         "ARK resolver",
         f"""<p>This is an arkfs ARK resolver (name mapping authority) for the NAAN(s)
 <code id="naans">{_e(" ".join(naans) or "none yet")}</code>. Append a Compact ARK to
@@ -353,27 +420,34 @@ def _record_page(site: Site, ark: Ark, erc: Erc, title: str, notice: str) -> str
         f'<p>Its record stays at <a href="{_e(site.href(ark, "?info"))}">'
         f"{_e(site.url(ark))}?info</a>.</p>"
     )
-    return _plain_document(title, "\n".join(parts))
+    return _plain_document(site, title, "\n".join(parts))
 
 
-def error_page(site: Site, status: int, message: str) -> str:
-    """An error for a browser: what went wrong, and what this resolver serves."""
+def error_page(site: Site, status: int, message: str, nearest: Ark | None = None) -> str:
+    """An error for a browser: what went wrong, the nearest ARK that exists (if known), and
+    what this resolver serves."""
+    near = ""
+    if nearest is not None:
+        link = f'<a id="nearest" href="{_e(site.href(nearest))}">{_e(nearest)}</a>'
+        near = f"<p>The nearest that exists: {link}</p>"
     return _plain_document(
+        site,
         f"{status}: {message.split(':')[0]}",
-        f"""<p id="message">{_e(message)}</p>
+        f"""<p id="message">{_e(message)}</p>{near}
 <p>This ARK resolver serves archives as <code>{_e(site.base)}ark:NAAN/Name[/path]</code>;
 see <a href="{_e(site.service)}">its home page</a> and
 <a href="{_e(site.service)}.well-known/ark">.well-known/ark</a>.</p>""",
     )
 
 
-def _plain_document(title: str, body: str) -> str:
+def _plain_document(site: Site, title: str, body: str) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_e(title)}</title>
-<style>{_STYLE}</style>
+<link rel="stylesheet" href="{_e(site.service + STYLESHEET_PATH)}">
 </head><body>
+<nav class="breadcrumbs"><a href="{_e(site.service)}">resolver home</a></nav>
 <h1>{_e(title)}</h1>
 {body}
 </body></html>

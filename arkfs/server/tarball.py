@@ -30,10 +30,12 @@ _TYPES = {Kind.DIR: tarfile.DIRTYPE, Kind.FILE: tarfile.REGTYPE, Kind.SYMLINK: t
 
 @dataclass(frozen=True)
 class Member:
-    """One tar member: its header blocks, and the file entry whose bytes follow (if any)."""
+    """One tar member: its header blocks, and the file entry whose bytes follow (if any)
+    or the bytes themselves (a small file made on the spot, such as a bag's tag file)."""
 
     header: bytes
     file: Entry | None
+    data: bytes = b""
 
 
 def _padded(size: int) -> int:
@@ -66,9 +68,21 @@ def members(manifest: Manifest, path: str, top: str, mtime: float) -> list[Membe
     return out
 
 
+def made_dir(name: str, mtime: float) -> Member:
+    """A member for the directory name (mode DIR_MODE)."""
+    return Member(_header(name, Kind.DIR, DIR_MODE, mtime, 0, ""), None)
+
+
+def made_file(name: str, data: bytes, mtime: float) -> Member:
+    """A member for the file name holding data (mode 0644)."""
+    return Member(_header(name, Kind.FILE, 0o644, mtime, len(data), ""), None, data)
+
+
 def _content_size(parts: list[Member]) -> int:
     """The bytes of the members: headers, and file bytes padded to whole blocks."""
-    return sum(len(m.header) + (_padded(m.file.size) if m.file else 0) for m in parts)
+    return sum(
+        len(m.header) + (_padded(m.file.size) if m.file else _padded(len(m.data))) for m in parts
+    )
 
 
 def tar_size(parts: list[Member]) -> int:
@@ -84,9 +98,9 @@ def tar_bytes(service: ArchiveService, parts: list[Member]) -> Generator[bytes, 
     end = tar_size(parts) - _content_size(parts)
     pending = bytearray()
     for m in parts:
-        pending += m.header
+        pending += m.header + m.data + bytes(_padded(len(m.data)) - len(m.data))
         if m.file is not None:
-            for piece in _file_bytes(service, m.file):
+            for piece in file_bytes(service, m.file):
                 if len(pending) + len(piece) < FLUSH_BYTES:
                     pending += piece
                     continue
@@ -101,7 +115,7 @@ def tar_bytes(service: ArchiveService, parts: list[Member]) -> Generator[bytes, 
     yield bytes(pending + bytes(end))
 
 
-def _file_bytes(service: ArchiveService, entry: Entry) -> Generator[bytes, None, None]:
+def file_bytes(service: ArchiveService, entry: Entry) -> Generator[bytes, None, None]:
     """A bound file's bytes, chunk-verified, and exactly entry.size of them."""
     assert entry.xet_hash is not None  # Manifest guarantees it for files
     got = 0

@@ -36,14 +36,19 @@ def is_derived(token: str) -> bool:
 class TokenIssuer:
     """Issues and checks derived tokens with a secret key (random unless given)."""
 
-    def __init__(self, key: bytes | None = None, ttl: int = DEFAULT_TTL) -> None:
+    def __init__(
+        self, key: bytes | None = None, ttl: int = DEFAULT_TTL, accepted: tuple[bytes, ...] = ()
+    ) -> None:
+        """key signs; it and the accepted keys (older ones, during a rotation) check."""
         if ttl <= 0:
             raise ValueError(f"token lifetime must be positive, got {ttl} s")
         self.key = key or secrets.token_bytes(32)
         self.ttl = ttl
+        self.accepted = accepted
 
-    def _mac(self, scope: str, exp: int) -> str:
-        return hmac.new(self.key, f"{PREFIX}.{scope}.{exp}".encode(), hashlib.sha256).hexdigest()
+    def _mac(self, scope: str, exp: int, key: bytes | None = None) -> str:
+        message = f"{PREFIX}.{scope}.{exp}".encode()
+        return hmac.new(key or self.key, message, hashlib.sha256).hexdigest()
 
     def issue(self, scope: str, now: float | None = None) -> tuple[str, int]:
         """A token for scope ('read', 'write' or 'upload') and its expiry in Unix seconds."""
@@ -65,7 +70,11 @@ class TokenIssuer:
         ):
             raise TokenError("malformed token: ask /v1/token for a new one")
         _, scope, exp_text, mac = parts
-        if not (mac.isascii() and hmac.compare_digest(self._mac(scope, int(exp_text)), mac)):
+        keys = (self.key, *self.accepted)
+        if not (
+            mac.isascii()
+            and any(hmac.compare_digest(self._mac(scope, int(exp_text), k), mac) for k in keys)
+        ):
             raise TokenError(
                 "token not signed by this server (altered, or the server restarted without "
                 "--key-file): ask /v1/token for a new one"

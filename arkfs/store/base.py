@@ -191,6 +191,19 @@ class Store(Protocol):
         """The bound ARKs that start with prefix, sorted."""
         ...
 
+    def naans(self) -> list[str]:
+        """The NAANs of the bound ARKs, sorted: one aggregate query, no per-ARK work."""
+        ...
+
+    def archived_bytes(self) -> int:
+        """The file bytes of every bound version: one aggregate query, no per-ARK work."""
+        ...
+
+    def ready(self) -> None:
+        """Return once the store and its index answer a trivial question (no per-ARK work);
+        StoreError saying which does not."""
+        ...
+
     def stats(self) -> StoreStats:
         """What the store holds."""
         ...

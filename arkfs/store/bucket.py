@@ -76,6 +76,14 @@ class Bucket:
             raise StoreError(bucket._no_bucket("open the bucket")) from None
         return bucket
 
+    def ready(self) -> None:
+        """The bucket answers (one HEAD)."""
+        try:
+            with self._errors("check the bucket"):
+                self._client.head_bucket(Bucket=self.name)
+        except NotFound:
+            raise StoreError(self._no_bucket("check the bucket")) from None
+
     def _no_bucket(self, what: str) -> str:
         return (
             f"{what}: there is no bucket {self.name}{self._at()}; create it, "

@@ -62,6 +62,31 @@ def read_file(
         pos = term_end
 
 
+class WholeXorbs:
+    """A view of a store whose xorb reads fetch each xorb whole, once, and keep the last
+    KEPT of them: checking the SHA-256 of a shard's files then costs one read per xorb, not
+    one per term (2,000 small files in one xorb, or one block repeated, were 2,000 reads,
+    each an S3 GET on the scaled store). Everything else is the store's."""
+
+    KEPT = 2  # xorbs kept (64 MiB each at most): memory stays bounded per shard intake
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._kept: dict[bytes, bytes] = {}  # oldest first
+
+    def read_xorb(self, h: bytes, start: int, end: int) -> bytes:
+        data = self._kept.pop(h, None)
+        if data is None:
+            data = self._store.read_xorb(h, 0, self._store.xorb_size(h))
+            while len(self._kept) >= self.KEPT:
+                del self._kept[next(iter(self._kept))]
+        self._kept[h] = data
+        return data[start:end]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+
 def file_sha256(store: Store, record: FileRecord) -> bytes:
     """The SHA-256 of a stored file's bytes, read chunk-verified (one pass, bounded memory)."""
     digest = hashlib.sha256()

@@ -541,6 +541,20 @@ class LocalStore:
             ).fetchall()
         return [r[0] for r in rows]
 
+    def naans(self) -> list[str]:
+        """The NAANs of the bound ARKs (ark:NAAN/Name), sorted."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT DISTINCT substr(ark, 5, instr(ark, '/') - 5) AS naan FROM versions"
+                " ORDER BY naan"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def archived_bytes(self) -> int:
+        """The file bytes of every bound version."""
+        with self._db() as db:
+            return int(db.execute("SELECT coalesce(sum(bytes), 0) FROM versions").fetchone()[0])
+
     # Whole store
 
     def collect(self, live: set[bytes], cutoff: float, dry_run: bool = False) -> GcReport:
@@ -598,6 +612,13 @@ class LocalStore:
                     continue
                 h = _hash_named(path)
                 yield path, (h if path.name[:2] == directory.name else None)
+
+    def ready(self) -> None:
+        """The index answers and the xorb directory is there."""
+        with self._db() as db:
+            db.execute("SELECT 1").fetchone()
+        if not (self.root / XORBS).is_dir():
+            raise StoreError(f"the store at {self.root} has no {XORBS} directory")
 
     def stats(self) -> StoreStats:
         """What the store holds."""

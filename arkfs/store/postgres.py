@@ -150,6 +150,9 @@ class Index:
         index = cls(dsn, connections)
         try:
             with index._errors("open the index"):
+                # One plain connection first: a missing database or an unknown role is
+                # said at once, where the pool would retry it until POOL_TIMEOUT.
+                psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT).close()
                 index._pool.open(wait=True, timeout=POOL_TIMEOUT)
             index._init_schema()
         except BaseException:
@@ -190,6 +193,11 @@ class Index:
             raise StoreError(
                 f"{what}: the index database {self.where} refused ({_first_line(exc)})"
             ) from None
+
+    def ready(self) -> None:
+        """The database answers a trivial query."""
+        with self.transaction("check the index") as cur:
+            cur.execute("SELECT 1")
 
     @contextmanager
     def transaction(self, what: str) -> Iterator[Cursor]:

@@ -364,6 +364,22 @@ class ScaledStore:
             )
             return [str(r[0]) for r in cur.fetchall()]
 
+    def naans(self) -> list[str]:
+        """The NAANs of the bound ARKs (ark:NAAN/Name), sorted."""
+        with self.index.transaction("list NAANs") as cur:
+            cur.execute(
+                "SELECT DISTINCT substr(split_part(ark, '/', 1), 5) AS naan FROM versions"
+                " ORDER BY naan"
+            )
+            return [str(r[0]) for r in cur.fetchall()]
+
+    def archived_bytes(self) -> int:
+        """The file bytes of every bound version."""
+        with self.index.transaction("sum the archived bytes") as cur:
+            cur.execute("SELECT coalesce(sum(bytes), 0) FROM versions")
+            row = cur.fetchone()
+        return 0 if row is None else int(row[0])
+
     # Whole store
 
     def collect(self, live: set[bytes], cutoff: float, dry_run: bool = False) -> GcReport:
@@ -426,6 +442,11 @@ class ScaledStore:
         for n in dead_xorbs:
             self.bucket.delete(self.bucket.key(XORBS, n))
         return report
+
+    def ready(self) -> None:
+        """The index and the bucket answer."""
+        self.index.ready()
+        self.bucket.ready()
 
     def stats(self) -> StoreStats:
         """What the store holds, from the counters the index keeps as rows are inserted."""

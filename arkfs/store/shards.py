@@ -1,9 +1,10 @@
 """A shard against the stored xorbs: the one rule of shard intake and `arkfs store check`."""
 
 import hashlib
+from typing import cast
 
 from arkfs.store.base import FileRecord, FooterOf, Store, file_problem, footer_problem
-from arkfs.store.files import file_sha256
+from arkfs.store.files import WholeXorbs, file_sha256
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import ZERO_HASH
 from arkfs.xet.shard import FileBlock, Shard, parse_shard, verify_cas_block, verify_file_block
@@ -33,6 +34,7 @@ def shard_problem(store: Store, shard: Shard, footer_of: FooterOf) -> str | None
             verify_cas_block(cas, footer, store.xorb_size(cas.xorb_hash))
         except XetError as exc:
             return f"cas block {i}: {exc}"
+    whole = cast(Store, WholeXorbs(store))  # SHA-256 checks: one read per xorb, not per term
     for i, block in enumerate(shard.files):
         record = file_record(block)
         problem = file_problem(record, footer_of)
@@ -44,7 +46,7 @@ def shard_problem(store: Store, shard: Shard, footer_of: FooterOf) -> str | None
             except XetError as exc:
                 return f"file {i}: {exc}"
         if record.sha256 is not None:  # FileMetadataExt
-            actual = file_sha256(store, record)
+            actual = file_sha256(whole, record)
             if actual != record.sha256:
                 return (
                     f"file {i}: metadata ext SHA-256 is {record.sha256.hex()}, "

@@ -36,6 +36,7 @@ def test_serve_says_in_one_line_what_it_cannot_reach(
     nowhere = f"http://127.0.0.1:{free_port()}"
     weed = ("--s3-endpoint", seaweedfs.endpoint)
     dead_index = f"postgresql://arkfs@127.0.0.1:{free_port()}/x"
+    no_database = postgresql.url("no_such_database")
     cases = [
         (("--store", place.location, *weed), 2, "needs --index postgresql://"),
         (
@@ -51,7 +52,12 @@ def test_serve_says_in_one_line_what_it_cannot_reach(
         (
             ("--store", place.location, *weed, "--index", dead_index),
             1,
-            "check --index and that PostgreSQL is up",
+            "that PostgreSQL is up",
+        ),
+        (  # PostgreSQL answers at once: said at once, not after the pool's retries
+            ("--store", place.location, *weed, "--index", no_database),
+            1,
+            'database "no_such_database" does not exist',
         ),
     ]
     for args, code, message in cases:

@@ -1,6 +1,7 @@
 """hf_xet against `arkfs serve`: it uploads to our CAS and reads back byte-identical."""
 
 import random
+import time
 from pathlib import Path
 
 import httpx
@@ -16,18 +17,59 @@ TOKENS = "reader read\nwriter write\n"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("cas")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cas")
+
+
+@pytest.fixture(scope="module")
+def served(root: Path):
     (root / "tokens").write_text(TOKENS)
     (root / "files").mkdir()
     paths = write_corpus(root / "files")
     big = root / "files" / "random-24MiB"
     big.write_bytes(random.Random(24).randbytes(24 * 1024 * 1024))
     paths["random-24MiB"] = big
-    with arkfs_server(root / "store", "--tokens", str(root / "tokens")) as (url, _proc):
+    log = ("--access-log", str(root / "access.log"))
+    with arkfs_server(root / "store", "--tokens", str(root / "tokens"), *log) as (url, _proc):
         names = sorted(n for n in paths if n != "empty")
         metas = upload_files(url, [paths[n] for n in names], token="writer")
+        (root / "uploads.log").write_text(_logged(root / "access.log", "/shards"))
         yield url, {n: (paths[n], m.hash, m.file_size) for n, m in zip(names, metas, strict=True)}
+
+
+def _logged(log: Path, until: str) -> str:
+    """The access log once a line with `until` is in it (its writer is a thread)."""
+    for _ in range(100):
+        text = log.read_text() if log.exists() else ""
+        if until in text:
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"no request to {until} in the access log:\n{text}")
+
+
+def _requests(text: str) -> list[tuple[str, str, int]]:
+    """(method, path without query, status) of each access log line."""
+    out = []
+    for line in text.splitlines():
+        _, request, rest = line.split('"', 2)
+        method, target = request.split(" ")[:2]
+        out.append((method, target.split("?")[0], int(rest.split()[0])))
+    return out
+
+
+def test_upload_takes_current_routes_without_fallback(served, root: Path) -> None:
+    """hf_xet 1.8 uploads through xorb grants and /v2/shards: none of its requests gets a
+    404 (its cue to fall back), and it never needs the v1 upload routes."""
+    requests = _requests((root / "uploads.log").read_text())
+    routes = {(m, "/".join(p.split("/")[:3])) for m, p, _ in requests}
+    assert ("POST", "/v1/xorb-grants") in routes
+    assert ("PUT", "/v1/xorb-uploads") in routes
+    assert ("POST", "/v1/xorb-commits") in routes
+    assert ("POST", "/v2/shards") in routes
+    assert ("POST", "/v1/xorbs") not in routes
+    assert ("POST", "/v1/shards") not in routes
+    refused = [r for r in requests if r[2] >= 400 and not r[1].startswith("/v1/chunks/")]
+    assert refused == []
 
 
 def test_whole_files_read_back_identical(served, tmp_path: Path) -> None:
@@ -91,3 +133,22 @@ def test_footers_extension_only_when_asked(served, version: str) -> None:
     assert set(rec.footers) == {t.xorb_hash for t in rec.terms}
     for xh, record in rec.footers.items():
         assert recorded_footer(record, xh).xorb_hash == xh
+
+
+def test_grant_upload_needs_the_grants_own_signature(served) -> None:
+    """A grant URL is signed apart from xorb read URLs: a read URL's signature, or none,
+    cannot store a xorb (403)."""
+    url, files = served
+    _, file_hash, _ = files["random-24MiB"]
+    auth = {"Authorization": "Bearer reader"}
+    rec = httpx.get(f"{url}/v1/reconstructions/{file_hash}", headers=auth).json()
+    xorb, [fetch] = next(iter(rec["fetch_info"].items()))
+    query = fetch["url"].split("?", 1)[1]
+    for target in (f"{url}/v1/xorb-uploads/{xorb}?{query}", f"{url}/v1/xorb-uploads/{xorb}"):
+        assert httpx.put(target, content=b"x").status_code == 403
+    grant = httpx.post(f"{url}/v1/xorb-grants/default/{xorb}", headers=auth)
+    assert grant.status_code == 403  # grants need the write scope
+    grant = httpx.post(
+        f"{url}/v1/xorb-grants/default/{xorb}", headers={"Authorization": "Bearer writer"}
+    )
+    assert grant.status_code == 200  # stored already: nothing to upload

@@ -103,7 +103,7 @@ def test_unknown_paths_and_methods_answer_in_the_face_format() -> None:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://arkfs") as client:
             return [
-                await client.post("/v2/shards", content=b"x"),
+                await client.post("/v2/nothing", content=b"x"),
                 await client.delete(FILE),
                 await client.get("/nothing-here"),
             ]

@@ -345,8 +345,8 @@ def test_tokens_are_needed(served: Served) -> None:
 
 
 def test_unknown_routes_are_404_for_hf_xet_fallbacks(served: Served) -> None:
-    assert httpx.post(f"{served.url}/v2/shards", content=b"x").status_code == 404
-    assert httpx.post(f"{served.url}/v1/xorb-grants/default/x").status_code == 404
+    assert httpx.post(f"{served.url}/v2/xorbs/default/x").status_code == 404
+    assert httpx.get(f"{served.url}/v2/file-chunk-hashes/x").status_code == 404
 
 
 def test_well_known_ark_holds_the_service_path_alone(served: Served) -> None:

@@ -1,0 +1,128 @@
+"""`arkfs get ARK[/PATH] [DEST]`: download a file, a directory or a whole archive, every
+byte verified (arkfs/download.py does the work)."""
+
+import argparse
+import json
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+
+from arkfs.api import Client
+from arkfs.ark.errors import ArkError
+from arkfs.cli.common import BadInput
+from arkfs.cli.publish_progress import PLAIN_EVERY, Speed, duration, eta
+from arkfs.cli.resolver_options import add_resolver_options
+from arkfs.cli.token_options import add_token_options, token_from
+from arkfs.download import GetProgress, get
+from arkfs.util.sizes import human
+
+JOBS = 8
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register `arkfs get`."""
+    p = sub.add_parser(
+        "get",
+        help="download a file, directory or archive (@vN too), every byte verified",
+        description="Download what ARK names (ark:NAAN/Name[/@vN][/PATH]) to DEST, every byte "
+        "checked against its chunk hashes and the file's SHA-256, in parallel, through the same "
+        "servers, registries, mirrors, tokens and chunk cache as `arkfs mount`. A rerun fetches "
+        "only what is missing or wrong; a file appears under its name only once it is whole "
+        "and checked. Modes, mtimes and symlinks are kept as the mount shows them.",
+        epilog="Example:\n  arkfs get ark:12345/x6np1wh8k/@v2/data --server https://arks.example.org",
+    )
+    p.add_argument("ark", metavar="ARK", help="ark:NAAN/Name[/@vN][/PATH]")
+    p.add_argument("dest", metavar="DEST", nargs="?", type=Path, help="default: the last name")
+    p.add_argument("--server", action="append", default=[], metavar="URL", help="an arkfs server")
+    p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store")
+    add_token_options(p, "read token for the --server URLs")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR", help="the chunk cache (the mount's)")
+    p.add_argument("--no-cache", action="store_true", help="neither use nor fill the chunk cache")
+    p.add_argument("-j", "--jobs", type=int, default=JOBS, help=f"pieces at once (default {JOBS})")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress")
+    p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    add_resolver_options(p)
+    p.set_defaults(func=run_get)
+
+
+def run_get(args: argparse.Namespace) -> int:
+    """Download; one line and exit 1 on a failure (not found, a wrong byte), 2 on bad input."""
+    token = token_from(args)
+    # The read path logs each retry it makes (a chunk fetched again after a bad hash);
+    # the command's own line says what it came to, so those stay off stderr.
+    logging.getLogger().addHandler(logging.NullHandler())
+    cache_dir = args.cache_dir
+    scratch = None
+    if args.no_cache:
+        import tempfile
+
+        scratch = tempfile.TemporaryDirectory(prefix="arkfs-get-")
+        cache_dir = scratch.name
+    fallback = None if args.fallback is None else (args.fallback != "off" and args.fallback)
+    try:
+        client = Client(
+            tuple(args.server), store=args.store, token=token, cache_dir=cache_dir,
+            registry=tuple(args.registry), allow_private=args.allow_private,
+            config=args.config,
+            fallback=fallback,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    progress = GetProgress()
+    began = time.monotonic()
+    try:
+        with _shown(progress, args.quiet or args.json):
+            out = get(client, args.ark, args.dest, progress, args.jobs)
+    except ArkError as exc:
+        raise BadInput(str(exc)) from None
+    finally:
+        client.close()
+        if scratch is not None:
+            scratch.cleanup()
+    took = time.monotonic() - began
+    if args.json:
+        print(json.dumps({
+            "ark": args.ark, "dest": str(out), "files": progress.files, "bytes": progress.total,
+            "fetched": progress.fetched, "kept": progress.kept, "seconds": round(took, 3),
+        }))  # fmt: skip
+    elif not args.quiet:
+        print(
+            f"arkfs: got {out}: {progress.files} files, {human(progress.total)} "
+            f"({human(progress.fetched)} fetched) in {duration(took)}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+class _shown:
+    """Plain progress lines on stderr every PLAIN_EVERY seconds (bytes, rate, ETA), from a
+    thread of their own, as publish shows its progress off a terminal; none when quiet."""
+
+    def __init__(self, progress: GetProgress, quiet: bool) -> None:
+        self.progress, self.quiet = progress, quiet
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> None:
+        if not self.quiet:
+            self.thread.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+
+    def _run(self) -> None:
+        speed = Speed()
+        while not self.stop.wait(PLAIN_EVERY):
+            p = self.progress
+            rate = speed.reading(time.monotonic(), p.done)
+            left = eta(p.done, p.total, rate)
+            line = f"arkfs: get {human(p.done)} of {human(p.total)}"
+            if rate:
+                line += f", {human(int(rate))}/s"
+            if left is not None:
+                line += f", {duration(left)} left"
+            print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,226 @@
+"""`arkfs get`'s work: a file, a directory or an archive copied to local disk, every byte
+verified, in parallel, resumable, never a partly written file under its final name.
+
+Bytes come through arkfs.api's Client (the mount's read path: chunk hashes, the chunk
+cache, mirrors, tokens). A file is written in PIECE-sized pieces by `jobs` threads into
+`.NAME.arkfs-part`; each piece written is noted in `.NAME.arkfs-part.done`, so a rerun
+after an interruption fetches only the pieces missing. A whole file's SHA-256 is checked
+against the manifest's before it is renamed to NAME, with its mode and mtime. A file
+already at NAME with the manifest's size and SHA-256 is kept, not fetched; one that differs
+is fetched again. Symlinks are made as the mount shows them; directories get their modes
+and mtimes last.
+"""
+
+import hashlib
+import io
+import os
+import threading
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arkfs.api import ArkFile, Client, Resolved
+from arkfs.archive.manifest import Entry, Kind
+
+PIECE = 4 * 1024 * 1024  # bytes fetched and written by one job at a time
+PART = ".arkfs-part"
+DONE = ".done"
+HASH_BLOCK = 1024 * 1024
+
+
+class DownloadError(OSError):
+    """A file could not be downloaded and checked; the message says which and why."""
+
+
+@dataclass
+class GetProgress:
+    """What a get has done so far (plain ints: a display thread only reads them)."""
+
+    files: int = 0  # files to have
+    total: int = 0  # their bytes
+    done: int = 0  # bytes in place: fetched now, or found right already
+    fetched: int = 0  # bytes fetched by this run
+    kept: int = 0  # files found right already
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, done: int, fetched: int) -> None:
+        with self.lock:
+            self.done += done
+            self.fetched += fetched
+
+
+def target(found: Resolved, dest: Path | None) -> Path:
+    """Where found goes: dest, else its last name component (the archive's Name)."""
+    if dest is not None:
+        return dest
+    return Path(found.path.rpartition("/")[2] if found.path else found.archive.rpartition("/")[2])
+
+
+def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs: int = 8) -> Path:
+    """Download what ark names to dest (default: target()); return where it went."""
+    found, entries = client.tree(ark)
+    out = target(found, dest)
+    base = f"{found.archive}/@v{found.version}"
+    if found.entry is not None and found.entry.kind == Kind.FILE:
+        files = [(found.entry, out)]
+        dirs: list[tuple[Entry | None, Path]] = []
+        links: list[tuple[Entry, Path]] = []
+    else:
+        skip = len(found.path) + 1 if found.path else 0
+        where = [(e, out / e.path[skip:]) for e in entries]
+        dirs = [(found.entry, out), *((e, p) for e, p in where if e.kind == Kind.DIR)]
+        files = [(e, p) for e, p in where if e.kind == Kind.FILE]
+        links = [(e, p) for e, p in where if e.kind == Kind.SYMLINK]
+    for _, path in dirs:
+        path.mkdir(parents=True, exist_ok=True)
+    progress.files, progress.total = len(files), sum(e.size for e, _ in files)
+    with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="arkfs-get") as pool:
+        futures: list[Future[None]] = []
+        try:
+            for file, path in files:
+                futures += _file_jobs(client, pool, f"{base}/{file.path}", file, path, progress)
+            finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((f.exception() for f in finished if f.exception() is not None), None)
+            if failed is not None:
+                raise failed
+        finally:  # interrupted or failed: the pieces not begun are not fetched
+            pool.shutdown(cancel_futures=True)
+    for link, path in links:
+        _symlink(link, path)
+    for folder, path in reversed(dirs):  # deepest last in path order: set them first
+        if folder is not None:
+            os.chmod(path, folder.mode)
+            os.utime(path, ns=(folder.mtime_ns, folder.mtime_ns))
+    return out
+
+
+def _file_jobs(
+    client: Client,
+    pool: ThreadPoolExecutor,
+    ark: str,
+    entry: Entry,
+    path: Path,
+    progress: GetProgress,
+) -> "list[Future[None]]":
+    """Submit the pieces of one file still missing; the last one to finish completes it."""
+    if _is_right(path, entry):
+        progress.kept += 1
+        progress.add(entry.size, 0)
+        return []
+    part = path.with_name(f".{path.name}{PART}")
+    record = part.with_name(part.name + DONE)
+    have = _pieces_done(part, record, entry.size)
+    progress.add(sum(min(PIECE, entry.size - at) for at in have), 0)
+    todo = [at for at in range(0, max(entry.size, 1), PIECE) if at not in have]
+    if entry.size == 0:
+        todo = [0]
+    job = _FileJob(client, ark, entry, path, part, record, len(todo), progress)
+    return [pool.submit(job.piece, at) for at in todo]
+
+
+class _FileJob:
+    """One file being written, piece by piece, by several threads. Its part file and its
+    bytes are opened by the first piece to run (so only the files under way hold a
+    descriptor, however many files there are) and closed by the last."""
+
+    def __init__(
+        self,
+        client: Client,
+        ark: str,
+        entry: Entry,
+        path: Path,
+        part: Path,
+        record: Path,
+        pieces: int,
+        progress: GetProgress,
+    ) -> None:
+        self.client, self.ark, self.entry, self.path = client, ark, entry, path
+        self.part, self.record, self.left, self.progress = part, record, pieces, progress
+        self.lock = threading.Lock()
+        self.fd: int | None = None
+        self.opened: io.BufferedReader | None = None
+
+    def _open(self) -> tuple[int, ArkFile]:
+        with self.lock:
+            if self.fd is None:
+                self.opened = self.client.open(self.ark)
+                self.fd = os.open(self.part, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.ftruncate(self.fd, self.entry.size)
+            raw = self.opened.raw if self.opened is not None else None
+            assert isinstance(raw, ArkFile)
+            return self.fd, raw
+
+    def piece(self, at: int) -> None:
+        """Fetch, write and note the piece at offset at; complete the file after its last."""
+        fd, raw = self._open()
+        data = raw.pread(at, PIECE) if self.entry.size else b""
+        os.pwrite(fd, data, at)
+        with self.lock:
+            with open(self.record, "a") as r:
+                r.write(f"{at}\n")
+            self.left -= 1
+            last = self.left == 0
+        self.progress.add(len(data), len(data))
+        if last:
+            assert self.opened is not None
+            self.opened.close()
+            _complete(fd, self.part, self.record, self.path, self.entry)
+
+
+def _complete(fd: int, part: Path, record: Path, path: Path, entry: Entry) -> None:
+    """Check the whole file, give it its mode and mtime, and rename it into place."""
+    os.fsync(fd)
+    os.close(fd)
+    if entry.sha256 is not None and _sha256(part) != entry.sha256:
+        part.unlink()
+        record.unlink(missing_ok=True)
+        raise DownloadError(f"{path}: its bytes on disk do not match the manifest's SHA-256")
+    os.chmod(part, entry.mode)
+    os.utime(part, ns=(entry.mtime_ns, entry.mtime_ns))
+    os.replace(part, path)
+    record.unlink(missing_ok=True)
+
+
+def _pieces_done(part: Path, record: Path, size: int) -> set[int]:
+    """The pieces an interrupted run wrote to part (none if either file is missing)."""
+    try:
+        lines = record.read_text().split()
+    except OSError:
+        return set()
+    if not part.exists() or part.stat().st_size != size:
+        return set()
+    return {int(x) for x in lines if x.isdigit() and int(x) % PIECE == 0 and int(x) < size}
+
+
+def _is_right(path: Path, entry: Entry) -> bool:
+    """Whether path is already the file entry describes (size and SHA-256)."""
+    try:
+        if path.is_symlink() or path.stat().st_size != entry.size:
+            return False
+    except OSError:
+        return False
+    if entry.sha256 is None or _sha256(path) != entry.sha256:
+        return False
+    if path.stat().st_mtime_ns != entry.mtime_ns:
+        os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
+    return True
+
+
+def _sha256(path: Path) -> bytes:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(HASH_BLOCK):
+            digest.update(block)
+    return digest.digest()
+
+
+def _symlink(entry: Entry, path: Path) -> None:
+    """Make path the symlink entry is, through a temporary name."""
+    assert entry.target is not None
+    if path.is_symlink() and os.readlink(path) == entry.target:
+        return
+    tmp = path.with_name(f".{path.name}{PART}")
+    tmp.unlink(missing_ok=True)
+    os.symlink(entry.target, tmp)
+    os.utime(tmp, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
+    os.replace(tmp, path)

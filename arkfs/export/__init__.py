@@ -1,0 +1,1 @@
+"""Preservation packages of archives (BagIt), written without arkfs-specific formats."""

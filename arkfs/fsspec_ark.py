@@ -1,0 +1,96 @@
+"""The `ark://` fsspec filesystem: pandas, pyarrow, zarr, xarray and Dask read archives.
+
+Registered through the `fsspec.specs` entry point (pyproject.toml). Paths are
+`ark://NAAN/Name[/@vN][/path]`; storage_options are the Client's settings (server, token
+or token_file, store, cache_dir, registry, ...). Everything is done by arkfs.api's Client,
+so reads are verified exactly as in the mount, and a random read fetches only the chunks
+that hold its bytes.
+"""
+
+import io
+from typing import Any
+
+from fsspec.spec import AbstractFileSystem
+
+from arkfs.api import Client, Resolved
+from arkfs.archive.manifest import Kind
+
+PROTOCOL = "ark"
+
+
+class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no types
+    """Read-only archives by ARK, through one arkfs Client per set of storage_options."""
+
+    protocol = PROTOCOL
+    root_marker = ""
+
+    def __init__(self, *args: Any, **storage_options: Any) -> None:
+        super().__init__(*args, **storage_options)
+        settings = {k: v for k, v in storage_options.items() if k in _SETTINGS}
+        self.client = Client(**settings)
+
+    @classmethod
+    def _strip_protocol(cls, path: str | list[str]) -> Any:
+        if isinstance(path, list):
+            return [cls._strip_protocol(p) for p in path]
+        for prefix in ("ark://", "ark:/", "ark:"):
+            if path.startswith(prefix):
+                path = path[len(prefix) :]
+                break
+        return path.strip("/")
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        path = self._strip_protocol(path)
+        found = self.client.resolve(path)
+        if found.entry is not None and found.entry.kind != Kind.DIR:
+            items = [_details(path, found)]
+        else:
+            items = [
+                _details(f"{path}/{r.path.rpartition('/')[2]}", r)
+                for r in self.client.listdir(path)
+            ]
+        return items if detail else [i["name"] for i in items]
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        path = self._strip_protocol(path)
+        return _details(path, self.client.resolve(path))
+
+    def cat_file(
+        self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
+    ) -> bytes:
+        with self.client.open(self._strip_protocol(path)) as f:
+            size = f.raw.size  # type: ignore[attr-defined]
+            lo = 0 if start is None else (start if start >= 0 else max(size + start, 0))
+            hi = size if end is None else (end if end >= 0 else max(size + end, 0))
+            return bytes(f.raw.pread(lo, max(hi - lo, 0))) if hi > lo else b""  # type: ignore[attr-defined]
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> io.BufferedReader:
+        if mode != "rb":
+            raise PermissionError(f"ark:// is read-only: mode {mode!r}")
+        return self.client.open(self._strip_protocol(path))
+
+    def ukey(self, path: str) -> str:
+        found = self.client.resolve(self._strip_protocol(path))
+        entry = found.entry
+        return entry.xet_hash.hex() if entry is not None and entry.xet_hash else found.ark
+
+
+_SETTINGS = frozenset(
+    {"server", "store", "token", "token_file", "cache_dir", "cache_size", "registry",
+     "fallback", "allow_private", "config"}
+)  # fmt: skip
+
+
+def _details(name: str, found: Resolved) -> dict[str, Any]:
+    """fsspec's info dict of an entry (the archive itself when found has none)."""
+    entry = found.entry
+    if entry is None or entry.kind == Kind.DIR:
+        kind = "directory"
+    else:
+        kind = "file" if entry.kind == Kind.FILE else "other"
+    out: dict[str, Any] = {"name": name, "type": kind, "size": entry.size if entry else 0}
+    if entry is not None:
+        out |= {"mode": entry.mode, "mtime": entry.mtime_ns / 1e9, "ark": found.ark}
+        if entry.xet_hash is not None:
+            out["xet_hash"] = entry.xet_hash.hex()
+    return out

@@ -1,0 +1,114 @@
+"""Reach without FUSE: `arkfs get` of the big random file, cold, against hf_xet's download
+to a file; and a sequential read through the `ark://` fsspec filesystem, cold, against
+the mount's cold read of the same file. Each side runs in a new process with an empty
+chunk cache and a dropped page cache."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.common import ARKFS, SEQUENTIAL, Figure, compare, interleaved, read_seconds, value
+from benchmarks.mountbench import (
+    BIG_ARK,
+    HERE,
+    READ_TOKEN,
+    Archive,
+    _cold,
+    _hf_xet_file,
+)
+
+
+def _ark_path(archive: Archive, local: Path) -> str:
+    """ark:NAAN/Name/PATH of a big file of the corpora."""
+    return f"{BIG_ARK}/{local.relative_to(archive.corpora.big).as_posix()}"
+
+
+def _get(archive: Archive, local: Path) -> float:
+    """Seconds `arkfs get` took to download local's published copy, cache empty."""
+    dest, cache = archive.scratch / "get-download", archive.scratch / "get-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            *(ARKFS, "get", _ark_path(archive, local), str(dest), "-q"),
+            *("--server", archive.server.url, "--cache-dir", str(cache)),
+        ],
+        env=os.environ | {"ARKFS_TOKEN": READ_TOKEN},
+        check=True,
+        timeout=600,
+    )
+    seconds = time.perf_counter() - started
+    try:
+        if dest.stat().st_size != local.stat().st_size:
+            raise RuntimeError(f"arkfs get wrote {dest.stat().st_size} bytes")
+        return seconds
+    finally:
+        dest.unlink(missing_ok=True)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _fsspec(archive: Archive, local: Path) -> float:
+    """Seconds a sequential read through ark:// took in a new process, cache empty."""
+    cache = archive.scratch / "fsspec-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    try:
+        out = subprocess.run(
+            [
+                *(sys.executable, str(HERE / "fsspec_read.py"), archive.server.url, str(cache)),
+                *(_ark_path(archive, local), str(local.stat().st_size)),
+            ],
+            env=os.environ | {"ARKFS_TOKEN": READ_TOKEN},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+        return float(out.stdout)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _mount_read(archive: Archive, local: Path) -> float:
+    """Seconds a fresh mount took to read local's published copy, cache empty."""
+    with archive.mount("reach-cache") as mount:
+        path = archive.in_mount(mount, local)
+        path.stat()  # the lookups are not part of the read
+        return read_seconds(path)
+
+
+def bench_reach(archive: Archive, local: Path) -> list[Figure]:
+    """`arkfs get` against hf_xet to a file (>= 1.0); fsspec against the mount (>= 0.8)."""
+    size = local.stat().st_size
+    got = interleaved(
+        {
+            "get": _cold(lambda: _get(archive, local), size),
+            "hf_xet file": _cold(lambda: _hf_xet_file(archive, local), size),
+            "fsspec": _cold(lambda: _fsspec(archive, local), size),
+            "mount": _cold(lambda: _mount_read(archive, local), size),
+        }
+    )
+    label = f"{size / 2**20:.0f} MiB random"
+    return [
+        compare(
+            f"arkfs get, cold, {label}",
+            "MB/s",
+            value(got["get"], "mbps"),
+            value(got["hf_xet file"], "mbps"),
+            "hf_xet download to a file",
+            ">= 1.0",
+            SEQUENTIAL,
+            note="whole command: start-up, resolve, fetch, SHA-256 check, rename",
+        ),
+        compare(
+            f"fsspec ark:// sequential read, cold, {label}",
+            "MB/s",
+            value(got["fsspec"], "mbps"),
+            value(got["mount"], "mbps"),
+            "mount, cold sequential read",
+            ">= 0.8",
+            SEQUENTIAL,
+        ),
+    ]

@@ -1,0 +1,2 @@
+"""The arkfs test suite: a regular package, so that `tests.*` is this one, never a
+dependency's stray top-level `tests` package (pairtree, under ocfl-py, installs one)."""

@@ -1,0 +1,111 @@
+"""arkfs.open, arkfs.info and arkfs.resolve without FUSE, on `arkfs serve` and on the
+embedded store, compared with the source tree."""
+
+import errno
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import arkfs
+from arkfs import api
+from arkfs.api import Client
+from tests.reach.conftest import ARK, TOKEN, Published
+from tests.support.faults import fault_proxy
+
+
+@pytest.fixture(params=["server", "store"])
+def client(
+    request: pytest.FixtureRequest, reach_archive: Published, tmp_path: Path
+) -> Iterator[Client]:
+    where: dict[str, Any] = (
+        {"server": reach_archive.url, "token": TOKEN} if request.param == "server" else {}
+    )
+    store: dict[str, Any] = {"store": reach_archive.store} if request.param == "store" else {}
+    with Client(**where, **store, cache_dir=tmp_path / "cache") as c:
+        yield c
+
+
+def test_open_reads_the_files_bytes_and_seeks(client: Client, reach_archive: Published) -> None:
+    truth = (reach_archive.tree / "data/big.bin").read_bytes()
+    with client.open(f"{ARK}/data/big.bin") as f:
+        assert f.seekable() and f.read(10) == truth[:10]
+        f.seek(2_000_000)
+        assert f.read(100_000) == truth[2_000_000:2_100_000]
+        f.seek(-5, io.SEEK_END)
+        assert f.read() == truth[-5:]
+        f.seek(0)
+        assert f.read() == truth
+
+
+def test_spellings_versions_and_symlinks(client: Client, reach_archive: Published) -> None:
+    tree = reach_archive.tree
+    assert client.open("12345/x6np1wh8k/readme.txt").read() == (tree / "readme.txt").read_bytes()
+    assert client.open(f"{ARK}/@v1/readme.txt").read() == reach_archive.first_readme
+    assert client.open(f"{ARK}/link").read() == (tree / "readme.txt").read_bytes()
+    name = "data/name with spaces-and-hyphens.txt"
+    assert client.open(f"{ARK}/{name}").read() == (tree / name).read_bytes()
+    assert client.open(f"{ARK}/c3/s5.v7.xsl").read() == (tree / "c3/s5.v7.xsl").read_bytes()
+
+
+def test_info_gives_the_erc_versions_and_entry(client: Client) -> None:
+    got = client.info(f"{ARK}/data/one")
+    assert got.resolved.version == 2 and got.resolved.path == "data/one"
+    assert got.resolved.entry is not None and got.resolved.entry.size == 1
+    assert got.resolved.entry.mode == 0o600
+    assert [v.version for v in got.versions] == [1, 2]
+    assert got.erc.who == "Lab of Sines"
+
+
+def test_resolve_names_the_version_and_backend(client: Client, reach_archive: Published) -> None:
+    got = client.resolve(f"{ARK}/@v1/c3")
+    assert got.ark == f"{ARK}/@v1/c3" and got.version == 1 and got.entry is not None
+    assert got.archive == ARK
+    if "server" in got.backend or got.backend.startswith("http"):
+        assert got.backend.rstrip("/") == reach_archive.url.rstrip("/")
+
+
+def test_missing_directories_and_bad_modes_are_oserrors(client: Client) -> None:
+    with pytest.raises(FileNotFoundError):
+        client.open(f"{ARK}/no/such/file")
+    with pytest.raises(FileNotFoundError):
+        client.open("ark:12345/nothingboundhere/x")
+    with pytest.raises(IsADirectoryError):
+        client.open(f"{ARK}/c3")
+    with pytest.raises(ValueError, match="read-only"):
+        client.open(f"{ARK}/readme.txt", "w")
+
+
+def test_a_flipped_byte_is_an_eio_never_data(reach_archive: Published, tmp_path: Path) -> None:
+    with (
+        fault_proxy(reach_archive.url) as proxy,
+        Client(proxy.url, token=TOKEN, cache_dir=tmp_path / "cache") as c,
+    ):
+        f = c.open(f"{ARK}/data/big.bin")
+        proxy.inject("flip", "xorb")
+        with pytest.raises(OSError) as caught:
+            f.read()
+        assert caught.value.errno == errno.EIO
+        assert "\n" not in str(caught.value)
+
+
+def test_module_functions_use_the_default_client(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "arkfs.toml"
+    url, cache = reach_archive.url, tmp_path / "cache"
+    config.write_text(
+        f'servers = ["{url}"]\ncache_dir = "{cache}"\n[tokens]\n"{url}" = "{TOKEN}"\n'
+    )
+    monkeypatch.setenv("ARKFS_CONFIG", str(config))
+    monkeypatch.setattr("arkfs.api._default", None)
+    try:
+        with arkfs.open(f"{ARK}/readme.txt") as f:
+            assert f.read() == (reach_archive.tree / "readme.txt").read_bytes()
+        assert arkfs.info(ARK).resolved.entry is None
+        assert arkfs.resolve(f"{ARK}/@v1").version == 1
+    finally:
+        if api._default is not None:
+            api._default.close()

@@ -1,0 +1,134 @@
+"""`arkfs get` with the real CLI, on `arkfs serve` and on the embedded store: what it
+writes is the source tree (bytes, modes, mtimes, symlinks); a rerun fetches nothing; an
+interrupted get resumes; a flipped byte fails with one line and leaves no file."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.reach.conftest import ARK, BIG, TABLES, TOKEN, Published
+from tests.support.cli import ARKFS, run_arkfs
+from tests.support.faults import fault_proxy
+
+
+def where(reach_archive: Published, how: str) -> list[str]:
+    if how == "server":
+        return ["--server", reach_archive.url, "--token", TOKEN]
+    return ["--store", str(reach_archive.store)]
+
+
+def same_tree(got: Path, truth: Path) -> None:
+    """got holds what truth holds: names, bytes, modes, mtimes and symlink targets."""
+    names = sorted(p.relative_to(truth) for p in truth.rglob("*"))
+    assert sorted(p.relative_to(got) for p in got.rglob("*")) == names
+    for rel in names:
+        a, b = os.lstat(got / rel), os.lstat(truth / rel)
+        assert (a.st_mode, a.st_mtime_ns) == (b.st_mode, b.st_mtime_ns), rel
+        if (truth / rel).is_symlink():
+            assert os.readlink(got / rel) == os.readlink(truth / rel)
+        elif (truth / rel).is_file():
+            assert (got / rel).read_bytes() == (truth / rel).read_bytes(), rel
+
+
+def get(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ARKFS, "get", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+@pytest.mark.parametrize("how", ["server", "store"])
+def test_a_whole_archive_then_a_rerun_that_fetches_nothing(
+    how: str, reach_archive: Published, tmp_path: Path
+) -> None:
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    done = get(ARK, *where(reach_archive, how), *cache, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["dest"] == "x6np1wh8k" and summary["fetched"] == summary["bytes"] > 0
+    same_tree(tmp_path / "x6np1wh8k", reach_archive.tree)
+    (tmp_path / "x6np1wh8k/data/big.bin").write_bytes(b"wrong")  # wrong: fetched again
+    again = json.loads(get(ARK, *where(reach_archive, how), *cache, "--json", cwd=tmp_path).stdout)
+    assert again["fetched"] == 3 * 1024 * 1024 + 12345 and again["kept"] == summary["files"] - 1
+    same_tree(tmp_path / "x6np1wh8k", reach_archive.tree)
+
+
+def test_a_file_a_directory_and_a_version(reach_archive: Published, tmp_path: Path) -> None:
+    opts = [*where(reach_archive, "store"), "--no-cache", "-q"]
+    assert get(f"{ARK}/@v1/readme.txt", *opts, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "readme.txt").read_bytes() == reach_archive.first_readme
+    assert get(f"{ARK}/c3", str(tmp_path / "c3-copy"), *opts).returncode == 0
+    same_tree(tmp_path / "c3-copy", reach_archive.tree / "c3")
+    missing = get(f"{ARK}/no/such", *opts, cwd=tmp_path)
+    assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
+
+
+def test_interrupted_then_resumed(reach_archive: Published, tmp_path: Path) -> None:
+    out = tmp_path / "big.bin"
+    record = tmp_path / ".big.bin.arkfs-part.done"
+    with fault_proxy(reach_archive.url) as proxy:
+        proxy.inject("slow", "xorb")
+        args = ["--server", proxy.url, "--token", TOKEN, "--no-cache", "-j", "1", "-q"]
+        proc = subprocess.Popen(
+            [ARKFS, "get", f"{TABLES}/big.bin", str(out), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while not (record.exists() and record.read_text().strip()):
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(60) == 130
+        finally:
+            proc.kill()
+            proc.wait()
+    assert not out.exists()
+    pieces = len(record.read_text().split())
+    assert 1 <= pieces < 7
+    done = get(
+        f"{TABLES}/big.bin", str(out), *where(reach_archive, "server"), "--no-cache", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["fetched"] == BIG - pieces * 4 * 1024 * 1024
+    assert out.read_bytes() == (reach_archive.tables / "big.bin").read_bytes()
+    assert not record.exists() and not (tmp_path / ".big.bin.arkfs-part").exists()
+
+
+def test_a_flipped_byte_fails_with_one_line_and_no_file(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    with fault_proxy(reach_archive.url) as proxy:
+        proxy.inject("flip", "xorb")
+        done = run_arkfs(
+            "get", f"{TABLES}/big.bin", str(tmp_path / "big.bin"),
+            "--server", proxy.url, "--token", TOKEN, "--no-cache",
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "big.bin").exists()
+
+
+def test_the_chunk_cache_is_filled_and_used_and_no_cache_leaves_none(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with fault_proxy(reach_archive.url) as proxy:
+        opts = ["--server", proxy.url, "--token", TOKEN, "-q"]
+        cache = ["--cache-dir", str(tmp_path / "cache")]
+        assert get(f"{TABLES}/big.bin", str(tmp_path / "one"), *opts, *cache).returncode == 0
+        fetched = proxy.seen["xorb"]
+        assert fetched > 0
+        assert get(f"{TABLES}/big.bin", str(tmp_path / "two"), *opts, *cache).returncode == 0
+        assert proxy.seen["xorb"] == fetched  # every chunk came from the cache
+        assert (
+            get(f"{TABLES}/big.bin", str(tmp_path / "three"), *opts, "--no-cache").returncode == 0
+        )
+        assert proxy.seen["xorb"] > fetched
+    assert (tmp_path / "two").read_bytes() == (reach_archive.tables / "big.bin").read_bytes()
+    assert (tmp_path / "three").read_bytes() == (tmp_path / "two").read_bytes()
+    assert not (tmp_path / "xdg").exists()

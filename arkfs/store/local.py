@@ -144,7 +144,8 @@ def _sqlite_errors(index: Path) -> Iterator[None]:
     except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
         raise  # a bug of the caller, such as use after close
     except sqlite3.OperationalError as exc:
-        if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+        # sqlite_errorcode is set by sqlite3 itself, not on an error made by hand
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
             raise StoreFull(f"index {index}: {exc}; free space on its disk") from exc
         raise StoreError(f"index {index}: {exc}; retry, or check the disk and permissions") from exc
     except sqlite3.DatabaseError as exc:

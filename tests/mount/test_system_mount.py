@@ -197,7 +197,7 @@ def test_mount_passes_one_line_for_an_unknown_option(
     done = mount_t(shared, mnt, f"cache_dir={shared / 'cache'},colour=blue")
     assert done.returncode != 0 and not is_mounted(mnt)
     assert done.stderr.strip().count("\n") == 0
-    assert "unknown mount option 'colour=blue'" in done.stderr
+    assert "unknown mount option 'colour'" in done.stderr and "blue" not in done.stderr
 
 
 def test_install_system_is_idempotent_and_undoes_itself(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ ROOT = Path(arkfs.__file__).parent
 LAYERS = (
     ("arkfs", "arkfs.util"),
     ("arkfs.xet", "arkfs.ark", "arkfs.archive"),
-    ("arkfs.net", "arkfs.store", "arkfs.service", "arkfs.backend", "arkfs.resolve"),
+    ("arkfs.net", "arkfs.store", "arkfs.service", "arkfs.backend", "arkfs.resolver"),
     (
         "arkfs.server",
         "arkfs.publish",
@@ -30,9 +30,9 @@ LAYERS = (
         "arkfs.__main__",
     ),
 )
-# Loaded on first use only: the Python API, by the root package (arkfs.open, arkfs.Client)
-# and by arkfs.resolve when called as a function (arkfs.resolve(ark)).
-LAZY = {("arkfs", "arkfs.api"), ("arkfs.resolve", "arkfs.api")}
+# Loaded on first use only: the Python API, by the root package (arkfs.open, arkfs.resolve,
+# arkfs.Client).
+LAZY = {("arkfs", "arkfs.api")}
 # Packages that import nothing of arkfs but themselves and these.
 ALONE = {
     "arkfs.ark": ("arkfs.ark",),

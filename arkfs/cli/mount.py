@@ -36,7 +36,7 @@ from arkfs.mount.exposition import exposition
 from arkfs.mount.fuse.attributes import Ownership
 from arkfs.mount.fuse.xattrs import STATS
 from arkfs.mount.names.latest import DEFAULT_TTL
-from arkfs.resolve.discover import DEFAULT_FALLBACK
+from arkfs.resolver.discover import DEFAULT_FALLBACK
 from arkfs.util.sizes import human, parse_size
 
 

@@ -12,7 +12,7 @@ from arkfs.ark.normalization import parse
 from arkfs.cli.common import BadInput
 from arkfs.cli.resolver_options import add_resolver_options, discovery_from, resolver_config
 from arkfs.net.bearer import OriginTokens
-from arkfs.resolve.discover import Resolver, Trace
+from arkfs.resolver.discover import Resolver, Trace
 from arkfs.util import paths
 
 

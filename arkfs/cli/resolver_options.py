@@ -16,8 +16,8 @@ from arkfs.mount.config import (
     default_config_path,
     load_config,
 )
-from arkfs.resolve.discover import DEFAULT_FALLBACK
-from arkfs.resolve.registries import RegistryUnavailable, is_url, load_file
+from arkfs.resolver.discover import DEFAULT_FALLBACK
+from arkfs.resolver.registries import RegistryUnavailable, is_url, load_file
 
 
 def add_resolver_options(p: Options) -> None:

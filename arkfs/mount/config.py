@@ -31,8 +31,8 @@ from pathlib import Path
 from arkfs.ark.errors import ArkError
 from arkfs.ark.naan import check_naan
 from arkfs.net.client import origin
-from arkfs.resolve.discover import DEFAULT_FALLBACK
-from arkfs.resolve.registries import is_url
+from arkfs.resolver.discover import DEFAULT_FALLBACK
+from arkfs.resolver.registries import is_url
 from arkfs.util.paths import config_dir
 from arkfs.util.sizes import parse_size
 

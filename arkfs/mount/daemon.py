@@ -50,7 +50,7 @@ from arkfs.mount.names.latest import DEFAULT_TTL
 from arkfs.mount.names.namespace import Namespace
 from arkfs.mount.stats import MountStats
 from arkfs.net.bearer import OriginTokens
-from arkfs.resolve.discover import Resolver
+from arkfs.resolver.discover import Resolver
 from arkfs.util.sdnotify import notify
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import NotBound
 from arkfs.mount.names.discovery import DiscoveredBackends
 from arkfs.net.bearer import OriginTokens
-from arkfs.resolve.discover import Resolver
+from arkfs.resolver.discover import Resolver
 from tests.support.redirector import redirector
 
 

@@ -11,7 +11,7 @@ from arkfs.backend.base import NotBound
 from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.config import ConfigError, Discovery, load_config
 from arkfs.mount.daemon import MountOptions, open_catalog
-from arkfs.resolve.discover import DEFAULT_FALLBACK
+from arkfs.resolver.discover import DEFAULT_FALLBACK
 from tests.support.redirector import redirector
 
 

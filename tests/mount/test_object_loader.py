@@ -18,7 +18,7 @@ from arkfs.mount.data.object_loader import ObjectLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
-from arkfs.resolve.objects import BLOCK, ObjectReader, RemoteObject
+from arkfs.resolver.objects import BLOCK, ObjectReader, RemoteObject
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

@@ -14,8 +14,8 @@ import trio
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Unreachable
 from arkfs.net.bearer import OriginTokens
-from arkfs.resolve.destinations import PrivateDestination, is_public
-from arkfs.resolve.discover import (
+from arkfs.resolver.destinations import PrivateDestination, is_public
+from arkfs.resolver.discover import (
     MAX_HOPS,
     NoResolver,
     NotFoundThere,
@@ -23,7 +23,7 @@ from arkfs.resolve.discover import (
     Resolver,
     Trace,
 )
-from arkfs.resolve.registries import REFRESH, RegistryUnavailable
+from arkfs.resolver.registries import REFRESH, RegistryUnavailable
 from tests.support.redirector import Redirector, redirector
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from arkfs.resolve.objects import BLOCK, WHOLE, RemoteObject
+from arkfs.resolver.objects import BLOCK, WHOLE, RemoteObject
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

@@ -21,7 +21,7 @@ are checked against their hashes. A pack holding a chunk that fails its check is
 whole, logged once and its chunks reported missing: the caller fetches them again, never
 serves them.
 
-Blocks of plain HTTP objects (arkfs.resolve.objects) are named by a block id that is
+Blocks of plain HTTP objects (arkfs.resolver.objects) are named by a block id that is
 the BLAKE3 of the object's URL, ETag, digest and block index: another version of the
 object has other ids. Their bytes have no hash of their own to check, so each file is
 the BLAKE3 of (block id, bytes), then the bytes; a file that fails it is deleted, logged

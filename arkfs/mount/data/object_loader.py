@@ -1,4 +1,4 @@
-"""Plain HTTP objects (arkfs.resolve.objects) for the mount: their blocks from memory, the
+"""Plain HTTP objects (arkfs.resolver.objects) for the mount: their blocks from memory, the
 disk cache, else their responder; claimed ahead of sequential reads; and a big object's
 SHA-256 digest checked over its blocks in order.
 
@@ -14,7 +14,7 @@ SHA-256 digest checked over its blocks in order.
   block 0, as reads find it (from the network or the disk). The read that completes it
   waits for the verdict; a mismatch fails that read and every later read of that version
   of the object (ReadError), and drops its blocks from memory and disk. A one-block
-  object is checked whole when fetched (arkfs.resolve.objects). A block that lands after
+  object is checked whole when fetched (arkfs.resolver.objects). A block that lands after
   its version failed the digest (a prefetch in flight) is neither kept nor written.
 - Once: an object read whole without a digest has nothing else to prove two fetches of
   it are one representation, so each stream (open file) is pinned to the BLAKE3 of the
@@ -33,7 +33,7 @@ from arkfs.mount.data.errors import ReadError, StaleObject
 from arkfs.mount.data.jobs import Pending
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.data.prefetch import Prefetcher
-from arkfs.resolve.objects import ObjectChanged, ObjectReader, RemoteObject, wrong_digest
+from arkfs.resolver.objects import ObjectChanged, ObjectReader, RemoteObject, wrong_digest
 from arkfs.util.lru import LRU
 
 MIB = 1024 * 1024

@@ -41,7 +41,7 @@ from arkfs.mount.data.object_loader import ObjectLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
-from arkfs.resolve.objects import ObjectReader, RemoteObject
+from arkfs.resolver.objects import ObjectReader, RemoteObject
 
 __all__ = ["ContentReader", "ReadError"]
 

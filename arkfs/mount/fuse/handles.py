@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pyfuse3
 
 from arkfs.mount.names.namespace import InodeTable, Listing, Node
-from arkfs.resolve.objects import RemoteObject
+from arkfs.resolver.objects import RemoteObject
 
 
 @dataclass(eq=False)

@@ -8,7 +8,7 @@ manifest names the hashes every read trusts, so a damaged copy counts as absent:
 never served, and the next answer from a backend replaces it.
 
 An ARK that resolves to a plain HTTP object has, in objects/, the last record seen of it
-(URL, size, ETag, digest, ?info; arkfs.resolve.objects), framed the same way: offline,
+(URL, size, ETag, digest, ?info; arkfs.resolver.objects), framed the same way: offline,
 it names the object's blocks in the disk cache.
 """
 
@@ -27,7 +27,7 @@ from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError
 from arkfs.ark.version_qualifier import version_name
-from arkfs.resolve.objects import RemoteObject
+from arkfs.resolver.objects import RemoteObject
 from arkfs.util.atomic import is_temp, write_atomic
 from arkfs.util.urls import without_secrets
 from arkfs.xet.constants import HASH_SIZE

@@ -31,7 +31,7 @@ from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.names.archive_cache import ArchiveCache
 from arkfs.mount.names.discovery import DiscoveredBackends
 from arkfs.mount.names.indexed import IndexedArchive
-from arkfs.resolve.objects import ObjectReader, RemoteObject
+from arkfs.resolver.objects import ObjectReader, RemoteObject
 from arkfs.util.lru import LRU
 
 log = logging.getLogger(__name__)
@@ -287,7 +287,7 @@ class Catalog:
 
     @property
     def objects(self) -> ObjectReader:
-        """What fetches the blocks of remote objects (see arkfs.resolve.objects)."""
+        """What fetches the blocks of remote objects (see arkfs.resolver.objects)."""
         assert self._discovery is not None
         return self._discovery.objects
 

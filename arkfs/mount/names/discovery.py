@@ -1,8 +1,8 @@
 """What the mount finds by itself: an ARK no configured backend binds is resolved through
-the NAAN registries and the fallback (arkfs.resolve). When the responder is an arkfs
+the NAAN registries and the fallback (arkfs.resolver). When the responder is an arkfs
 server (its /.well-known/ark says so), it is asked as a RemoteBackend, with that origin's
 token only: the ARK is an archive, a directory. Any other responder's object is a
-RemoteObject: the ARK is a read-only file holding it (arkfs.resolve.objects).
+RemoteObject: the ARK is a read-only file holding it (arkfs.resolver.objects).
 
 How an ARK resolved is remembered for RESOLVED_TIME, so lookups do not walk the chain
 each time; backends are shared by service URL, so one server serves many ARKs.
@@ -16,8 +16,8 @@ from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, NotBound
 from arkfs.backend.remote import RemoteBackend
 from arkfs.net.bearer import OriginTokens
-from arkfs.resolve.discover import Resolver, Trace
-from arkfs.resolve.objects import ObjectReader, RemoteObject
+from arkfs.resolver.discover import Resolver, Trace
+from arkfs.resolver.objects import ObjectReader, RemoteObject
 from arkfs.util.lru import LRU
 from arkfs.util.urls import without_secrets
 

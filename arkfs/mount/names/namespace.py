@@ -47,7 +47,7 @@ from arkfs.backend.base import BackendError, NotBound, Unreachable
 from arkfs.mount.names.catalog import Catalog
 from arkfs.mount.names.indexed import IndexedArchive
 from arkfs.mount.names.latest import LatestVersions
-from arkfs.resolve.objects import RemoteObject
+from arkfs.resolver.objects import RemoteObject
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ RESOLVE_DEADLINE.
 
 A last hop that answers 4xx or 5xx is a failure (NotFoundThere for 404 and 410), never
 an ARK service. Every hop the network names (a registry target, a redirect Location)
-must lead to a public address unless allow_private (arkfs.resolve.destinations).
+must lead to a public address unless allow_private (arkfs.resolver.destinations).
 
 Metadata (`?info`) comes from the ARK's resolver (Trace.ark_resolver: the last hop
 whose URL names the ARK, `.../ark:...`), not the object the chain ends at (a landing
@@ -43,8 +43,8 @@ from arkfs.backend.base import BackendError, NotBound, Unreachable
 from arkfs.net.bearer import OriginTokens
 from arkfs.net.client import make_client, origin, read_body, send, stream
 from arkfs.net.retry import RetryPolicy
-from arkfs.resolve.destinations import Destinations
-from arkfs.resolve.registries import Registries, is_url
+from arkfs.resolver.destinations import Destinations
+from arkfs.resolver.registries import Registries, is_url
 from arkfs.util.urls import without_secrets
 
 DEFAULT_FALLBACK = "https://n2t.net/"
@@ -247,7 +247,7 @@ class Resolver:
 
     async def _check(self, trace: Trace, url: str, first: bool) -> None:
         """Refuse a URL of the chain that is no http(s) URL, or that leads to a private
-        address (see arkfs.resolve.destinations)."""
+        address (see arkfs.resolver.destinations)."""
         if not url.startswith(("http://", "https://")):
             raise ResolveError(
                 f"{trace.ark}: the chain leads to {without_secrets(url)!r}, not an http(s) URL"

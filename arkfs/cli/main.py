@@ -99,10 +99,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run `arkfs` with argv (or as mount(8)'s helper, `arkfs SOURCE MOUNTPOINT -o ...`);
     return the exit code."""
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        code = _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
         print("arkfs: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED:
+        _quiet_after_interrupt()
+    return code
+
+
+def _quiet_after_interrupt() -> None:
+    """After Ctrl-C, a task trio was about to start (a coroutine made, never run) is
+    collected at exit with a RuntimeWarning: expected then, and not a second line."""
+    import warnings
+
+    warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
 
 
 def _main(argv: list[str]) -> int:

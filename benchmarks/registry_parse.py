@@ -6,6 +6,7 @@ record copied with a new NAAN, shoulder records too), parsed once, then looked u
 
 import argparse
 import copy
+import gzip
 import json
 import time
 from pathlib import Path
@@ -13,12 +14,14 @@ from pathlib import Path
 from arkfs.ark.normalization import parse
 from arkfs.ark.registry import parse_registry
 
-SNAPSHOT = Path("/work/shared/data/naan_records.json")
+# The public NAAN registry snapshot the tests use (tests/data), gzipped.
+SNAPSHOT = Path(__file__).parents[1] / "tests/data/naan_records.json.gz"
 
 
 def generate(snapshot: Path, count: int) -> str:
     """A registry of count records, cycling through the snapshot's with fresh NAANs."""
-    records = json.loads(snapshot.read_text())["data"]
+    raw = snapshot.read_bytes()
+    records = json.loads(gzip.decompress(raw) if snapshot.suffix == ".gz" else raw)["data"]
     out = []
     for i in range(count):
         record = copy.copy(records[i % len(records)])

@@ -164,14 +164,8 @@ class Bucket:
 
     def names(self, kind: str) -> Iterator[tuple[str, int]]:
         """(name, size) of every object of kind, in key order."""
-        under = f"{self.prefix}{kind}/"
-        with self._errors(f"list the {kind}"):
-            pages = self._client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.name, Prefix=under
-            )
-            for page in pages:
-                for obj in page.get("Contents", []):
-                    yield obj["Key"][len(under) :], int(obj["Size"])
+        for name, size, _ in self.written(kind):
+            yield name, size
 
     def written(self, kind: str) -> Iterator[tuple[str, int, float]]:
         """(name, size, when written as Unix time) of every object of kind, in key order."""

@@ -5,10 +5,6 @@ import csv
 import io
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.daemons import listening
 from tests.support.server import free_port
 
 HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
@@ -75,35 +72,5 @@ def haproxy(folder: Path, replicas: Sequence[str]) -> Iterator[Balancer]:
     conf.write_text(
         CONF.format(port=port, stats_port=stats_port, every=CHECK_EVERY_MS, servers=servers)
     )
-    proc = subprocess.Popen(
-        [HAPROXY, "-db", "-f", str(conf)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        _wait_listening(port, proc)
+    with listening([HAPROXY, "-db", "-f", str(conf)], port, wait=15):
         yield Balancer(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{stats_port}/stats")
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        assert proc.stderr is not None
-        proc.stderr.close()
-
-
-def _wait_listening(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            assert proc.stderr is not None
-            raise RuntimeError(f"haproxy failed: {proc.stderr.read().decode(errors='replace')}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"haproxy did not listen on {port} within {timeout} s")

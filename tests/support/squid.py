@@ -3,17 +3,14 @@ config written here; stopped at the end, even when a test fails."""
 
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.support.daemons import listening
 from tests.support.server import free_port
 
 SQUID = shutil.which("squid") or "/usr/sbin/squid"
@@ -49,37 +46,13 @@ def squid() -> Iterator[tuple[str, Path]]:
     port = free_port()
     conf = run / "squid.conf"
     conf.write_text(CONF.format(port=port, run=run))
-    proc = subprocess.Popen(
-        [SQUID, "-N", "-f", str(conf)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    log = run / "cache.log"
     try:
-        _wait_listening(port, proc, run)
-        yield f"http://127.0.0.1:{port}", run / "access.log"
+        with listening([SQUID, "-N", "-f", str(conf)], port, why=lambda: _text(log)):
+            yield f"http://127.0.0.1:{port}", run / "access.log"
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        assert proc.stderr is not None
-        proc.stderr.close()
         shutil.rmtree(run, ignore_errors=True)
 
 
-def _wait_listening(port: int, proc: "subprocess.Popen[bytes]", run: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log = (run / "cache.log").read_text() if (run / "cache.log").exists() else ""
-            assert proc.stderr is not None
-            raise RuntimeError(f"squid failed: {proc.stderr.read().decode()}{log}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError(f"squid did not listen on {port} within 30 s")
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""

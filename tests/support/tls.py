@@ -3,10 +3,7 @@ https on 127.0.0.1 in front of a server, stopped even when a test fails."""
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.daemons import listening
 from tests.support.server import free_port
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -95,35 +93,7 @@ def nginx_front(folder: Path, tls: TlsFiles, upstream: str, prefix: str = "") ->
             run=run, port=port, cert=tls.cert, key=tls.key, prefix=prefix, upstream=upstream
         )
     )
-    proc = subprocess.Popen(
-        [NGINX, "-p", str(run), "-e", str(run / "error.log"), "-c", str(conf), "-g", "daemon off;"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        _wait_listening(port, proc)
+    argv = [NGINX, "-p", str(run), "-e", str(run / "error.log"), "-c", str(conf)]
+    argv += ["-g", "daemon off;"]
+    with listening(argv, port, wait=15):
         yield f"https://127.0.0.1:{port}{prefix}"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        assert proc.stderr is not None
-        proc.stderr.close()
-
-
-def _wait_listening(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            assert proc.stderr is not None
-            raise RuntimeError(f"nginx failed: {proc.stderr.read().decode(errors='replace')}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"nginx did not listen on {port} within {timeout} s")

@@ -78,6 +78,8 @@ class ScaledStore:
     """A store in a bucket with a PostgreSQL index; safe to share between threads, processes
     and servers."""
 
+    remote_reads = True  # each xorb read is an S3 GET: shard intake reads xorbs whole
+
     def __init__(self, bucket: Bucket, index: Index) -> None:
         """Use ScaledStore.open."""
         self.bucket, self.index = bucket, index

@@ -95,7 +95,8 @@ def test_counts_move_by_exactly_the_requests_bytes_and_uploads_made(tmp_path: Pa
             f"{url}/v1/xorbs/default/{hash_to_string(bytes(32))}", content=b"junk", headers=WRITE
         )
         not_allowed = put_archive(url, b"", "", "reader", ark=ARK)
-        publish(tmp_path / "tree", ARK, "--server", url, "--token", "writer")  # v2, no new xorb
+        # v2 of the same tree (--allow-empty: unchanged, it binds nothing), no new xorb
+        publish(tmp_path / "tree", ARK, "--server", url, "--token", "writer", "--allow-empty")
         second = scrape(url)
     assert got.content == FILES["a.bin"] and tar.status_code == 200 and xorb.status_code == 206
     assert refused.status_code == 400 and not_allowed.status_code == 403

@@ -14,7 +14,10 @@ FILES = 2000
 
 
 class CountingReads:
-    """A store that counts xorb reads, and passes every call on."""
+    """A store that counts xorb reads, and passes every call on; each of its reads stands
+    for a request, as the scaled store's S3 GETs do."""
+
+    remote_reads = True
 
     def __init__(self, store: Store) -> None:
         self.store, self.reads = store, 0

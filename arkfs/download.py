@@ -32,6 +32,9 @@ class DownloadError(OSError):
     """A file could not be downloaded and checked; the message says which and why."""
 
 
+PHASES = ("list", "fetch", "check")
+
+
 @dataclass
 class GetProgress:
     """What a get has done so far (plain ints: a display thread only reads them)."""
@@ -40,13 +43,35 @@ class GetProgress:
     total: int = 0  # their bytes
     done: int = 0  # bytes in place: fetched now, or found right already
     fetched: int = 0  # bytes fetched by this run
+    checked: int = 0  # bytes of whole files checked against their SHA-256
     kept: int = 0  # files found right already
+    dest: Path | None = None  # where it all went, once it is all there
+    phases: list[str] = field(default_factory=lambda: [PHASES[0]])  # begun, in order
+    began: dict[str, tuple[int, int]] = field(default_factory=lambda: {PHASES[0]: (0, 1)})
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def begin(self, phase: str) -> None:
+        """Note that phase (one of PHASES) has begun, and overall() then; again is a no-op."""
+        with self.lock:
+            if phase not in self.phases:
+                self.began[phase] = self.overall()
+                self.phases.append(phase)
 
     def add(self, done: int, fetched: int) -> None:
         with self.lock:
             self.done += done
             self.fetched += fetched
+
+    def check(self, size: int) -> None:
+        """A whole file of size bytes is checked."""
+        self.begin("check")
+        with self.lock:
+            self.checked += size
+
+    def overall(self) -> tuple[int, int]:
+        """Work done and work known, in bytes: fetching and checking each byte, and one
+        more for the end, so done reaches known only once every file is in place."""
+        return self.done + self.checked + (self.dest is not None), 2 * self.total + 1
 
 
 def target(found: Resolved, dest: Path | None) -> Path:
@@ -74,6 +99,7 @@ def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs
     for _, path in dirs:
         path.mkdir(parents=True, exist_ok=True)
     progress.files, progress.total = len(files), sum(e.size for e, _ in files)
+    progress.begin("fetch")
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="arkfs-get") as pool:
         futures: list[Future[None]] = []
         try:
@@ -91,6 +117,8 @@ def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs
         if folder is not None:
             os.chmod(path, folder.mode)
             os.utime(path, ns=(folder.mtime_ns, folder.mtime_ns))
+    progress.begin("check")  # a get of empty files only checks nothing
+    progress.dest = out
     return out
 
 
@@ -106,6 +134,7 @@ def _file_jobs(
     if _is_right(path, entry):
         progress.kept += 1
         progress.add(entry.size, 0)
+        progress.check(entry.size)
         return []
     part = path.with_name(f".{path.name}{PART}")
     record = part.with_name(part.name + DONE)
@@ -165,6 +194,7 @@ class _FileJob:
             assert self.opened is not None
             self.opened.close()
             _complete(fd, self.part, self.record, self.path, self.entry)
+            self.progress.check(self.entry.size)
 
 
 def _complete(fd: int, part: Path, record: Path, path: Path, entry: Entry) -> None:

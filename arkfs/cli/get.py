@@ -4,15 +4,13 @@ byte verified (arkfs/download.py does the work)."""
 import argparse
 import json
 import logging
-import sys
-import threading
 import time
 from pathlib import Path
 
 from arkfs.api import Client
 from arkfs.ark.errors import ArkError
 from arkfs.cli.common import BadInput
-from arkfs.cli.publish_progress import PLAIN_EVERY, Speed, duration, eta
+from arkfs.cli.progress import duration, shown
 from arkfs.cli.resolver_options import add_resolver_options
 from arkfs.cli.token_options import add_token_options, token_from
 from arkfs.download import GetProgress, get
@@ -41,7 +39,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help="the chunk cache (the mount's)")
     p.add_argument("--no-cache", action="store_true", help="neither use nor fill the chunk cache")
     p.add_argument("-j", "--jobs", type=int, default=JOBS, help=f"pieces at once (default {JOBS})")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, only errors")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     add_resolver_options(p)
     p.set_defaults(func=run_get)
@@ -73,7 +71,7 @@ def run_get(args: argparse.Namespace) -> int:
     progress = GetProgress()
     began = time.monotonic()
     try:
-        with _shown(progress, args.quiet or args.json):
+        with shown(GetFeed(progress), args.quiet):
             out = get(client, args.ark, args.dest, progress, args.jobs)
     except ArkError as exc:
         raise BadInput(str(exc)) from None
@@ -87,42 +85,39 @@ def run_get(args: argparse.Namespace) -> int:
             "ark": args.ark, "dest": str(out), "files": progress.files, "bytes": progress.total,
             "fetched": progress.fetched, "kept": progress.kept, "seconds": round(took, 3),
         }))  # fmt: skip
-    elif not args.quiet:
-        print(
-            f"arkfs: got {out}: {progress.files} files, {human(progress.total)} "
-            f"({human(progress.fetched)} fetched) in {duration(took)}",
-            file=sys.stderr,
-        )
     return 0
 
 
-class _shown:
-    """Plain progress lines on stderr every PLAIN_EVERY seconds (bytes, rate, ETA), from a
-    thread of their own, as publish shows its progress off a terminal; none when quiet."""
+class GetFeed:
+    """A get's counters, as the progress display reads them."""
 
-    def __init__(self, progress: GetProgress, quiet: bool) -> None:
-        self.progress, self.quiet = progress, quiet
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+    whole = "get"
 
-    def __enter__(self) -> None:
-        if not self.quiet:
-            self.thread.start()
+    def __init__(self, progress: GetProgress) -> None:
+        self.progress = progress
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join()
+    def rows(self) -> dict[str, tuple[int, int | None]]:
+        p = self.progress
+        later = len(p.phases) > 1
+        every = {
+            "list": (p.total, p.total if later else None),
+            "fetch": (p.done, p.total),
+            "check": (p.checked, p.total),
+        }
+        return {self.whole: p.overall()} | {name: every[name] for name in p.phases}
 
-    def _run(self) -> None:
-        speed = Speed()
-        while not self.stop.wait(PLAIN_EVERY):
-            p = self.progress
-            rate = speed.reading(time.monotonic(), p.done)
-            left = eta(p.done, p.total, rate)
-            line = f"arkfs: get {human(p.done)} of {human(p.total)}"
-            if rate:
-                line += f", {human(int(rate))}/s"
-            if left is not None:
-                line += f", {duration(left)} left"
-            print(line, file=sys.stderr, flush=True)
+    def began(self, phase: str) -> tuple[int, int]:
+        return self.progress.began[phase]
+
+    def finished(self) -> bool:
+        return self.progress.dest is not None
+
+    def label(self, row: str) -> str:
+        return row
+
+    def summary(self, seconds: float) -> str:
+        p = self.progress
+        return (
+            f"get 100%: got {p.dest}: {p.files} files, {human(p.total)} ({human(p.fetched)} "
+            f"fetched, {p.kept} files kept) in {duration(seconds)}"
+        )

@@ -1,15 +1,10 @@
 """What `arkfs publish` shows while it runs: rich bars in a real pseudo-terminal, plain lines
 without one, nothing with --quiet; and the whole never reaches 100% before the bind."""
 
-import fcntl
 import json
 import os
 import random
 import re
-import select
-import struct
-import subprocess
-import termios
 from pathlib import Path
 
 import pytest
@@ -17,13 +12,12 @@ import pytest
 from arkfs.cli import publish_progress as display
 from arkfs.publish.progress import Progress
 from tests.support import faults
-from tests.support.cli import ARKFS, run_arkfs
+from tests.support.cli import run_arkfs
 from tests.support.faults import fault_proxy
 from tests.support.server import arkfs_server
+from tests.support.terminal import ANSI, frames, percent, run_in_terminal
 
 PHASES = ["scan", "hash", "upload", "bind"]
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-REDRAW = re.compile(r"\r(?:\x1b\[2K\x1b\[1A)*\x1b\[2K")  # rich's Live: back to a frame's top
 WRITE = "w-token"
 
 
@@ -36,62 +30,10 @@ def tree_of(tmp_path: Path, size: int) -> Path:
     return tree
 
 
-def run_in_terminal(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """Run `arkfs ARGS...` with stderr on a pseudo-terminal of 160 columns; its exit code,
-    stdout, and everything written to the terminal."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
-    env = (env or dict(os.environ)) | {"TERM": "xterm-256color"}
-    try:
-        proc = subprocess.Popen(
-            [ARKFS, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=slave,
-            env={k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")},
-        )
-    finally:
-        os.close(slave)
-    screen = bytearray()
-    try:
-        while select.select([master], [], [], 300)[0]:
-            try:
-                data = os.read(master, 1 << 16)
-            except OSError:  # EIO: the terminal's last writer is gone
-                break
-            if not data:
-                break
-            screen += data
-        stdout = proc.communicate(timeout=60)[0].decode()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
-    return proc.returncode, stdout, screen.decode()
-
-
-def frames(screen: str) -> list[dict[str, str]]:
-    """Each frame rich drew, as its rows by name (first word) -> the row's text."""
-    out = []
-    for raw in REDRAW.split(screen):
-        lines = [ANSI.sub("", line).strip() for line in raw.splitlines()]
-        rows = {line.split()[0]: line for line in lines if line}
-        if "publish" in rows:
-            out.append(rows)
-    return out
-
-
-def percent(row: str) -> int:
-    match = re.search(r"\s(\d{1,3})%", row)
-    assert match, row
-    return int(match[1])
-
-
 def check_frames(screen: str) -> list[dict[str, str]]:
     """Every frame: the whole first, then the phases begun so far in order; the whole at 100%
     only in a frame that shows the bind done. The last frame: all of it done."""
-    shown = frames(screen)
+    shown = frames(screen, "publish")
     assert shown, screen
     for rows in shown:
         names = [n for n in rows if n != "publish"]

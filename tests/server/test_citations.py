@@ -1,12 +1,11 @@
 """Citation exports from a real `arkfs serve`, each read by a parser arkfs did not write:
 BibTeX (bibtexparser), RIS (rispy), CSL-JSON (rendered by citeproc-py), DataCite XML (lxml
-against a minimal kernel-4 schema in tests/data); by ?format= and by Accept, for the
-archive and for one of its versions, and linked from the landing page."""
+against DataCite's own kernel-4 schema, tests/support/datacite.py); by ?format= and by
+Accept, for the archive and for one of its versions, and linked from the landing page."""
 
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import bibtexparser
 import httpx
@@ -23,10 +22,10 @@ from citeproc.source.json import CiteProcJSON
 from lxml import etree
 
 from tests.support.archive import WHAT, WHO, make_tree, publish
+from tests.support.datacite import datacite_schema
 from tests.support.server import arkfs_server
 
 ARK = "ark:b5072/c1t3s"
-XSD = Path(__file__).parents[1] / "data/datacite-kernel-4-minimal.xsd"
 FORMATS = {
     "bibtex": "application/x-bibtex",
     "ris": "application/x-research-info-systems",
@@ -61,7 +60,7 @@ def check_csl(text: str, ark: str, version: str) -> None:
 
 
 def check_datacite(text: str, ark: str, version: str) -> None:
-    schema = etree.XMLSchema(etree.parse(str(XSD)))
+    schema = datacite_schema()
     doc = etree.fromstring(text.encode())
     assert schema.validate(doc), schema.error_log
     ns = {"d": "http://datacite.org/schema/kernel-4"}

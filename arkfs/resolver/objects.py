@@ -12,15 +12,16 @@ representation the object was opened as.
   A size stated only by a HEAD is a claim: every reply is checked against it.
 - An object is read in blocks (block_span). One block, fetched whole by a plain GET, when
   it holds up to WHOLE bytes, or when it has no strong ETag (weak or none: nothing proves
-  two ranges come from one representation, RFC 9110 "Weak versus Strong"); such a whole
+  two ranges come from one representation, RFC 9110 "Weak versus Strong"), or when it
+  has a digest and up to WHOLE_MAX bytes (checked before any byte is served); a whole
   read is refused past WHOLE_MAX. The whole body must be exactly the size and match the
   digest, if any. Else BLOCK-sized blocks, each one Range request under `If-Match: ETAG`
   (RFC 9110 "If-Match": a changed object answers 412). A 206 counts only with the
   Content-Range asked (first, last and complete length) and the same ETag (and digest,
   Last-Modified when stated); a 200 with the same validators is read as far as the
   block and dropped. Anything else is refused: ObjectChanged when a validator changed,
-  so a reader never gets a mix of two versions. The digest of a big object is checked
-  by the caller, over its blocks in order.
+  so a reader never gets a mix of two versions. The digest of an object past WHOLE_MAX is
+  checked by the caller, over its blocks in order.
 - block_id names a block of one version of an object (URL, ETag, digest, index), and
   on_disk says whether its bytes are tied to that version well enough to be kept across
   time: the caches of arkfs.mount key blocks by it.
@@ -116,8 +117,11 @@ class RemoteObject:
 
     @property
     def whole(self) -> bool:
-        """Is it read whole, in one GET (small, or no strong ETag to tie ranges together)?"""
-        return self.size <= WHOLE or not strong(self.etag)
+        """Is it read whole, in one GET: small, or no strong ETag to tie ranges together, or
+        a digest that can judge it before any byte is served (up to WHOLE_MAX; past that,
+        its blocks are served as they come and the digest judges after the last)?"""
+        checked = self.sha256 is not None and self.size <= WHOLE_MAX
+        return self.size <= WHOLE or not strong(self.etag) or checked
 
     @property
     def blocks(self) -> int:

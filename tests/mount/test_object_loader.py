@@ -18,6 +18,7 @@ from arkfs.mount.data.object_loader import ObjectLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
+from arkfs.resolver import objects
 from arkfs.resolver.objects import BLOCK, ObjectReader, RemoteObject
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
@@ -98,6 +99,7 @@ def test_a_block_in_flight_when_the_digest_fails_is_never_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(object_loader, "MEMORY", BLOCK)  # one block: the others are fetched again
+    monkeypatch.setattr(objects, "WHOLE_MAX", BLOCK)  # too big to be checked before it is read
     digest = hashlib.sha256(b"".join(Flipping.truth(i) for i in range(3))).digest()
     obj = RemoteObject("ark:b1/y", "http://127.0.0.1:9/y", 3 * BLOCK, '"e1"', digest, None)
 

@@ -20,6 +20,7 @@ class Obj:
     ranges: bool = True
     digest: str | None = "repr"  # repr, content, old, wrong, or None
     info: str | None = None  # the ANVL ERC answered to PATH?info
+    flip: int | None = None  # a byte flipped in every body sent (the headers stay true)
 
 
 @dataclass
@@ -75,6 +76,9 @@ def _handler(state: Objects) -> type[http.server.BaseHTTPRequestHandler]:
             digest = _digest_header(obj)
             if digest:
                 headers[digest[0]] = digest[1]
+            data = obj.data
+            if obj.flip is not None:
+                data = data[: obj.flip] + bytes([data[obj.flip] ^ 1]) + data[obj.flip + 1 :]
             wanted = self.headers.get("Range")
             if_range = self.headers.get("If-Range")
             if wanted and obj.ranges and (if_range is None or if_range == obj.etag):
@@ -83,9 +87,9 @@ def _handler(state: Objects) -> type[http.server.BaseHTTPRequestHandler]:
                 lo, hi = int(first), min(int(last), len(obj.data) - 1)
                 headers["Content-Range"] = f"bytes {lo}-{hi}/{len(obj.data)}"
                 headers.pop(digest[0] if digest else "", None)
-                self._send(206, obj.data[lo : hi + 1], headers, head)
+                self._send(206, data[lo : hi + 1], headers, head)
                 return
-            self._send(200, obj.data, headers, head)
+            self._send(200, data, headers, head)
 
         def do_GET(self) -> None:
             self._answer(False)

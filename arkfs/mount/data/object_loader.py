@@ -10,7 +10,8 @@ SHA-256 digest checked over its blocks in order.
 - Prefetch: the reader's Prefetcher, the one rule for every file, says which bytes to
   claim ahead of a stream; the blocks covering them are loaded in the background,
   PREFETCH_BLOCKS at most at once over every object.
-- Digest: a big object with a digest has a running SHA-256, fed each block in order, from
+- Digest: a big object with a digest (past WHOLE_MAX: smaller ones are read whole) has a
+  running SHA-256, fed each block in order, from
   block 0, as reads find it (from the network or the disk). The read that completes it
   waits for the verdict; a mismatch fails that read and every later read of that version
   of the object (ReadError), and drops its blocks from memory and disk. A one-block

@@ -5,7 +5,9 @@ Bytes come through arkfs.api's Client (the mount's read path: chunk hashes, the 
 cache, mirrors, tokens). A file is written in PIECE-sized pieces by `jobs` threads into
 `.NAME.arkfs-part`; each piece written is noted in `.NAME.arkfs-part.done`, so a rerun
 after an interruption fetches only the pieces missing. A whole file's SHA-256 is checked
-against the manifest's before it is renamed to NAME, with its mode and mtime. A file
+against the manifest's before it is renamed to NAME, with its mode and mtime; it is
+computed over the part file as its pieces land in order (read back from the page cache,
+while later pieces are still being fetched), so the check waits only for the last piece. A file
 already at NAME with the manifest's size and SHA-256 is kept, not fetched; one that differs
 is fetched again. Symlinks are made as the mount shows them; directories get their modes
 and mtimes last.
@@ -143,7 +145,7 @@ def _file_jobs(
     todo = [at for at in range(0, max(entry.size, 1), PIECE) if at not in have]
     if entry.size == 0:
         todo = [0]
-    job = _FileJob(client, ark, entry, path, part, record, len(todo), progress)
+    job = _FileJob(client, ark, entry, path, part, record, todo, progress)
     return [pool.submit(job.piece, at) for at in todo]
 
 
@@ -160,20 +162,24 @@ class _FileJob:
         path: Path,
         part: Path,
         record: Path,
-        pieces: int,
+        todo: list[int],
         progress: GetProgress,
     ) -> None:
         self.client, self.ark, self.entry, self.path = client, ark, entry, path
-        self.part, self.record, self.left, self.progress = part, record, pieces, progress
-        self.lock = threading.Lock()
+        self.part, self.record, self.left, self.progress = part, record, len(todo), progress
+        self.lock = threading.Lock()  # fd, opened, left, written
         self.fd: int | None = None
         self.opened: io.BufferedReader | None = None
+        self.written = {at for at in range(0, entry.size, PIECE)} - set(todo)
+        self.hashed = 0  # bytes of the part file fed to the digest, from the start
+        self.digest = hashlib.sha256()
+        self.turn = threading.Lock()  # held by the one thread feeding the digest
 
     def _open(self) -> tuple[int, ArkFile]:
         with self.lock:
             if self.fd is None:
                 self.opened = self.client.open(self.ark)
-                self.fd = os.open(self.part, os.O_WRONLY | os.O_CREAT, 0o600)
+                self.fd = os.open(self.part, os.O_RDWR | os.O_CREAT, 0o600)
                 os.ftruncate(self.fd, self.entry.size)
             raw = self.opened.raw if self.opened is not None else None
             assert isinstance(raw, ArkFile)
@@ -187,21 +193,45 @@ class _FileJob:
         with self.lock:
             with open(self.record, "a") as r:
                 r.write(f"{at}\n")
+            self.written.add(at)
             self.left -= 1
             last = self.left == 0
         self.progress.add(len(data), len(data))
+        self._feed(fd, wait=last)
         if last:
-            assert self.opened is not None
+            assert self.opened is not None and self.hashed == self.entry.size
             self.opened.close()
-            _complete(fd, self.part, self.record, self.path, self.entry)
+            _complete(fd, self.part, self.record, self.path, self.entry, self.digest.digest())
             self.progress.check(self.entry.size)
 
+    def _feed(self, fd: int, wait: bool) -> None:
+        """Feed the digest the pieces now written in order after those fed; when another
+        thread is at it, leave them to it (it looks again before it stops), unless wait
+        (the last piece: every piece is written, and all must be fed)."""
+        while self.turn.acquire(blocking=wait):
+            try:
+                while (at := self._next()) is not None:
+                    n = min(PIECE, self.entry.size - at)
+                    self.digest.update(os.pread(fd, n, at))
+                    self.hashed = at + n
+            finally:
+                self.turn.release()
+            if self._next() is None:
+                return
 
-def _complete(fd: int, part: Path, record: Path, path: Path, entry: Entry) -> None:
-    """Check the whole file, give it its mode and mtime, and rename it into place."""
+    def _next(self) -> int | None:
+        """The offset of the next piece to feed the digest, if it is written."""
+        with self.lock:
+            at = self.hashed
+            return at if at < self.entry.size and at in self.written else None
+
+
+def _complete(fd: int, part: Path, record: Path, path: Path, entry: Entry, sha256: bytes) -> None:
+    """Check the whole file (sha256: its bytes on disk), give it its mode and mtime, and
+    rename it into place."""
     os.fsync(fd)
     os.close(fd)
-    if entry.sha256 is not None and _sha256(part) != entry.sha256:
+    if entry.sha256 is not None and sha256 != entry.sha256:
         part.unlink()
         record.unlink(missing_ok=True)
         raise DownloadError(f"{path}: its bytes on disk do not match the manifest's SHA-256")

@@ -10,7 +10,7 @@ from pathlib import Path
 from arkfs.api import Client
 from arkfs.ark.errors import ArkError
 from arkfs.cli.common import BadInput
-from arkfs.cli.progress import duration, shown
+from arkfs.cli.progress_display import duration, shown
 from arkfs.cli.resolver_options import add_resolver_options
 from arkfs.cli.token_options import add_token_options, token_from
 from arkfs.download import GetProgress, get

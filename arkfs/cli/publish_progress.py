@@ -1,12 +1,12 @@
 """What `arkfs publish` shows of its progress: its counters as rows for the display that
-every long command shares (arkfs/cli/progress.py)."""
+every long command shares (arkfs/cli/progress_display.py)."""
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-from arkfs.cli import progress as display
-from arkfs.cli.progress import duration, percent
+from arkfs.cli import progress_display as display
+from arkfs.cli.progress_display import duration, percent
 from arkfs.publish.progress import Progress
 from arkfs.util.sizes import human
 

@@ -1,6 +1,6 @@
 """Publish progress: the counters of a publish, by phase.
 
-The publisher bumps plain ints from the trio thread; a display (arkfs.cli.progress) reads
+The publisher bumps plain ints from the trio thread; a display (arkfs.cli.progress_display) reads
 them from its own thread, so drawing never holds up the publish."""
 
 from dataclasses import dataclass, field

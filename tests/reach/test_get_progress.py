@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from arkfs.cli.get import GetFeed
-from arkfs.cli.progress import percent as share
+from arkfs.cli.progress_display import percent as share
 from arkfs.download import GetProgress
 from tests.reach.conftest import BIG, TABLES, Published
 from tests.support.cli import run_arkfs

@@ -6,6 +6,7 @@ refuses."""
 import pytest
 from lxml import etree
 
+from arkfs.ark.metadata import Creator
 from arkfs.ark.normalization import parse
 from arkfs.server.citations import UNKNOWN, Cited, datacite_xml
 from tests.support.datacite import NAMESPACE, datacite_schema
@@ -16,7 +17,8 @@ ARK = parse("ark:12345/x6np1wh8k/@v2")
 
 
 def cited(creators: list[str], title: str, publisher: str = "Lab of Sines") -> Cited:
-    return Cited(ARK, "https://arks.example.org/ark:12345/x6np1wh8k/@v2", creators, title,
+    who = [Creator(name) for name in creators]
+    return Cited(ARK, "https://arks.example.org/ark:12345/x6np1wh8k/@v2", who, title,
                  "2024", "v2", "2024", publisher)  # fmt: skip
 
 
@@ -34,7 +36,7 @@ def test_the_export_is_valid_datacite(record: Cited) -> None:
     assert schema.validate(doc), schema.error_log
     ns = {"d": NAMESPACE}
     names = doc.xpath("d:creators/d:creator/d:creatorName/text()", namespaces=ns)
-    assert names == (record.creators or [UNKNOWN])
+    assert names == (record.names or [UNKNOWN])
     assert doc.findtext("d:titles/d:title", namespaces=ns) == record.title
 
 

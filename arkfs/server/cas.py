@@ -28,6 +28,7 @@ from arkfs.server.http import (
     not_modified,
     parse_range,
     read_body,
+    validated,
 )
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
@@ -134,7 +135,9 @@ class CasService(Face):
         self.stats.reconstructions += 1
         self.stats.reconstruction_bytes += end - start
         body = rec.to_v2() if v2 else rec.to_v1()
-        return JSONResponse(body, headers={"Cache-Control": "private, no-store"})
+        # The same within a signing window (signing.py), so a client may revalidate it: 304.
+        response = JSONResponse(body, headers={"Vary": f"Range, {FOOTERS_HEADER}"})
+        return validated(request, response, cache="private, no-cache")
 
     async def xorb_data(self, request: Request) -> Response:
         """Xorb bytes behind a signed URL, with Range and bounded caching (HTTP Caching Headers)."""

@@ -9,6 +9,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from arkfs.xet.reconstruction import (
+    FOOTERS_HEADER,
+    FOOTERS_HELD_HEADER,
+    Reconstruction,
+    held_header,
+)
 from tests.support.archive import publish
 from tests.support.server import arkfs_server
 
@@ -92,3 +98,18 @@ def test_reconstruction_and_footer_revalidate(served: str) -> None:
         fetch["url"], headers={"Range": "bytes=-4", "If-None-Match": footer.headers["etag"]}
     )
     assert cond.status_code == 304
+
+
+def test_reconstruction_leaves_out_the_footers_the_client_holds(served: str) -> None:
+    manifest = httpx.get(f"{served}/{ARK}", headers=JSON).json()
+    (entry,) = [e for e in manifest["entries"] if e["path"] == "top.bin"]
+    route = f"{served}/v1/reconstructions/{entry['xet_hash']}"
+    ask = {"Authorization": "Bearer reader", FOOTERS_HEADER: "1"}
+    full = Reconstruction.from_json(httpx.get(route, headers=ask).json())
+    assert full.footers  # asked for, every footer comes
+    held = {**ask, FOOTERS_HELD_HEADER: held_header(full.footers)}
+    lean = httpx.get(route, headers=held)
+    assert Reconstruction.from_json(lean.json()).footers == {}
+    assert len(lean.content) < len(httpx.get(route, headers=ask).content)
+    other = {**ask, FOOTERS_HELD_HEADER: "0123456789abcdef"}  # some other xorb's
+    assert Reconstruction.from_json(httpx.get(route, headers=other).json()).footers == full.footers

@@ -6,9 +6,10 @@ cold read near 150 MB/s. Here a worker thread does the whole fetch with http.cli
 readinto, which releases the GIL while it waits on the socket. Each thread keeps its own
 keep-alive connection per origin. Retries follow arkfs.net.retry, like every request.
 
-Proxies come from the environment as for every other request (HTTP_PROXY, HTTPS_PROXY,
-NO_PROXY, read as urllib and httpx read them): an http URL is asked of the proxy in absolute
-form, so a site cache such as squid can answer it; an https URL goes through a CONNECT tunnel.
+Proxies are chosen as for every other request (arkfs.net.proxies: the `proxies` list, else
+HTTP_PROXY, HTTPS_PROXY, NO_PROXY): an http URL is asked of the proxy in absolute form, so a
+site cache such as squid can answer it; an https URL goes through a CONNECT tunnel. A proxy
+that refuses or times out the connection makes the next attempt use the next of the list.
 
 A GET ends by its deadline, however slowly the reply comes: each connect, send and receive
 waits at most the time left (and at most timeout), so a server that trickles a byte now and
@@ -149,13 +150,10 @@ class RangedGetter:
                 proxies.failed(proxy_url)
                 retry.connect_timed_out()
                 continue
-            except ConnectionRefusedError as exc:
-                self._drop(where)
-                proxies.failed(proxy_url)
-                retry.transport_failed(one_line(str(exc)) or type(exc).__name__)
-                continue
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(where)
+                if isinstance(exc, ConnectionRefusedError):
+                    proxies.failed(proxy_url)
                 retry.transport_failed(one_line(str(exc)) or type(exc).__name__)
                 continue
             if not retryable(reply.status):

@@ -6,6 +6,7 @@ against its hash. Errors are BackendError subclasses with one-line messages. An 
 an arkfs.archive.record.Archive, the one type every layer shares.
 """
 
+from collections.abc import Collection
 from typing import Protocol, runtime_checkable
 
 from arkfs.archive.manifest import Manifest
@@ -45,8 +46,11 @@ class CasReader(Protocol):
 
     name: str  # for messages and cache keys: the base URL, or 'embedded:<dir>'
 
-    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
-        """Terms and fetch ranges covering bytes [start, end) of a file (end > start)."""
+    async def reconstruction(
+        self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
+    ) -> Reconstruction:
+        """Terms and fetch ranges covering bytes [start, end) of a file (end > start); held
+        names xorbs whose footers the caller keeps, which the reply may leave out."""
         ...
 
     async def fetch(self, xorb_hash: bytes, fr: FetchRange) -> bytes:

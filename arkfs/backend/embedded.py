@@ -7,7 +7,7 @@ errors become backend errors in one place (_run).
 """
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TypeVar
 
 import trio
@@ -92,8 +92,10 @@ class EmbeddedBackend:
         record = self.service.file(file_hash)
         return self.service.reconstruction(record, start, end, _fetch_key)
 
-    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
-        return await self._run(self._plan, file_hash, start, end)
+    async def reconstruction(
+        self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
+    ) -> Reconstruction:
+        return await self._run(self._plan, file_hash, start, end)  # it sends no footers
 
     async def _xorb_call(self, fn: Callable[..., T], xorb_hash: bytes, *args: object) -> T:
         """A read of a stored xorb: one that a reconstruction names and is missing is damage."""

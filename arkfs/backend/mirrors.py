@@ -27,7 +27,7 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TypeVar
 
 import trio
@@ -280,20 +280,22 @@ class MirroredBackend:
 
     # --- the CAS: rotated, spread, hedged ------------------------------------------------
 
-    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+    async def reconstruction(
+        self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
+    ) -> Reconstruction:
         self._turn += 1
         order = self._order(self._turn % len(self.mirrors))
         rec, index = await self._first(
-            order, lambda i: self._reconstruction(i, file_hash, start, end), self.hedge_after
+            order, lambda i: self._reconstruction(i, file_hash, start, end, held), self.hedge_after
         )
         self._rebuilt.put(file_hash, index)
         return rec
 
     async def _reconstruction(
-        self, index: int, file_hash: bytes, start: int, end: int
+        self, index: int, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
     ) -> Reconstruction:
         """A mirror's reconstruction; its URLs and the range it covers are remembered."""
-        rec = await self.mirrors[index].reconstruction(file_hash, start, end)
+        rec = await self.mirrors[index].reconstruction(file_hash, start, end, held)
         for xh, frs in rec.fetch.items():
             if frs:
                 self._urls.put((index, xh), frs[0].url)

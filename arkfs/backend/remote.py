@@ -13,6 +13,7 @@ shows one.
 
 import math
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,7 +42,13 @@ from arkfs.net.ranged import RangedGetter, RangedReply
 from arkfs.net.retry import FAIL_FAST, DownOrigins, RetryPolicy
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import FOOTERS_HEADER, FetchRange, Reconstruction
+from arkfs.xet.reconstruction import (
+    FOOTERS_HEADER,
+    FOOTERS_HELD_HEADER,
+    FetchRange,
+    Reconstruction,
+    held_header,
+)
 from arkfs.xet.shard import Shard, parse_shard
 from arkfs.xet.trust import named_footer
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter
@@ -306,12 +313,15 @@ class RemoteBackend:
         except XetError as exc:
             raise BadReply(f"{what} from {origin(str(resp.request.url))}: {exc}") from None
 
-    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+    async def reconstruction(
+        self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
+    ) -> Reconstruction:
         name = hash_to_string(file_hash)
         what = f"reconstruction of file {name}"
-        resp = await self._reconstruction_reply(
-            name, {"Range": f"bytes={start}-{end - 1}", FOOTERS_HEADER: "1"}
-        )
+        headers = {"Range": f"bytes={start}-{end - 1}", FOOTERS_HEADER: "1"}
+        if held:
+            headers[FOOTERS_HELD_HEADER] = held_header(held)
+        resp = await self._reconstruction_reply(name, headers)
         where = origin(str(resp.request.url))
         if resp.status_code == 404:
             raise NotBound(f"the CAS at {where} holds no file {name}")

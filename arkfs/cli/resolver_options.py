@@ -16,6 +16,7 @@ from arkfs.mount.config import (
     default_config_path,
     load_config,
 )
+from arkfs.net import proxies
 from arkfs.resolver.discover import DEFAULT_FALLBACK
 from arkfs.resolver.registries import RegistryUnavailable, is_url, load_file
 
@@ -48,9 +49,14 @@ def resolver_config(args: argparse.Namespace) -> ResolverConfig:
     config_path = args.config or default_config_path()
     explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
     try:
-        return load_config(config_path, explicit)
-    except ConfigError as exc:
+        config = load_config(config_path, explicit)
+        if config.proxies:  # every request of this command goes through them
+            proxies.use(config.proxies, f"config file {config.path}: proxies")
+        else:
+            proxies.chain()  # checks $ARKFS_PROXIES now, not at the first request
+    except (ConfigError, proxies.ProxyError) as exc:
         raise BadInput(str(exc)) from None
+    return config
 
 
 def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discovery:

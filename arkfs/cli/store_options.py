@@ -23,6 +23,12 @@ def add_store_options(p: Options) -> None:
         "credentials come from the standard AWS variables and files",
     )
     p.add_argument(
+        "--s3-public-endpoint",
+        metavar="URL",
+        help="the S3 endpoint as readers reach it, for the pre-signed xorb URLs `serve` hands "
+        "out (default: --s3-endpoint)",
+    )
+    p.add_argument(
         "--index",
         metavar="postgresql://...",
         help="PostgreSQL database that indexes an s3:// store (required with one)",
@@ -43,8 +49,11 @@ def open_store(args: argparse.Namespace, location: str, create: bool = True) -> 
     """The store at location (a directory, or s3://BUCKET[/PREFIX] with args.index);
     BadInput for options that do not fit, StoreError if it cannot be opened."""
     if not is_s3(location):
-        if args.index or args.s3_endpoint:
-            raise BadInput("--index and --s3-endpoint go with an s3://BUCKET[/PREFIX] store only")
+        if args.index or args.s3_endpoint or args.s3_public_endpoint:
+            raise BadInput(
+                "--index, --s3-endpoint and --s3-public-endpoint go with an "
+                "s3://BUCKET[/PREFIX] store only"
+            )
         try:
             return LocalStore.open(Path(location), create=create)
         except OSError as exc:
@@ -58,4 +67,10 @@ def open_store(args: argparse.Namespace, location: str, create: bool = True) -> 
         raise BadInput(
             f"an s3:// store needs the s3 extra ({exc.name} is missing): pip install 'arkfs[s3]'"
         ) from None
-    return ScaledStore.open(location, args.s3_endpoint, args.index, connections=S3_WORKERS)
+    return ScaledStore.open(
+        location,
+        args.s3_endpoint,
+        args.index,
+        connections=S3_WORKERS,
+        public_endpoint=args.s3_public_endpoint,
+    )

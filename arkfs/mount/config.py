@@ -12,6 +12,7 @@ arkfs's XDG config directory (~/.config/arkfs):
     allow_other = true                               # uid, gid, umask ("027"), noexec,
     umask = "022"                                    # token_file, noxattr
     allow_private = false    # registry targets and redirects to private addresses (tests)
+    proxies = ["http://squid1:3128", "http://squid2:3128", "DIRECT"]  # tried in order
     [naans]
     12345 = "https://archive.example.org"
     b1234 = ["https://a.example.org", "https://b.example.org"]  # mirrors
@@ -31,6 +32,7 @@ from pathlib import Path
 from arkfs.ark.errors import ArkError
 from arkfs.ark.naan import check_naan
 from arkfs.net.client import origin
+from arkfs.net.proxies import ProxyError, parse
 from arkfs.resolver.discover import DEFAULT_FALLBACK
 from arkfs.resolver.registries import is_url
 from arkfs.util.paths import config_dir
@@ -42,7 +44,17 @@ PATH_SETTINGS = ("cache_dir", "log", "token_file")  # relative to the config fil
 FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr", "hide_xattrs", "allow_private")
 ID_SETTINGS = ("uid", "gid")
 SETTINGS = (*PATH_SETTINGS, *FLAG_SETTINGS, *ID_SETTINGS, "cache_size", "log_level", "umask")
-KEYS = ("servers", "naans", "store", "metadata_ttl", "registry", "fallback", "tokens", *SETTINGS)
+KEYS = (
+    "servers",
+    "naans",
+    "store",
+    "metadata_ttl",
+    "registry",
+    "fallback",
+    "tokens",
+    "proxies",
+    *SETTINGS,
+)
 
 
 class ConfigError(Exception):
@@ -63,6 +75,7 @@ class ResolverConfig:
     tokens: dict[str, str] = field(default_factory=dict, repr=False)  # origin -> token
     settings: dict[str, object] = field(default_factory=dict)  # the other mount settings
     path: Path | None = None  # the file it was read from
+    proxies: tuple[str, ...] = ()  # every request's proxies, in order (arkfs.net.proxies)
 
 
 @dataclass(frozen=True)
@@ -155,7 +168,21 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
         _tokens(data.get("tokens", {}), path),
         _settings(data, path),
         path,
+        _proxies(data.get("proxies"), path),
     )
+
+
+def _proxies(value: object, path: Path) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    proxies = [value] if isinstance(value, str) else value
+    if not isinstance(proxies, list) or not all(isinstance(p, str) for p in proxies):
+        raise ConfigError(f"config file {path}: proxies must be a list of proxy URLs and DIRECT")
+    try:
+        parse(proxies, f"config file {path}: proxies")
+    except ProxyError as exc:
+        raise ConfigError(str(exc)) from None
+    return tuple(proxies)
 
 
 def _settings(data: dict[str, object], path: Path) -> dict[str, object]:

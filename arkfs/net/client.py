@@ -18,6 +18,7 @@ import trio
 
 from arkfs import __version__
 from arkfs.backend.base import BadReply, Refused, Unauthorized
+from arkfs.net import proxies
 from arkfs.net.retry import INSUFFICIENT_STORAGE, Retry, RetryPolicy, retryable
 from arkfs.util.sizes import human
 
@@ -39,11 +40,17 @@ def make_client(timeout: float) -> httpx.AsyncClient:
     timeout bounds each connect, read, write and pool wait (httpx times each operation, so
     a long transfer that keeps moving is not cut off); connects give up after 3 s at most.
     """
+    limits = httpx.Limits(max_connections=32, max_keepalive_connections=16, keepalive_expiry=30)
+    via: dict[str, Any] = {}
+    if proxies.chain() is not None:  # the `proxies` list, over the environment's proxies
+        transport = proxies.FailoverTransport(limits=limits)
+        via = {"transport": transport, "mounts": {"http://": transport, "https://": transport}}
     return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
-        limits=httpx.Limits(max_connections=32, max_keepalive_connections=16, keepalive_expiry=30),
+        limits=limits,
         follow_redirects=True,
         headers={"User-Agent": f"arkfs/{__version__}"},
+        **via,
     )
 
 

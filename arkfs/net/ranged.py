@@ -6,9 +6,10 @@ cold read near 150 MB/s. Here a worker thread does the whole fetch with http.cli
 readinto, which releases the GIL while it waits on the socket. Each thread keeps its own
 keep-alive connection per origin. Retries follow arkfs.net.retry, like every request.
 
-Proxies come from the environment as for every other request (HTTP_PROXY, HTTPS_PROXY,
-NO_PROXY, read as urllib and httpx read them): an http URL is asked of the proxy in absolute
-form, so a site cache such as squid can answer it; an https URL goes through a CONNECT tunnel.
+Proxies are chosen as for every other request (arkfs.net.proxies: the `proxies` list, else
+HTTP_PROXY, HTTPS_PROXY, NO_PROXY): an http URL is asked of the proxy in absolute form, so a
+site cache such as squid can answer it; an https URL goes through a CONNECT tunnel. A proxy
+that refuses or times out the connection makes the next attempt use the next of the list.
 
 A GET ends by its deadline, however slowly the reply comes: each connect, send and receive
 waits at most the time left (and at most timeout), so a server that trickles a byte now and
@@ -21,12 +22,12 @@ import socket
 import threading
 import time
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from typing import cast
 
 from arkfs import __version__
 from arkfs.backend.base import BadReply
+from arkfs.net import proxies
 from arkfs.net.client import CONNECT_TIMEOUT, one_line, origin
 from arkfs.net.retry import Retry, RetryPolicy, retryable
 
@@ -34,15 +35,14 @@ _Origin = tuple[str, str, int | None]
 _Via = tuple[_Origin, _Origin | None]  # where a connection goes: the origin, and the proxy
 
 
-def proxy_for(url: urllib.parse.SplitResult) -> _Origin | None:
-    """The proxy the environment names for url (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), or None."""
-    proxy = urllib.request.getproxies_environment().get(url.scheme)
-    if not proxy or urllib.request.proxy_bypass(url.netloc):
-        return None
-    parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+def proxy_for(url: urllib.parse.SplitResult) -> tuple[str | None, _Origin | None]:
+    """The proxy to try first for url (arkfs.net.proxies) as a URL and as an origin, or
+    None twice."""
+    proxy = proxies.candidates(url.scheme, url.netloc)[0]
+    parts = urllib.parse.urlsplit(proxy or "")
     if not parts.hostname:
-        return None
-    return (parts.scheme, parts.hostname, parts.port)
+        return None, None
+    return proxy, (parts.scheme, parts.hostname, parts.port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,22 +135,25 @@ class RangedGetter:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BadReply(f"{origin(url)}: not an http(s) URL")
-        proxy = proxy_for(parts)
-        where = ((parts.scheme, parts.hostname, parts.port), proxy)
-        target = parts.path + (f"?{parts.query}" if parts.query else "")
-        if proxy is not None and parts.scheme == "http":
-            target = urllib.parse.urlunsplit(parts._replace(fragment=""))
         retry = Retry(policy or self.policy, time.monotonic, deadline=deadline)
         while (pause := retry.next_pause()) is not None:
             time.sleep(pause)
+            proxy_url, proxy = proxy_for(parts)  # after a proxy failed, the next of the list
+            where = ((parts.scheme, parts.hostname, parts.port), proxy)
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            if proxy is not None and parts.scheme == "http":
+                target = urllib.parse.urlunsplit(parts._replace(fragment=""))
             try:
                 reply = self._once(where, target, range_header, retry)
             except _ConnectTimeout:
                 self._drop(where)
+                proxies.failed(proxy_url)
                 retry.connect_timed_out()
                 continue
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(where)
+                if isinstance(exc, ConnectionRefusedError):
+                    proxies.failed(proxy_url)
                 retry.transport_failed(one_line(str(exc)) or type(exc).__name__)
                 continue
             if not retryable(reply.status):

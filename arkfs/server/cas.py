@@ -13,7 +13,7 @@ them. `GET /v1/stats` (read scope) reports what the CAS has served since the ser
 """
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -28,6 +28,7 @@ from arkfs.server.http import (
     not_modified,
     parse_range,
     read_body,
+    validated,
 )
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
@@ -35,7 +36,7 @@ from arkfs.service.archive_service import DEDUP_KEY_TTL, MAX_SHARD_SIZE
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import FOOTERS_HEADER
+from arkfs.xet.reconstruction import FOOTERS_HEADER, FOOTERS_HELD_HEADER, held_name, held_names
 from arkfs.xet.shard import serialize_stored
 
 MAX_TELEMETRY = 64 * 1024  # hf_xet's upload summaries are about 1.3 KiB of JSON
@@ -51,6 +52,7 @@ class CasStats:
 
     reconstructions: int = 0  # reconstruction replies sent (v1 and v2)
     reconstruction_bytes: int = 0  # file bytes those replies cover (their Range, clipped)
+    reconstruction_bytes_sent: int = 0  # body bytes of those replies (terms, URLs, footers)
     xorb_requests: int = 0  # GETs of xorb data through signed URLs, suffix Ranges excluded
     xorb_bytes_served: int = 0  # body bytes those GETs returned
     footer_requests: int = 0  # GETs of xorb data with a suffix Range
@@ -131,10 +133,18 @@ class CasService(Face):
 
         with_footers = request.headers.get(FOOTERS_HEADER) == "1"
         rec = await self.run(self.service.reconstruction, record, start, end, url_for, with_footers)
+        held = held_names(request.headers.get(FOOTERS_HELD_HEADER))
+        if held:  # the client holds these footers: send only the others
+            footers = {xh: f for xh, f in rec.footers.items() if held_name(xh) not in held}
+            rec = replace(rec, footers=footers)
         self.stats.reconstructions += 1
         self.stats.reconstruction_bytes += end - start
         body = rec.to_v2() if v2 else rec.to_v1()
-        return JSONResponse(body, headers={"Cache-Control": "private, no-store"})
+        # The same within a signing window (signing.py), so a client may revalidate it: 304.
+        vary = f"Range, {FOOTERS_HEADER}, {FOOTERS_HELD_HEADER}"
+        response = JSONResponse(body, headers={"Vary": vary})
+        self.stats.reconstruction_bytes_sent += len(response.body)
+        return validated(request, response, cache="private, no-cache")
 
     async def xorb_data(self, request: Request) -> Response:
         """Xorb bytes behind a signed URL, with Range and bounded caching (HTTP Caching Headers)."""

@@ -4,14 +4,16 @@ Errors raised here and by the archive service are answered by the one error mapp
 app.py, in the format of the route's face.
 """
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
+from email.utils import formatdate, parsedate_to_datetime
 from typing import Any, TypeVar
 
 import trio
 from starlette.requests import Request
+from starlette.responses import Response
 
 from arkfs.ark.identifier import Ark
 from arkfs.server.auth import Authorizer
@@ -144,3 +146,27 @@ def not_modified(request: Request, etag: str, modified: float | None) -> bool:
         return int(modified) <= parsedate_to_datetime(since).timestamp()
     except (TypeError, ValueError, IndexError, OverflowError):
         return False  # a malformed date is ignored, as RFC 9110 says
+
+
+_NOT_IN_304 = ("content-length", "content-type", "content-range", "accept-ranges")
+
+
+def validated(
+    request: Request, response: Response, *, cache: str, modified: float | None = None
+) -> Response:
+    """response with validators and Cache-Control `cache` (unless it has its own), or a 304
+    when request's conditions hold (RFC 9110, "Conditional Requests"). A 200 without an
+    ETag gets a strong one from its body; a streamed reply is left as it is."""
+    body = getattr(response, "body", None)
+    if response.status_code != 200 or not isinstance(body, bytes):
+        return response
+    headers = response.headers
+    if "etag" not in headers:
+        headers["ETag"] = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
+    if modified is not None and "last-modified" not in headers:
+        headers["Last-Modified"] = formatdate(modified, usegmt=True)
+    headers.setdefault("Cache-Control", cache)
+    if not not_modified(request, headers["etag"], modified):
+        return response
+    kept = {k: v for k, v in headers.items() if k.lower() not in _NOT_IN_304}
+    return Response(b"", status_code=304, headers=kept)

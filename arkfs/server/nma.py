@@ -31,6 +31,10 @@ Routes, on the same base URL as the CAS; the resolver service path is "/":
     Repr-Digest (when the manifest has the SHA-256) and Last-Modified (its mtime). Damage
     found before the headers go out is a 500; after, the connection is dropped.
   - A symlink: 302 to the ARK of its target when that is inside the archive, else 404.
+  - Caching (http.validated): every other 200 carries a strong ETag of its body and
+    Last-Modified (when the version was bound), and conditional requests get 304. Under
+    `@vN` a reply is immutable for a year unless it lists the other versions (the root);
+    the latest is kept LATEST_MAX_AGE.
   - A path whose normalized form names nothing, but whose raw spelling is an entry's path
     (normalization drops hyphens: `data/2024-01-01.csv`): 301 to that entry's ARK, the
     query kept (so `?info` too), under the same version.
@@ -101,7 +105,15 @@ from arkfs.export import bagit
 from arkfs.server import citations, preview, tarball
 from arkfs.server.auth import AuthError, Scope
 from arkfs.server.bag import bag_members
-from arkfs.server.http import Face, HttpError, cache_control, not_modified, parse_range, read_body
+from arkfs.server.http import (
+    Face,
+    HttpError,
+    cache_control,
+    not_modified,
+    parse_range,
+    read_body,
+    validated,
+)
 from arkfs.server.metrics import upload_route
 from arkfs.server.pages import (
     STYLESHEET,
@@ -272,7 +284,11 @@ class NmaService(Face):
             response.headers["Content-Location"] = _service_path(request) + str(exact)
         if answered and not inflection and entry is not None and entry.kind is Kind.FILE:
             response.headers["Cache-Control"] = cache_control(request, version is not None)
-        return response
+            return response  # file() answered its own conditions, by the file's mtime
+        # A version's pages and records are immutable unless they list the other versions.
+        fixed = version is not None and not versions
+        cache = cache_control(request, fixed)
+        return validated(request, response, cache=cache, modified=archive.version.created)
 
     def _reader(self, request: Request) -> bool:
         """Does the request carry a token with read scope (not merely --open-read)?"""

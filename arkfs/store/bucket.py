@@ -6,18 +6,23 @@ Credentials come from the standard AWS chain (environment, ~/.aws files); they a
 part of a message. Keys are PREFIX + kind + '/' + hash string.
 """
 
-import datetime
+import email.utils
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 import boto3
+import botocore.auth
+import botocore.awsrequest
 import botocore.config
 import botocore.exceptions
 
 from arkfs.store.errors import NotFound, OutOfRange, StoreError
 
 if TYPE_CHECKING:
+    from botocore.credentials import ReadOnlyCredentials
     from mypy_boto3_s3 import S3Client
 
 CONNECT_TIMEOUT = 5.0  # seconds to open a connection to the endpoint
@@ -25,6 +30,7 @@ READ_TIMEOUT = 30.0  # seconds without a byte before a call fails
 ATTEMPTS = 2  # botocore retries a failed call once, with backoff
 DEFAULT_REGION = "us-east-1"  # what S3-compatible stores accept when none is configured
 _MISSING = {"NoSuchKey", "404", "NotFound"}
+AWS_ENDPOINT = "https://s3.amazonaws.com"  # where path-style URLs go when no endpoint is set
 
 
 def parse_location(location: str) -> tuple[str, str]:
@@ -41,10 +47,19 @@ def parse_location(location: str) -> tuple[str, str]:
 class Bucket:
     """One bucket (and key prefix) at one S3 endpoint; safe to share between threads."""
 
-    def __init__(self, bucket: str, prefix: str, endpoint: str | None, connections: int) -> None:
-        """Use Bucket.open."""
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str,
+        endpoint: str | None,
+        connections: int,
+        public_endpoint: str | None = None,
+    ) -> None:
+        """Use Bucket.open. Pre-signed URLs name public_endpoint (default: endpoint)."""
         self.name, self.prefix, self.endpoint = bucket, prefix, endpoint
+        self.public_endpoint = (public_endpoint or endpoint or AWS_ENDPOINT).rstrip("/")
         session = boto3.session.Session()
+        self._session = session
         config = botocore.config.Config(
             connect_timeout=CONNECT_TIMEOUT,
             read_timeout=READ_TIMEOUT,
@@ -61,14 +76,20 @@ class Bucket:
         )
 
     @classmethod
-    def open(cls, location: str, endpoint: str | None, connections: int = 16) -> "Bucket":
+    def open(
+        cls,
+        location: str,
+        endpoint: str | None,
+        connections: int = 16,
+        public_endpoint: str | None = None,
+    ) -> "Bucket":
         """The bucket of s3://BUCKET[/PREFIX] at endpoint (None: AWS); StoreError unless it
-        answers."""
+        answers. Readers reach it at public_endpoint (default: endpoint)."""
         try:
             name, prefix = parse_location(location)
         except ValueError as exc:
             raise StoreError(str(exc)) from None
-        bucket = cls(name, prefix, endpoint, connections)
+        bucket = cls(name, prefix, endpoint, connections, public_endpoint)
         try:
             with bucket._errors("open the bucket"):
                 bucket._client.head_bucket(Bucket=name)
@@ -179,15 +200,45 @@ class Bucket:
                     when = obj["LastModified"].timestamp()
                     yield obj["Key"][len(under) :], int(obj["Size"]), when
 
-    def presign(self, key: str, ttl: int) -> str:
-        """A pre-signed GET URL of key valid for ttl seconds; its replies carry caching headers
-        bounded by that lifetime (HTTP Caching Headers). Signing is local: no request."""
-        expires = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=ttl)
-        params = {
-            "Bucket": self.name,
-            "Key": key,
-            "ResponseCacheControl": f"public, immutable, max-age={ttl}",
-            "ResponseExpires": expires,
-        }
+    def presign(self, key: str, ttl: int, now: float | None = None) -> str:
+        """A pre-signed GET URL of key at the public endpoint, valid for ttl seconds at least;
+        its replies carry caching headers bounded by that lifetime (HTTP Caching Headers).
+        Signing is local: no request.
+
+        The signing time is now rounded down to a window of ttl / 3, and the URL stays valid
+        for ttl + window from then, so every reader within one window gets the same URL and a
+        site cache (squid), which keys on the whole URL, can hit."""
+        window = max(1, ttl // 3)
+        signed = int(now if now is not None else time.time())
+        signed -= signed % window
+        lifetime = ttl + window
+        expires = email.utils.formatdate(signed + lifetime, usegmt=True)
+        request = botocore.awsrequest.AWSRequest(
+            method="GET",
+            url=f"{self.public_endpoint}/{quote(self.name)}/{quote(key, safe='/~')}",
+            params={
+                "response-cache-control": f"public, immutable, max-age={ttl}",
+                "response-expires": expires,
+            },
+        )
         with self._errors("sign a URL", key):
-            return self._client.generate_presigned_url("get_object", Params=params, ExpiresIn=ttl)
+            credentials = self._session.get_credentials()
+            if credentials is None:
+                raise botocore.exceptions.NoCredentialsError()
+            frozen = credentials.get_frozen_credentials()
+            _SignedAt(frozen, self._client.meta.region_name, lifetime, signed).add_auth(request)
+        return request.prepare().url
+
+
+class _SignedAt(botocore.auth.S3SigV4QueryAuth):
+    """SigV4 query signing (Signature Version 4: query string) at a given time, not now."""
+
+    def __init__(
+        self, credentials: "ReadOnlyCredentials", region: str, expires: int, when: int
+    ) -> None:
+        super().__init__(credentials, "s3", region, expires)
+        self._timestamp = time.strftime(botocore.auth.SIGV4_TIMESTAMP, time.gmtime(when))
+
+    def _modify_request_before_signing(self, request: botocore.awsrequest.AWSRequest) -> None:
+        request.context["timestamp"] = self._timestamp  # add_auth set it to now
+        super()._modify_request_before_signing(request)  # type: ignore[misc]  # not in stubs

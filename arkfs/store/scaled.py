@@ -88,11 +88,17 @@ class ScaledStore:
 
     @classmethod
     def open(
-        cls, location: str, endpoint: str | None, dsn: str, connections: int = 16
+        cls,
+        location: str,
+        endpoint: str | None,
+        dsn: str,
+        connections: int = 16,
+        public_endpoint: str | None = None,
     ) -> "ScaledStore":
         """The store in bucket location (s3://BUCKET[/PREFIX]) at endpoint, indexed in the
-        PostgreSQL database dsn; StoreError, saying which, unless both answer."""
-        bucket = Bucket.open(location, endpoint, connections)
+        PostgreSQL database dsn; StoreError, saying which, unless both answer. Pre-signed
+        URLs name public_endpoint, where readers reach the bucket (default: endpoint)."""
+        bucket = Bucket.open(location, endpoint, connections, public_endpoint)
         return cls(bucket, Index.open(dsn, connections))
 
     def close(self) -> None:

@@ -6,12 +6,16 @@ which terms, trimmed to whole chunks, cover a byte range, and the offset into th
 An arkfs extension: asked with the FOOTERS_HEADER, a reply also carries the footers of its
 xorbs (FOOTERS_FIELD: xorb hash -> base64 footer_record), which saves a reader the round
 trips of fetching each xorb's tail. Like the rest of a reply they are hints: a reader checks
-each against its xorb hash (trust.py). Other clients neither ask nor see it.
+each against its xorb hash (trust.py). Other clients neither ask nor see it. A reader that
+holds some footers already names them in FOOTERS_HELD_HEADER (the first HELD_DIGITS of
+each xorb's hash string), and the reply leaves those out: a footer of 2,000 chunks is about
+100 KB, which every reply for a small file in that xorb would otherwise carry again.
 """
 
 import base64
 import binascii
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +24,25 @@ from arkfs.xet.hashing import hash_to_string, string_to_hash
 
 FOOTERS_HEADER = "X-Arkfs-Footers"  # request header: "1" asks for FOOTERS_FIELD
 FOOTERS_FIELD = "arkfs_footers"
+FOOTERS_HELD_HEADER = "X-Arkfs-Footers-Held"  # request header: footers not to send
+HELD_DIGITS = 16  # hex digits that name a held footer: a clash only costs a fetch
+MAX_HELD = 64  # names a server reads from FOOTERS_HELD_HEADER
+
+
+def held_name(xorb_hash: bytes) -> str:
+    """How FOOTERS_HELD_HEADER names the footer of xorb_hash."""
+    return hash_to_string(xorb_hash)[:HELD_DIGITS]
+
+
+def held_header(xorbs: Iterable[bytes]) -> str:
+    """The FOOTERS_HELD_HEADER value naming the footers of xorbs (at most MAX_HELD)."""
+    return ",".join(held_name(xh) for xh in itertools.islice(xorbs, MAX_HELD))
+
+
+def held_names(value: str | None) -> frozenset[str]:
+    """The footers a FOOTERS_HELD_HEADER value names (at most MAX_HELD; others ignored)."""
+    names = (n.strip().lower() for n in (value or "").split(",")[:MAX_HELD])
+    return frozenset(n for n in names if len(n) == HELD_DIGITS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@ bad mirrors asked last, and mirrors that disagree on an archive version."""
 
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from typing import Any
 
@@ -141,8 +141,10 @@ class NamedFake(FakeBackend):
         super().__init__(files)
         self.name = name
 
-    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
-        rec = await super().reconstruction(file_hash, start, end)
+    async def reconstruction(
+        self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
+    ) -> Reconstruction:
+        rec = await super().reconstruction(file_hash, start, end, held)
         fetch = {
             xh: tuple(replace(fr, url=fr.url.replace("fake://", f"{self.name}://")) for fr in frs)
             for xh, frs in rec.fetch.items()

@@ -12,6 +12,7 @@ makes every fetch URL handed out so far refused, as a server does once its URLs 
 """
 
 from collections import Counter, deque
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from urllib.parse import parse_qs, urlsplit
 
@@ -114,7 +115,9 @@ class FakeBackend:
 
     # --- the Backend methods the data path calls -------------------------------------------
 
-    async def reconstruction(self, file_hash: bytes, start: int, end: int) -> Reconstruction:
+    async def reconstruction(
+        self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
+    ) -> Reconstruction:
         await self._fault(RECONSTRUCTION)
         terms = self._terms.get(file_hash)
         if terms is None:

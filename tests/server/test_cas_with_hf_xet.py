@@ -105,7 +105,7 @@ def test_auth_statuses(served) -> None:
         f"{url}/v1/reconstructions/{file_hash}", headers={"Authorization": "Bearer reader"}
     )
     assert r.status_code == 200
-    assert r.headers["cache-control"] == "private, no-store"
+    assert r.headers["cache-control"] == "private, no-cache"
 
 
 def test_range_past_end_is_416(served) -> None:

@@ -40,6 +40,7 @@ def test_stats_count_uploads_reconstructions_data_and_footer_reads(tmp_path: Pat
     assert stats == {
         "reconstructions": 1,
         "reconstruction_bytes": 200_000,
+        "reconstruction_bytes_sent": len(r.content),
         "xorb_requests": 2,
         "xorb_bytes_served": len(data.content) + len(whole.content),
         "footer_requests": 1,

@@ -5,9 +5,10 @@ from the disk cache (checked again as it loads), else it is built and checked ag
 file hash, then written to the disk cache. Building it takes one reconstruction of the
 whole file (metadata only: no chunk data) and each xorb footer once (FOOTERS_IN_MEMORY in
 memory, then those the reconstruction carries (an arkfs server sends them: no round trip
-per xorb), then the disk cache, then the backend). It must be the whole file: the file hash
-is the Merkle root of every chunk hash, so no smaller set of terms can be checked against
-it, and unchecked terms could name any xorb. It happens once per file, not per mount: the
+per xorb; told those in memory, it leaves them out), then the disk cache, then the
+backend). It must be the whole file: the file hash is the Merkle root of every chunk hash,
+so no smaller set of terms can be checked against it, and unchecked terms could name any
+xorb. It happens once per file, not per mount: the
 map stays on disk. A map loads once however many reads ask for it at the same time; a
 failure is not remembered, so the next read tries again.
 """
@@ -154,7 +155,8 @@ class MapLoader:
     ) -> FileMap:
         """File Reconstruction of the whole file, footers, then the checks of build_map."""
         what = f"file {hash_to_string(file_hash)}"
-        rec = await call_backend(what, backend.reconstruction, file_hash, 0, size)
+        held = tuple(self._footers)  # no need to send these again (FOOTERS_HELD_HEADER)
+        rec = await call_backend(what, backend.reconstruction, file_hash, 0, size, held)
         if rec.offset_into_first_range:
             raise ReadError(f"{what}: {backend.name} skips bytes at the start of the file")
         self._urls.keep(backend, rec)

@@ -5,19 +5,17 @@ import argparse
 import os
 from pathlib import Path
 
-from arkfs.ark.registry import RegistryError
 from arkfs.cli.common import BadInput
 from arkfs.cli.helptext import Options
 from arkfs.mount.config import (
     CONFIG_ENV,
+    DEFAULT_FALLBACK,
     ConfigError,
     Discovery,
     ResolverConfig,
     default_config_path,
     load_config,
 )
-from arkfs.resolver.discover import DEFAULT_FALLBACK
-from arkfs.resolver.registries import RegistryUnavailable, is_url, load_file
 
 
 def add_resolver_options(p: Options) -> None:
@@ -56,6 +54,8 @@ def resolver_config(args: argparse.Namespace) -> ResolverConfig:
 def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discovery:
     """--registry, --fallback and --allow-private, checked (registry files must read well),
     over config's."""
+    from arkfs.resolver.registries import is_url  # the resolver loads when a command runs
+
     registries = tuple(_check_registry(r) for r in args.registry)
     for source in config.registries:
         _check_registry(source)
@@ -69,6 +69,9 @@ def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discover
 
 def _check_registry(source: str) -> str:
     """A registry URL as it is; a registry file as an absolute path, once it reads well."""
+    from arkfs.ark.registry import RegistryError
+    from arkfs.resolver.registries import RegistryUnavailable, is_url, load_file
+
     if is_url(source):
         return source
     path = Path(os.path.abspath(Path(source).expanduser()))

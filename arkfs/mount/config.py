@@ -30,13 +30,14 @@ from pathlib import Path
 
 from arkfs.ark.errors import ArkError
 from arkfs.ark.naan import check_naan
-from arkfs.net.client import origin
-from arkfs.resolver.discover import DEFAULT_FALLBACK
-from arkfs.resolver.registries import is_url
 from arkfs.util.paths import config_dir
 from arkfs.util.sizes import parse_size
 
+# This module loads no HTTP client nor resolver (they are imported where used), so the
+# command line's parsers read these defaults and `arkfs mount --help` starts at once.
 CONFIG_ENV = "ARKFS_CONFIG"
+DEFAULT_FALLBACK = "https://n2t.net/"  # the resolver for NAANs no registry knows
+DEFAULT_TTL = 300.0  # seconds the latest version of an archive is taken as known
 LOG_LEVELS = ("debug", "info", "warning", "error")
 PATH_SETTINGS = ("cache_dir", "log", "token_file")  # relative to the config file
 FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr", "hide_xattrs", "allow_private")
@@ -209,11 +210,15 @@ def _registries(value: object, path: Path) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
         raise ConfigError(f"config file {path}: registry must be a path or URL, or a list of them")
+    from arkfs.resolver.registries import is_url
+
     base = path.parent.absolute()
     return tuple(i if is_url(i) else str(base / Path(i).expanduser()) for i in items)
 
 
 def _fallback(value: object, path: Path) -> str | bool | None:
+    from arkfs.resolver.registries import is_url
+
     if value is None or value is False:
         return value
     if isinstance(value, str) and is_url(value):
@@ -223,6 +228,9 @@ def _fallback(value: object, path: Path) -> str | bool | None:
 
 def _tokens(table: object, path: Path) -> dict[str, str]:
     """[tokens]: origin -> token, each given as a string or as {file = PATH} (first line)."""
+    from arkfs.net.client import origin
+    from arkfs.resolver.registries import is_url
+
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: [tokens] must be a table of origin = token")
     tokens = {}

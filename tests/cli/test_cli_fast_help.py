@@ -42,10 +42,9 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-# Not there yet: their parsers read defaults from modules that load the machinery
-# (mount.config, resolver.discover's DEFAULT_FALLBACK, names.latest's DEFAULT_TTL,
-# publish.scan); strict, so each is noticed the day it passes.
-NOT_YET = {"publish", "bind", "mount", "umount", "stats", "get", "resolve", "config"}
+# Not there yet: their modules (being reworked on other branches) import the publisher, the
+# Python API and rich at the top; strict, so each is noticed the day it passes.
+NOT_YET = {"publish", "bind", "get"}
 
 
 @pytest.mark.parametrize(

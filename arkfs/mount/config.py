@@ -24,17 +24,14 @@ Relative paths (store, registry files, token files) are relative to the config f
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arkfs.ark.errors import ArkError
-from arkfs.ark.naan import check_naan
 from arkfs.util.paths import config_dir
 from arkfs.util.sizes import parse_size
 
-# This module loads no HTTP client nor resolver (they are imported where used), so the
-# command line's parsers read these defaults and `arkfs mount --help` starts at once.
+# This module loads no HTTP client, resolver or ARK parser (they are imported where used): the
+# command line's parsers read these defaults, and `arkfs mount --help` starts at once.
 CONFIG_ENV = "ARKFS_CONFIG"
 DEFAULT_FALLBACK = "https://n2t.net/"  # the resolver for NAANs no registry knows
 DEFAULT_TTL = 300.0  # seconds the latest version of an archive is taken as known
@@ -113,6 +110,11 @@ def _urls(value: object, where: str) -> tuple[str, ...]:
 
 def load_config(path: Path, explicit: bool) -> ResolverConfig:
     """Read a config file; a missing file is an empty config unless it was named explicitly."""
+    import tomllib
+
+    from arkfs.ark.errors import ArkError
+    from arkfs.ark.naan import check_naan
+
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:

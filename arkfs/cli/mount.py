@@ -5,14 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import json
-import logging
 import math
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +21,8 @@ from arkfs.mount.config import DEFAULT_FALLBACK, DEFAULT_TTL
 from arkfs.util.sizes import human, parse_size
 
 if TYPE_CHECKING:  # the mount's machinery is imported when a command runs: --help is quick
+    import subprocess
+
     from arkfs.mount.fuse.attributes import Ownership
 
 
@@ -198,6 +195,8 @@ def run_mount(args: argparse.Namespace) -> int:
 
 def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
+    import logging
+
     from arkfs.mount.daemon import (
         SHARING,
         MountOptions,
@@ -270,6 +269,9 @@ def _octal(text: str) -> int:
 def _checked_cache(cache_dir: Path, cache_size: int) -> int:
     """Create the cache directory and check it is writable; the cache size, capped to what
     its filesystem can hold (with a warning)."""
+    import shutil
+    import tempfile
+
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=cache_dir):
@@ -325,6 +327,8 @@ def _ownership(uid: int | None, gid: int | None, umask: int) -> Ownership | None
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:
+    import subprocess
+
     return subprocess.run(["fusermount3", *args], capture_output=True, text=True, check=False)
 
 
@@ -374,6 +378,8 @@ def _stats_lines(data: dict[str, object]) -> list[str]:
 
 def run_stats(args: argparse.Namespace) -> int:
     """Read user.arkfs.stats from the mount root and print it."""
+    import json
+
     from arkfs.mount.daemon import FSTYPE, mounted
     from arkfs.mount.exposition import exposition
     from arkfs.mount.fuse.xattrs import STATS

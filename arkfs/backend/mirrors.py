@@ -10,7 +10,8 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
   xorb hash: a mirror that did not hand out the URL is asked for its own (from a
   reconstruction of the same bytes, remembered per xorb), assuming, as replicas do, that
   mirrors hold the same xorbs byte for byte;
-- a mirror that did not answer is avoided for DOWN_TIME; one that sent bad bytes (a
+- a mirror that did not answer is asked last while it is down (net.reachability, the
+  one unreachable-endpoint rule), until it answers again; one that sent bad bytes (a
   footer failing its hash here, chunks or a reconstruction failing their checks in the
   data path, which calls blame() or blame_reconstruction()) for BAD_TIME, with one log
   line naming it;
@@ -44,6 +45,7 @@ from arkfs.backend.base import (
     Unauthorized,
     Unreachable,
 )
+from arkfs.net.reachability import Reachability
 from arkfs.util.lru import LRU
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange, Reconstruction
@@ -53,7 +55,6 @@ from arkfs.xet.xorb import XorbFooter
 log = logging.getLogger(__name__)
 
 HEDGE_AFTER = 2.0  # seconds before a read is also asked of the next mirror
-DOWN_TIME = 10.0  # seconds an unreachable mirror is asked last
 BAD_TIME = 300.0  # seconds a mirror that sent bad bytes is asked last
 AGREE_TIME = 5.0  # seconds the other mirrors get to confirm an archive version
 REMEMBERED = 1 << 16  # xorbs whose URLs and reconstruction ranges are remembered
@@ -80,6 +81,7 @@ class MirroredBackend:
         self.name = "mirrors(" + ", ".join(m.name for m in mirrors) + ")"
         self.hedge_after = hedge_after
         self._avoid: dict[int, float] = {}  # mirror index -> until when it is asked last
+        self._reach = Reachability()  # which mirrors (by index) just did not answer
         self._turn = 0  # rotates reconstructions over the mirrors
         self._owner: LRU[str, int] = LRU(REMEMBERED)  # fetch URL -> the mirror that gave it
         self._urls: LRU[tuple[int, bytes], str] = LRU(REMEMBERED)  # (mirror, xorb) -> URL
@@ -105,7 +107,11 @@ class MirroredBackend:
         rotated = [(first + i) % n for i in range(n)]
         now = time.monotonic()
         self._forget_old_estimates()
-        return sorted(rotated, key=lambda i: (self._avoid.get(i, 0.0) > now, i in self._slow))
+        return sorted(rotated, key=lambda i: (self._avoided(i, now), i in self._slow))
+
+    def _avoided(self, index: int, now: float) -> bool:
+        """Is mirror index asked last: down, or it sent bad bytes lately?"""
+        return self._reach.is_down(str(index)) or self._avoid.get(index, 0.0) > now
 
     def _forget_old_estimates(self) -> None:
         """Drop the reply time of slow mirrors last measured PROBE_AFTER ago: unmeasured,
@@ -193,14 +199,21 @@ class MirroredBackend:
                     self._timed(index, (trio.current_time() - start) / units, finished=False)
                 raise
             except Unreachable as exc:
-                self._mark(index, DOWN_TIME, f"is unreachable ({exc})")
+                if self._reach.failed(str(index), str(exc)):
+                    log.warning(
+                        "mirror %s is unreachable (%s); asking the other mirrors first",
+                        self.mirrors[index].name, exc,
+                    )  # fmt: skip
                 errors.append((index, exc))
             except BadReply as exc:
+                self._reach.answered(str(index))
                 self._mark(index, BAD_TIME, f"sent a bad reply ({exc})")
                 errors.append((index, exc))
             except BackendError as exc:
+                self._reach.answered(str(index))
                 errors.append((index, exc))
             else:
+                self._reach.answered(str(index))
                 if units is not None:
                     self._timed(index, (trio.current_time() - start) / units)
                 done.append((result, index))

@@ -39,7 +39,8 @@ from arkfs.net.client import (
     server_message,
 )
 from arkfs.net.ranged import RangedGetter, RangedReply
-from arkfs.net.retry import FAIL_FAST, DownOrigins, RetryPolicy
+from arkfs.net.reachability import DOWN_WINDOW
+from arkfs.net.retry import DownOrigins, RetryPolicy
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import (
@@ -110,7 +111,7 @@ class RemoteBackend:
         retries: int = 3,
         timeout: float = 10.0,
         retry_time: float = 10.0,
-        fail_fast: float = FAIL_FAST,
+        fail_fast: float = DOWN_WINDOW,
     ) -> None:
         if retries < 0 or timeout <= 0:
             raise ValueError(f"retries must be >= 0 and timeout > 0, got {retries} and {timeout}")

@@ -2,24 +2,20 @@
 preservation package that tools outside arkfs validate, read chunk-verified from the
 embedded store."""
 
+from __future__ import annotations
+
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import trio
-
-from arkfs.ark.errors import ArkError
-from arkfs.ark.normalization import parse
-from arkfs.ark.version_qualifier import split_version
-from arkfs.backend.base import Backend
-from arkfs.backend.embedded import EmbeddedBackend
 from arkfs.cli.common import BadInput
 from arkfs.cli.target import add_target, archive_ark, no_whitespace, run_on_target
-from arkfs.export.bagit import write_bag
-from arkfs.export.ocfl import write_object
-from arkfs.export.stored import stored_digest, stored_read
+
+if TYPE_CHECKING:  # imported when the command runs: its --help starts at once
+    from arkfs.backend.base import Backend
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs export`."""
     p = sub.add_parser(
         "export",
@@ -45,6 +41,10 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def _version_ark(text: str) -> tuple[str, int | None]:
     """The archive's ARK and the version text names (None: the latest)."""
+    from arkfs.ark.errors import ArkError
+    from arkfs.ark.normalization import parse
+    from arkfs.ark.version_qualifier import split_version
+
     no_whitespace(text, "an ARK")
     try:
         base, version = split_version(parse(text))
@@ -55,6 +55,13 @@ def _version_ark(text: str) -> tuple[str, int | None]:
 
 def run_export(args: argparse.Namespace) -> int:
     """Write the bag or OCFL object of ARK into DIR."""
+    import trio
+
+    from arkfs.backend.embedded import EmbeddedBackend
+    from arkfs.export.bagit import write_bag
+    from arkfs.export.ocfl import write_object
+    from arkfs.export.stored import stored_digest, stored_read
+
     ark, version = _version_ark(args.ark)
     if args.ocfl and version is not None:
         raise BadInput(f"{args.ark}: --ocfl exports every version; name the archive, {ark}")

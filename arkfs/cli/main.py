@@ -26,7 +26,7 @@ if False:  # typing only: importing nothing more before main() runs keeps Ctrl-C
     from collections.abc import Sequence
 
 # Every command, in `arkfs --help` order: its name, the module that registers it (with the
-# module's other commands), and its one-line help (tests/test_cli_help.py checks these
+# module's other commands), and its one-line help (tests/cli/test_cli_help.py checks these
 # against the modules' own).
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("xet", "xet", "hash files the way XET storage does (no server needed)"),

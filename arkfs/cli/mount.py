@@ -1,46 +1,32 @@
 """`arkfs mount`, `arkfs umount` and `arkfs stats`: the archives as a read-only filesystem."""
 
+from __future__ import annotations
+
 import argparse
 import contextlib
 import errno
-import json
-import logging
 import math
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_USAGE, BadInput
 from arkfs.cli.logs import add_log_level_options
 from arkfs.cli.resolver_options import add_resolver_options, discovery_from, resolver_config
 from arkfs.cli.settings import DEFAULT_CACHE_SIZE, LOG_NAME, effective
 from arkfs.cli.token_options import add_token_options, token_from
-from arkfs.mount.daemon import (
-    FSTYPE,
-    SHARING,
-    MountError,
-    MountOptions,
-    check_fuse,
-    check_mountpoint,
-    check_sharing,
-    mounted,
-    run_daemon,
-    run_foreground,
-)
-from arkfs.mount.exposition import exposition
-from arkfs.mount.fuse.attributes import Ownership
-from arkfs.mount.fuse.xattrs import STATS
-from arkfs.mount.names.latest import DEFAULT_TTL
-from arkfs.resolver.discover import DEFAULT_FALLBACK
+from arkfs.mount.config import DEFAULT_FALLBACK, DEFAULT_TTL
 from arkfs.util.sizes import human, parse_size
 
+if TYPE_CHECKING:  # the mount's machinery is imported when a command runs: --help is quick
+    import subprocess
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from arkfs.mount.fuse.attributes import Ownership
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs mount`, `arkfs umount` and `arkfs stats`."""
     p = sub.add_parser(
         "mount",
@@ -198,6 +184,8 @@ def add_mount_options(parser: argparse.ArgumentParser) -> None:
 
 def run_mount(args: argparse.Namespace) -> int:
     """Check everything that can be checked here, then mount (as a daemon by default)."""
+    from arkfs.mount.daemon import MountError
+
     try:
         return _mount(args)
     except MountError as exc:
@@ -207,6 +195,18 @@ def run_mount(args: argparse.Namespace) -> int:
 
 def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
+    import logging
+
+    from arkfs.mount.daemon import (
+        SHARING,
+        MountOptions,
+        check_fuse,
+        check_mountpoint,
+        check_sharing,
+        run_daemon,
+        run_foreground,
+    )
+
     check_fuse()
     mountpoint = check_mountpoint(args.mountpoint)
     config = resolver_config(args)
@@ -269,6 +269,9 @@ def _octal(text: str) -> int:
 def _checked_cache(cache_dir: Path, cache_size: int) -> int:
     """Create the cache directory and check it is writable; the cache size, capped to what
     its filesystem can hold (with a warning)."""
+    import shutil
+    import tempfile
+
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=cache_dir):
@@ -313,6 +316,8 @@ def _ownership(uid: int | None, gid: int | None, umask: int) -> Ownership | None
     for name, value in (("--uid", uid), ("--gid", gid)):
         if value is not None and value < 0:
             raise BadInput(f"{name} {value} is not a user or group number")
+    from arkfs.mount.fuse.attributes import Ownership
+
     mine = Ownership.mounting_user()
     return Ownership(
         mine.uid if uid is None else uid,
@@ -322,11 +327,15 @@ def _ownership(uid: int | None, gid: int | None, umask: int) -> Ownership | None
 
 
 def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:
+    import subprocess
+
     return subprocess.run(["fusermount3", *args], capture_output=True, text=True, check=False)
 
 
 def run_umount(args: argparse.Namespace) -> int:
     """fusermount3 -u; if the mount is busy, detach it lazily (-uz) and say so."""
+    from arkfs.mount.daemon import FSTYPE, mounted
+
     mountpoint = Path(os.path.realpath(args.mountpoint))
     fstype = mounted().get(mountpoint)
     if fstype is None:
@@ -369,6 +378,12 @@ def _stats_lines(data: dict[str, object]) -> list[str]:
 
 def run_stats(args: argparse.Namespace) -> int:
     """Read user.arkfs.stats from the mount root and print it."""
+    import json
+
+    from arkfs.mount.daemon import FSTYPE, mounted
+    from arkfs.mount.exposition import exposition
+    from arkfs.mount.fuse.xattrs import STATS
+
     mountpoint = Path(os.path.realpath(args.mountpoint))
     try:
         raw = os.getxattr(mountpoint, STATS)

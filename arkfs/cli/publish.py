@@ -30,6 +30,7 @@ from arkfs.ark.metadata import (
 from arkfs.ark.minter import mint, parse_shoulder
 from arkfs.ark.naan import check_assigned_naan
 from arkfs.backend.base import Backend
+from arkfs.backend.open import open_backend  # noqa: F401  loaded before the progress shows
 from arkfs.cli import from_bagit
 from arkfs.cli.common import BadInput, Interrupted, first_error
 from arkfs.cli.publish_progress import shown

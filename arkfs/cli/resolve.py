@@ -1,22 +1,22 @@
 """`arkfs resolve ARK`: how an ARK resolves, hop by hop, as `dig +trace` shows a name."""
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import trio
-
-from arkfs.ark.errors import ArkError
-from arkfs.ark.normalization import parse
 from arkfs.cli.common import BadInput
 from arkfs.cli.resolver_options import add_resolver_options, discovery_from, resolver_config
-from arkfs.net.bearer import OriginTokens
-from arkfs.resolver.discover import Resolver, Trace
 from arkfs.util import paths
 
+if TYPE_CHECKING:  # imported when the command runs: its --help starts at once
+    from arkfs.resolver.discover import Trace
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs resolve`."""
     p = sub.add_parser(
         "resolve",
@@ -44,6 +44,13 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run_resolve(args: argparse.Namespace) -> int:
     """Resolve and print; a broken chain fails with one line (exit 1)."""
+    import trio
+
+    from arkfs.ark.errors import ArkError
+    from arkfs.ark.normalization import parse
+    from arkfs.net.bearer import OriginTokens
+    from arkfs.resolver.discover import Resolver
+
     try:
         ark = parse(args.ark)
     except ArkError as exc:

@@ -5,20 +5,17 @@ import argparse
 import os
 from pathlib import Path
 
-from arkfs.ark.registry import RegistryError
 from arkfs.cli.common import BadInput
 from arkfs.cli.helptext import Options
 from arkfs.mount.config import (
     CONFIG_ENV,
+    DEFAULT_FALLBACK,
     ConfigError,
     Discovery,
     ResolverConfig,
     default_config_path,
     load_config,
 )
-from arkfs.net import proxies
-from arkfs.resolver.discover import DEFAULT_FALLBACK
-from arkfs.resolver.registries import RegistryUnavailable, is_url, load_file
 
 
 def add_resolver_options(p: Options) -> None:
@@ -48,6 +45,8 @@ def resolver_config(args: argparse.Namespace) -> ResolverConfig:
     """The config file: --config, else $ARKFS_CONFIG, else the default (may be absent)."""
     config_path = args.config or default_config_path()
     explicit = args.config is not None or bool(os.environ.get(CONFIG_ENV))
+    from arkfs.net import proxies  # httpx loads when a command runs, not for --help
+
     try:
         config = load_config(config_path, explicit)
         if config.proxies:  # every request of this command goes through them
@@ -62,6 +61,8 @@ def resolver_config(args: argparse.Namespace) -> ResolverConfig:
 def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discovery:
     """--registry, --fallback and --allow-private, checked (registry files must read well),
     over config's."""
+    from arkfs.resolver.registries import is_url  # the resolver loads when a command runs
+
     registries = tuple(_check_registry(r) for r in args.registry)
     for source in config.registries:
         _check_registry(source)
@@ -75,6 +76,9 @@ def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discover
 
 def _check_registry(source: str) -> str:
     """A registry URL as it is; a registry file as an absolute path, once it reads well."""
+    from arkfs.ark.registry import RegistryError
+    from arkfs.resolver.registries import RegistryUnavailable, is_url, load_file
+
     if is_url(source):
         return source
     path = Path(os.path.abspath(Path(source).expanduser()))

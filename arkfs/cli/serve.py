@@ -1,5 +1,7 @@
 """`arkfs serve`: the archive side, an ARK resolver and a XET CAS on one base URL."""
 
+from __future__ import annotations
+
 import argparse
 import functools
 import logging
@@ -9,18 +11,9 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import trio
-
-from arkfs.ark.errors import ArkError
 from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.store_options import add_store_options, open_store, workers
-from arkfs.server.accesslog import AccessLog
-from arkfs.server.app import KEEP_ALIVE, run_server
-from arkfs.server.auth import Authorizer, Shoulder, TokensFileError
-from arkfs.server.public import Public, PublicUrlError, parse_trusted
-from arkfs.server.signing import UrlSigner
-from arkfs.server.tokens import DEFAULT_TTL, TokenIssuer, derive_key
-from arkfs.util.sdnotify import notify
+from arkfs.server.tokens import DEFAULT_TTL
 
 MIN_KEY_BYTES = 32
 MAX_PORT = 65535
@@ -51,7 +44,7 @@ fetch xorb bytes from the bucket through pre-signed URLs.
 """
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs serve`."""
     p = sub.add_parser(
         "serve",
@@ -82,9 +75,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     listen.add_argument(
         "--keep-alive",
         type=float,
-        default=KEEP_ALIVE,
         metavar="SECONDS",
-        help=f"seconds an idle connection is kept open (default {KEEP_ALIVE:g})",
+        help="seconds an idle connection is kept open (default: half a minute)",
     )
     listen.add_argument(
         "--base-url",
@@ -142,6 +134,18 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run(args: argparse.Namespace) -> int:
     """Open the store and serve until interrupted."""
+    import trio  # the server's machinery, imported only now: --help starts at once
+
+    from arkfs.server.accesslog import AccessLog
+    from arkfs.server.app import KEEP_ALIVE, run_server
+    from arkfs.server.auth import Authorizer, TokensFileError
+    from arkfs.server.public import Public, PublicUrlError, parse_trusted
+    from arkfs.server.signing import UrlSigner
+    from arkfs.server.tokens import TokenIssuer, derive_key
+    from arkfs.util.sdnotify import notify
+
+    if args.keep_alive is None:
+        args.keep_alive = KEEP_ALIVE
     if args.tokens is not None and not args.tokens.is_file():
         raise BadInput(f"tokens file {args.tokens} does not exist")
     if args.tokens is None and not args.open_read:
@@ -235,6 +239,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _naans(given: list[str] | None) -> frozenset[str] | None:
     """The normalized NAANs of --naan (None: not given); BadInput if one is malformed."""
+    from arkfs.ark.errors import ArkError
+    from arkfs.server.auth import Shoulder
+
     if given is None:
         return None
     try:

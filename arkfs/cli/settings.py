@@ -4,8 +4,7 @@ default, and where it came from (`arkfs config show` prints them)."""
 import argparse
 from pathlib import Path
 
-from arkfs.mount.config import SETTINGS, ResolverConfig
-from arkfs.mount.names.latest import DEFAULT_TTL
+from arkfs.mount.config import DEFAULT_TTL, SETTINGS, ResolverConfig
 from arkfs.util import paths
 
 COMMAND_LINE = "command line"

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_OK, BadInput
 from arkfs.cli.store_options import add_store_options, is_s3, open_store
-from arkfs.store.errors import StoreError
-from arkfs.store.gc import DEFAULT_GRACE, live_files
 from arkfs.util.sizes import human
 
 
@@ -68,9 +66,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     g.add_argument(
         "--grace",
         type=float,
-        default=DEFAULT_GRACE,
         metavar="SECONDS",
-        help=f"keep what was written this recently (default {DEFAULT_GRACE:g}, a day)",
+        help="keep what was written this recently (default: a day)",
     )
     g.set_defaults(func=run_gc)
 
@@ -83,6 +80,10 @@ def _existing(store: str) -> None:
 
 def run_gc(args: argparse.Namespace) -> int:
     """Collect the store's garbage; print what was (or would be) deleted and freed."""
+    from arkfs.store.gc import DEFAULT_GRACE, live_files
+
+    if args.grace is None:
+        args.grace = DEFAULT_GRACE
     if not 0 <= args.grace < math.inf:
         raise BadInput(f"--grace takes a number of seconds >= 0, got {args.grace}")
     _existing(args.store)
@@ -103,6 +104,8 @@ def run_gc(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     """Check the store; print what was found and a summary line."""
+    from arkfs.store.errors import StoreError
+
     if args.sample is not None and args.sample < 1:
         raise BadInput(f"--sample takes a positive number of xorbs, got {args.sample}")
     _existing(args.store)

@@ -1,13 +1,17 @@
 """Which store `serve` and `store check` open: a directory, or s3://BUCKET[/PREFIX] with a
 PostgreSQL index (--s3-endpoint, --index)."""
 
+from __future__ import annotations
+
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from arkfs.cli.common import BadInput
 from arkfs.cli.helptext import Options
-from arkfs.store.base import Store
-from arkfs.store.local import LocalStore
+
+if TYPE_CHECKING:  # imported when a store is opened: --help starts at once
+    from arkfs.store.base import Store
 
 S3_SCHEME = "s3://"
 S3_WORKERS = 16  # worker threads for a scaled store: its calls wait on the network
@@ -49,6 +53,8 @@ def open_store(args: argparse.Namespace, location: str, create: bool = True) -> 
     """The store at location (a directory, or s3://BUCKET[/PREFIX] with args.index);
     BadInput for options that do not fit, StoreError if it cannot be opened."""
     if not is_s3(location):
+        from arkfs.store.local import LocalStore
+
         if args.index or args.s3_endpoint or args.s3_public_endpoint:
             raise BadInput(
                 "--index, --s3-endpoint and --s3-public-endpoint go with an "

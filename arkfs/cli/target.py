@@ -1,20 +1,19 @@
 """Where publish, bind and versions work: --server or --store, and running a job there."""
 
+from __future__ import annotations
+
 import argparse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import trio
-
-from arkfs.archive.record import Archive
-from arkfs.ark.errors import ArkError
-from arkfs.ark.identifier import Ark
-from arkfs.ark.normalization import parse
-from arkfs.backend.base import Backend, NotBound
-from arkfs.backend.open import BadTarget, open_backend
 from arkfs.cli.common import BadInput
 from arkfs.cli.token_options import add_token_options, token_from
+
+if TYPE_CHECKING:  # the rest is imported when a command runs: its --help starts at once
+    from arkfs.archive.record import Archive
+    from arkfs.ark.identifier import Ark
+    from arkfs.backend.base import Backend
 
 T = TypeVar("T")
 
@@ -35,6 +34,9 @@ def add_target(parser: argparse.ArgumentParser, token: str) -> None:
 
 def archive_ark(text: str) -> Ark:
     """The ARK an archive is bound to: ark:NAAN/Name, no qualifiers."""
+    from arkfs.ark.errors import ArkError
+    from arkfs.ark.normalization import parse
+
     no_whitespace(text, "an ARK")
     try:
         ark = parse(text)
@@ -54,6 +56,8 @@ def no_whitespace(text: str, what: str) -> None:
 
 async def latest(backend: Backend, ark: str) -> Archive | None:
     """The latest version of ark, or None while it is unbound."""
+    from arkfs.backend.base import NotBound
+
     try:
         return await backend.archive(ark)
     except NotBound:
@@ -64,6 +68,9 @@ def run_on_target(
     args: argparse.Namespace, job: Callable[[Backend], Awaitable[T]], *, create: bool
 ) -> T:
     """Open the backend and run job on trio (cli.main reports its failures in one line)."""
+    import trio
+
+    from arkfs.backend.open import BadTarget, open_backend
 
     token = token_from(args)
 

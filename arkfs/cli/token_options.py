@@ -5,7 +5,6 @@ read, so ps and /proc/PID/cmdline do not show it for the rest of the process's l
 """
 
 import argparse
-import ctypes
 import os
 import sys
 from pathlib import Path
@@ -70,6 +69,8 @@ def hide_from_cmdline(secret: str) -> bool:
         return False
     if not encoded or end <= start:
         return False
+    import ctypes
+
     area = ctypes.string_at(start, end - start)
     at = area.find(encoded)
     while at >= 0:

@@ -1,19 +1,23 @@
 """`arkfs versions ARK`: every version of an archive, and what each changed."""
 
+from __future__ import annotations
+
 import argparse
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from arkfs.archive.changes import Changes, changes, metadata_change
-from arkfs.archive.record import Archive, VersionInfo
-from arkfs.backend.base import Backend
 from arkfs.cli.target import add_target, archive_ark, run_on_target
+
+if TYPE_CHECKING:  # imported when the command runs: its --help starts at once
+    from arkfs.archive.changes import Changes
+    from arkfs.archive.record import Archive, VersionInfo
+    from arkfs.backend.base import Backend
 
 SHOWN_PATHS = 10  # paths listed per kind of change in the text form; --json lists them all
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs versions`."""
     p = sub.add_parser(
         "versions",
@@ -33,12 +37,14 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     p.set_defaults(func=run_versions)
 
 
-History = list[tuple[VersionInfo, Changes, list[str]]]
+History: TypeAlias = "list[tuple[VersionInfo, Changes, list[str]]]"
 
 
 async def _history(backend: Backend, ark: str) -> History:
     """Every version of ark with its file changes and the ERC elements it changed against
     the one it follows."""
+    from arkfs.archive.changes import changes, metadata_change
+
     history = []
     before: Archive | None = None
     for v in await backend.versions(ark):

@@ -5,17 +5,21 @@ bound like any version, so it needs a write token for the ARK's shoulder. Publis
 reinstates the archive as the version after it.
 """
 
+from __future__ import annotations
+
 import argparse
 import time
+from typing import TYPE_CHECKING
 
-from arkfs.archive.record import VersionInfo
-from arkfs.archive.withdrawal import tombstone, withdrawal_in
-from arkfs.backend.base import Backend
 from arkfs.cli.common import BadInput
 from arkfs.cli.target import add_target, archive_ark, run_on_target
 
+if TYPE_CHECKING:  # imported when the command runs: its --help starts at once
+    from arkfs.archive.record import VersionInfo
+    from arkfs.backend.base import Backend
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs withdraw`."""
     p = sub.add_parser(
         "withdraw",
@@ -37,6 +41,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 async def _withdraw(backend: Backend, ark: str, reason: str) -> VersionInfo | None:
     """Bind the tombstone of ark; None if its latest version already is one."""
+    from arkfs.archive.withdrawal import tombstone, withdrawal_in
+
     latest = await backend.archive(ark)
     if withdrawal_in(latest.erc, latest.version.version) is not None:
         return None

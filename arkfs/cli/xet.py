@@ -1,15 +1,19 @@
 """`arkfs xet ...`: XET tools that work on local files, with no server."""
 
+from __future__ import annotations
+
 import argparse
 import sys
 from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 from arkfs.cli.common import EXIT_OK, EXIT_USAGE
-from arkfs.xet.digest import Chunk, digest_stream
-from arkfs.xet.hashing import hash_to_string
+
+if TYPE_CHECKING:  # imported when the command runs: its --help starts at once
+    from arkfs.xet.digest import Chunk
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs xet`."""
     p = sub.add_parser(
         "xet",
@@ -36,6 +40,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run_hash(args: argparse.Namespace) -> int:
     """Hash each file; report unreadable ones on stderr and exit 2 after the rest."""
+    from arkfs.xet.digest import digest_stream
+    from arkfs.xet.hashing import hash_to_string
+
     status = EXIT_OK
     for path in args.files:
         chunk_lines: list[str] = []

@@ -25,20 +25,17 @@ Relative paths (store, registry files, token files) are relative to the config f
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arkfs.ark.errors import ArkError
-from arkfs.ark.naan import check_naan
-from arkfs.net.client import origin
-from arkfs.net.proxies import ProxyError, parse
-from arkfs.resolver.discover import DEFAULT_FALLBACK
-from arkfs.resolver.registries import is_url
 from arkfs.util.paths import config_dir
 from arkfs.util.sizes import parse_size
 
+# This module loads no HTTP client, resolver or ARK parser (they are imported where used): the
+# command line's parsers read these defaults, and `arkfs mount --help` starts at once.
 CONFIG_ENV = "ARKFS_CONFIG"
+DEFAULT_FALLBACK = "https://n2t.net/"  # the resolver for NAANs no registry knows
+DEFAULT_TTL = 300.0  # seconds the latest version of an archive is taken as known
 LOG_LEVELS = ("debug", "info", "warning", "error")
 PATH_SETTINGS = ("cache_dir", "log", "token_file")  # relative to the config file
 FLAG_SETTINGS = ("allow_other", "allow_root", "noexec", "noxattr", "hide_xattrs", "allow_private")
@@ -125,6 +122,11 @@ def _urls(value: object, where: str) -> tuple[str, ...]:
 
 def load_config(path: Path, explicit: bool) -> ResolverConfig:
     """Read a config file; a missing file is an empty config unless it was named explicitly."""
+    import tomllib
+
+    from arkfs.ark.errors import ArkError
+    from arkfs.ark.naan import check_naan
+
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
@@ -173,6 +175,8 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
 
 
 def _proxies(value: object, path: Path) -> tuple[str, ...]:
+    from arkfs.net.proxies import ProxyError, parse
+
     if value is None:
         return ()
     proxies = [value] if isinstance(value, str) else value
@@ -236,11 +240,15 @@ def _registries(value: object, path: Path) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
         raise ConfigError(f"config file {path}: registry must be a path or URL, or a list of them")
+    from arkfs.resolver.registries import is_url
+
     base = path.parent.absolute()
     return tuple(i if is_url(i) else str(base / Path(i).expanduser()) for i in items)
 
 
 def _fallback(value: object, path: Path) -> str | bool | None:
+    from arkfs.resolver.registries import is_url
+
     if value is None or value is False:
         return value
     if isinstance(value, str) and is_url(value):
@@ -250,6 +258,9 @@ def _fallback(value: object, path: Path) -> str | bool | None:
 
 def _tokens(table: object, path: Path) -> dict[str, str]:
     """[tokens]: origin -> token, each given as a string or as {file = PATH} (first line)."""
+    from arkfs.net.client import origin
+    from arkfs.resolver.registries import is_url
+
     if not isinstance(table, dict):
         raise ConfigError(f"config file {path}: [tokens] must be a table of origin = token")
     tokens = {}

@@ -39,14 +39,13 @@ from arkfs.backend.base import Backend, BackendError, Unauthorized
 from arkfs.backend.mirrors import MirroredBackend
 from arkfs.backend.open import open_backend
 from arkfs.backend.remote import RemoteBackend
-from arkfs.mount.config import Discovery, ResolverConfig
+from arkfs.mount.config import DEFAULT_TTL, Discovery, ResolverConfig
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.fuse.attributes import Ownership
 from arkfs.mount.fuse.operations import ArkOperations
 from arkfs.mount.names.catalog import Catalog
 from arkfs.mount.names.discovery import DiscoveredBackends
-from arkfs.mount.names.latest import DEFAULT_TTL
 from arkfs.mount.names.namespace import Namespace
 from arkfs.mount.stats import MountStats
 from arkfs.net.bearer import OriginTokens

@@ -171,6 +171,19 @@ def _request(
     )
 
 
+async def _next_reply(
+    client: httpx.AsyncClient, request: httpx.Request, retry: Retry, *, stream: bool
+) -> httpx.Response | None:
+    """The next reply to request, after retry's pause (transport failures are retried
+    here); None once the attempts or the time are spent. send() and stream() loop on it."""
+    while (pause := retry.next_pause()) is not None:
+        await trio.sleep(pause)
+        resp = await _attempt(client, request, retry, stream=stream)
+        if resp is not None:
+            return resp
+    return None
+
+
 async def send(
     client: httpx.AsyncClient,
     method: str,
@@ -190,11 +203,7 @@ async def send(
     """
     retry = Retry(policy, trio.current_time)
     request = _request(client, method, url, headers, content, timeout, policy.connect_timeout)
-    while (pause := retry.next_pause()) is not None:
-        await trio.sleep(pause)
-        resp = await _attempt(client, request, retry, stream=False)
-        if resp is None:
-            continue
+    while (resp := await _next_reply(client, request, retry, stream=False)) is not None:
         if not retryable(resp.status_code):
             return resp
         retry.status_failed(resp.status_code, server_message(resp), resp.headers.get("retry-after"))
@@ -218,11 +227,7 @@ async def stream(
     """
     retry = Retry(policy, trio.current_time)
     request = _request(client, method, url, headers, None, timeout, policy.connect_timeout)
-    while (pause := retry.next_pause()) is not None:
-        await trio.sleep(pause)
-        resp = await _attempt(client, request, retry, stream=True)
-        if resp is None:
-            continue
+    while (resp := await _next_reply(client, request, retry, stream=True)) is not None:
         try:
             if not retryable(resp.status_code):
                 yield resp

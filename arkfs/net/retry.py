@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 import trio
 
 from arkfs.backend.base import Unreachable
+from arkfs.net.reachability import DOWN_WINDOW, Reachability
 
 NO_SERVER_HINT = "is `arkfs serve` running?"
 SERVER_ERROR_HINT = "retry later, or see the server's log"
@@ -151,7 +152,6 @@ class Retry:
         return f"no complete answer within {self.policy.deadline:g} s"
 
 
-FAIL_FAST = 2.0  # seconds an origin that left a request unanswered is taken as down
 PROBE_CONNECT = 0.25  # seconds a probe's connect may take: an origin that is back answers
 
 
@@ -165,22 +165,21 @@ class _Probe:
 
 class DownOrigins:
     """Origins that just left a request unanswered: while one is down, its requests go out
-    one at a time, each as a single attempt (a probe).
+        one at a time, each as a single attempt (a probe).
 
-    A request that ends in Unreachable spent its whole retry budget; every request after
-    it, the kernel's retry of the failed readahead among them, would wait out the same
-    budget again. For window seconds after such a failure, a request to that origin makes
-    one attempt, no retries, whose connect may take PROBE_CONNECT (a host that drops
-    packets costs the kernel's retry a quarter of a second); requests beside it wait for
-    its outcome and fail with its error, or go out once it got a reply. Any reply, even an
-    error status, shows the origin is up again. So every request is tried, or fails with a
-    try made since it came: a read right after an origin heals is never failed untried.
+        A request that ends in Unreachable spent its whole retry budget; every request after
+        it, the kernel's retry of the failed readahead among them, would wait out the same
+        budget again. While the origin is down (net.reachability: window seconds after such
+    a failure), a request to that origin makes
+        one attempt, no retries, whose connect may take PROBE_CONNECT (a host that drops
+        packets costs the kernel's retry a quarter of a second); requests beside it wait for
+        its outcome and fail with its error, or go out once it got a reply. Any reply, even an
+        error status, shows the origin is up again. So every request is tried, or fails with a
+        try made since it came: a read right after an origin heals is never failed untried.
     """
 
-    def __init__(self, window: float = FAIL_FAST, clock: Callable[[], float] = time.monotonic):
-        self.window = window
-        self._clock = clock
-        self._down: dict[str, tuple[float, str]] = {}  # origin -> (down until, why)
+    def __init__(self, window: float = DOWN_WINDOW, clock: Callable[[], float] = time.monotonic):
+        self._reach = Reachability(window, clock)  # the one unreachable-endpoint rule
         self._probes: dict[str, _Probe] = {}
 
     @staticmethod
@@ -196,23 +195,19 @@ class DownOrigins:
             await probe.done.wait()
             if probe.error is not None:
                 raise Unreachable(f"{probe.error} (a request just now found it still down)")
-        down = self._down.get(where)
-        if down is not None and down[0] <= self._clock():
-            del self._down[where]
-            down = None
-        probe = None if down is None else self._probes.setdefault(where, _Probe())
+        probe = self._probes.setdefault(where, _Probe()) if self._reach.is_down(where) else None
         try:
             yield policy if probe is None else self._probing(policy)
         except Unreachable as exc:
-            self._down[where] = (self._clock() + self.window, str(exc))
+            self._reach.failed(where, str(exc))
             if probe is not None:
                 probe.error = exc
             raise
         except Exception:  # the origin answered, if only with something bad
-            self._down.pop(where, None)
+            self._reach.answered(where)
             raise
         else:
-            self._down.pop(where, None)
+            self._reach.answered(where)
         finally:
             if probe is not None:
                 del self._probes[where]

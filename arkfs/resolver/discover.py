@@ -47,7 +47,6 @@ from arkfs.resolver.destinations import Destinations
 from arkfs.resolver.registries import Registries, is_url
 from arkfs.util.urls import without_secrets
 
-DEFAULT_FALLBACK = "https://n2t.net/"
 MAX_HOPS = 10
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 REQUEST_TIMEOUT = 10.0  # seconds for each connect, send and receive

@@ -17,7 +17,7 @@ from arkfs.ark.erc import Erc
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
 from arkfs.backend.mirrors import HEDGE_AFTER, PROBE_AFTER, MirroredBackend
 from arkfs.xet.reconstruction import Reconstruction
-from tests.mount.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
+from tests.mount.data.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

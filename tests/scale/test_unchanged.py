@@ -23,9 +23,9 @@ SUITES = (
     "tests/publish/test_publish_server.py",
     "tests/publish/test_versions_cli.py",
     "tests/backend/test_open.py",
-    "tests/mount/test_server_back.py",
-    "tests/mount/test_mount_token.py",
-    "tests/mount/test_archive_cache.py",
+    "tests/mounted/test_server_back.py",
+    "tests/mounted/test_mount_token.py",
+    "tests/mounted/test_archive_cache.py",
 )
 
 

@@ -1,5 +1,5 @@
 """`arkfs serve` as a daemon: start-up errors in one line and exit 2 (a busy port: in
-tests/test_cli_errors.py), SIGINT and SIGTERM
+tests/cli/test_cli_errors.py), SIGINT and SIGTERM
 end it with exit 0 and one line, and readiness over a real NOTIFY_SOCKET."""
 
 import os

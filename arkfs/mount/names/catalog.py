@@ -12,8 +12,9 @@ version is the latest is asked of the backends whenever the caller wants to know
 mount's LatestVersions decides when), and the latest seen is cached under the ARK itself:
 when every backend is unreachable that copy serves, so a remount works offline. A backend
 that was unreachable is skipped, so an offline mount does not wait on retries at every
-lookup; when a lookup needs it, it gets one quick probe (PROBE_TIMEOUT) at most every
-PROBE_INTERVAL, so a server that is back is used again within seconds.
+lookup; when a lookup needs it, it gets one quick probe (PROBE_TIMEOUT) at most once per
+window of the one unreachable-endpoint rule (net.reachability), so a server that is back
+is used again within seconds.
 """
 
 import logging
@@ -31,12 +32,12 @@ from arkfs.backend.remote import RemoteBackend
 from arkfs.mount.names.archive_cache import ArchiveCache
 from arkfs.mount.names.discovery import DiscoveredBackends
 from arkfs.mount.names.indexed import IndexedArchive
+from arkfs.net.reachability import Reachability, State
 from arkfs.resolver.objects import ObjectReader, RemoteObject
 from arkfs.util.lru import LRU
 
 log = logging.getLogger(__name__)
 
-PROBE_INTERVAL = 3.0  # seconds between quick probes of a backend that was unreachable
 PROBE_TIMEOUT = 1.0  # seconds such a probe may take
 NEGATIVE_TIME = 10.0  # seconds an unbound ARK is answered from memory
 MAX_UNBOUND = 4096  # unbound ARKs remembered before expired ones are pruned
@@ -76,7 +77,7 @@ class Catalog:
         self._latest_on_disk: dict[str, int] = {}  # ARK -> the version cached as its latest
         self._objects_on_disk: LRU[str, RemoteObject] = LRU(MAX_UNBOUND)  # ARK -> record stored
         self._unbound: dict[str, float] = {}  # ARK -> until when it is known unbound
-        self._down: dict[str, float] = {}  # unreachable backend name -> when to probe it
+        self._reach = Reachability()  # which backends (by name) just did not answer
         self._locks: dict[str, trio.Lock] = {}
         self._listings: dict[str, tuple[float, list[str]]] = {}
 
@@ -99,19 +100,16 @@ class Catalog:
         return [archive for _, archive in self._memory.items()]
 
     def _mark_down(self, backend: Backend, exc: BackendError) -> None:
-        if backend.name not in self._down:
+        if self._reach.failed(backend.name, str(exc)):
             log.error("%s is unreachable, using cached archives: %s", backend.name, exc)
-        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL
 
     async def _usable(self, backend: Backend) -> bool:
         """Whether to ask backend now: yes, unless it was unreachable and a quick probe (at
-        most one per PROBE_INTERVAL, so offline lookups fail fast) finds it still is."""
-        probe_at = self._down.get(backend.name)
-        if probe_at is None:
-            return True
-        if probe_at > time.monotonic():
-            return False
-        self._down[backend.name] = time.monotonic() + PROBE_INTERVAL  # the only probe till then
+        most one per window, so offline lookups fail fast) finds it still is."""
+        state = self._reach.state(backend.name)
+        if state is not State.DUE:
+            return state is State.UP
+        self._reach.probing(backend.name)  # the only probe till the window passes
         with trio.move_on_after(PROBE_TIMEOUT):
             try:
                 await backend.has_file(PROBE_HASH, 1)
@@ -119,7 +117,7 @@ class Catalog:
                 return False
             except BackendError:
                 pass  # it answers: the lookup itself says what is wrong
-            self._down.pop(backend.name, None)
+            self._reach.answered(backend.name)
             log.info("%s answers again", backend.name)
             return True
         return False

@@ -20,7 +20,6 @@ from arkfs.mount.names.catalog import Catalog
 from arkfs.mount.names.indexed import IndexedArchive
 from arkfs.util.lru import LRU
 
-DEFAULT_TTL = 300.0  # seconds the latest version of an archive is taken as known
 SHOWN = 64  # archives whose latest version is held here; others are asked again when used
 
 

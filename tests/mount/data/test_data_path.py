@@ -18,7 +18,7 @@ from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.errors import ReadError
 from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.stats import MountStats
-from tests.mount.fake_backend import FETCH, FOOTER, RECONSTRUCTION, FakeBackend, FakeFile, Flip
+from tests.mount.data.fake_backend import FETCH, FOOTER, RECONSTRUCTION, FakeBackend, FakeFile, Flip
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

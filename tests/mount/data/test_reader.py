@@ -15,7 +15,7 @@ from arkfs.mount.data.reader import ContentReader
 from arkfs.xet.constants import MAX_CHUNK_SIZE
 from arkfs.xet.hashing import ZERO_HASH, chunk_hash, hash_to_string
 from arkfs.xet.xorb import CHUNK_HEADER_SIZE
-from tests.mount.conftest import BIG, MIB, File, OpenReader, Published
+from tests.mount.data.conftest import BIG, MIB, File, OpenReader, Published
 from tests.support.server import arkfs_server
 
 KINDS = ["embedded", "remote"]

@@ -270,7 +270,7 @@ def test_bytes_that_failed_the_digest_never_come_back_from_the_cache(
     origin: Origin, tmp_path: Path
 ) -> None:
     """Item 4, end to end (the race with a prefetch in flight is pinned down in
-    tests/mount/test_object_loader.py): a flipped byte fails the digest of a sequential
+    tests/mount/data/test_object_loader.py): a flipped byte fails the digest of a sequential
     read; remounted over the same cache with the origin healthy, a pread inside that
     block gets the right bytes."""
     flip = 5 * MIB + 123

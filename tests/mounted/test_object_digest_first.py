@@ -7,13 +7,11 @@ import errno
 import json
 import random
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import fsspec
 import pytest
 
-from arkfs.resolver.objects import WHOLE, WHOLE_MAX, RemoteObject
 from tests.support.cli import run_arkfs
 from tests.support.mount import Mounted, arkfs_mount
 from tests.support.objects import Obj, Objects, object_server
@@ -44,15 +42,6 @@ def mounted(registry: Path, tmp_path: Path) -> Iterator[Mounted]:
     args = ("--registry", str(registry), "--fallback", "off", "--cache-dir", str(tmp_path / "c"))
     with arkfs_mount(tmp_path / "mnt", *args) as m:
         yield m
-
-
-@pytest.mark.unit
-def test_a_digest_up_to_whole_max_means_one_block_checked_whole() -> None:
-    obj = RemoteObject("ark:b1/x", "http://h/x", 24 * MIB, '"e1"', bytes(32), None)
-    assert obj.whole and obj.blocks == 1
-    assert replace(obj, size=WHOLE_MAX).whole
-    assert not replace(obj, size=WHOLE_MAX + 1).whole  # too big to hold: ranges, then the digest
-    assert not replace(obj, sha256=None).whole and replace(obj, size=WHOLE).whole
 
 
 def test_the_mount_never_serves_a_flipped_byte(objects: Objects, mounted: Mounted) -> None:

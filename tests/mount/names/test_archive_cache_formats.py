@@ -12,7 +12,7 @@ from arkfs.mount.names.archive_cache import ArchiveCache
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
-OLD = Path(__file__).parent.parent / "data" / "manifest-v2-before-links.msgpack"
+OLD = Path(__file__).parents[2] / "data" / "manifest-v2-before-links.msgpack"
 
 
 def test_a_cached_copy_of_a_manifest_from_before_links_is_read(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from arkfs.mount.data.jobs import Host, Limiters
 from arkfs.mount.data.map_loader import MapLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.stats import MountStats
-from tests.mount.fake_backend import FETCH, FakeBackend
+from tests.mount.data.fake_backend import FETCH, FakeBackend
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

@@ -1,12 +1,10 @@
-"""Fixtures of the mount tests: the acceptance tree, and for the ContentReader tests, files
-uploaded by hf_xet to a real `arkfs serve`.
+"""Fixtures of the ContentReader tests: files uploaded by hf_xet to a real `arkfs serve`.
 
 The store the server writes is read both through RemoteBackend (over HTTP) and through
 EmbeddedBackend (a LocalStore opened on the same directory).
 """
 
 import random
-import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -23,7 +21,6 @@ from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.stats import MountStats
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import string_to_hash
-from tests.support.archive import make_full_tree
 from tests.support.corpus import corpus
 from tests.support.hfxet import upload_files
 from tests.support.server import arkfs_server
@@ -42,14 +39,6 @@ def big_file(size: int = 64 * MIB, seed: int = 64) -> bytes:
         block = rng.randbytes(MIB)
         parts.append(block.translate(low) if n % 2 else block)
     return b"".join(parts)
-
-
-@pytest.fixture(scope="session")
-def full_tree() -> Iterator[Path]:
-    """The acceptance tree with its 1 GiB file (make_full_tree), built once per session
-    and deleted at its end."""
-    with tempfile.TemporaryDirectory(prefix="arkfs-tree-") as tmp:
-        yield make_full_tree(Path(tmp) / "tree")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.errors import ReadError
 from arkfs.mount.data.jobs import Host
 from arkfs.xet.hashing import chunk_hash
-from tests.mount.test_chunk_cache import file_map
+from tests.mount.data.test_chunk_cache import file_map
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 

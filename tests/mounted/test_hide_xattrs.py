@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mount.test_noxattr import helper_mount
+from tests.mounted.test_noxattr import helper_mount
 from tests.support.archive import make_tree, publish
 from tests.support.cli import run_arkfs
 from tests.support.mount import arkfs_mount

@@ -45,6 +45,7 @@ from arkfs.store.base import (
 from arkfs.store.bucket import Bucket
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.gc import GcReport, kept_shards, kept_xorbs
+from arkfs.store.identity import verify
 from arkfs.store.postgres import COUNTERS, Cursor, Index
 from arkfs.store.shards import stored_shard_problem
 from arkfs.xet.errors import XetError
@@ -91,9 +92,16 @@ class ScaledStore:
         cls, location: str, endpoint: str | None, dsn: str, connections: int = 16
     ) -> "ScaledStore":
         """The store in bucket location (s3://BUCKET[/PREFIX]) at endpoint, indexed in the
-        PostgreSQL database dsn; StoreError, saying which, unless both answer."""
+        PostgreSQL database dsn; StoreError, saying which, unless both answer, and WrongStore
+        unless they are one store initialised for this arkfs (identity.py)."""
         bucket = Bucket.open(location, endpoint, connections)
-        return cls(bucket, Index.open(dsn, connections))
+        index = Index.connect(dsn, connections)
+        try:
+            verify(bucket, index)
+        except BaseException:
+            index.close()
+            raise
+        return cls(bucket, index)
 
     def close(self) -> None:
         """Close the index connections."""

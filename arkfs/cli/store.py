@@ -9,6 +9,7 @@ from pathlib import Path
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_OK, BadInput
 from arkfs.cli.store_options import add_store_options, is_s3, open_store, set_up_scaled
+from arkfs.store.base import UNINDEXED
 from arkfs.store.errors import StoreError
 from arkfs.store.gc import DEFAULT_GRACE, live_files
 from arkfs.util.sizes import human
@@ -174,7 +175,7 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     for line in problems:
         print(line)
-    damaged = [p for p in problems if not p.startswith("removed ")]
+    damaged = [p for p in problems if not p.startswith(("removed ", UNINDEXED))]
     print(
         f"{args.store}: {stats.xorbs} xorbs, {stats.shards} shards, {stats.files} files, "
         f"{stats.bindings} ARKs: {'no damage found' if not damaged else f'{len(damaged)} problems'}"

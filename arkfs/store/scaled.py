@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from arkfs.archive.record import VersionInfo
 from arkfs.store.base import (
+    UNINDEXED,
     Binding,
     ChunkLocation,
     DedupEntry,
@@ -529,6 +530,8 @@ class ScaledStore:
                 problems += self._check_xorb_bytes(h, sound)
         footer_of = checked_footers(sound, self.xorb_footer)
         problems += self._check_shards(sampled(shards, sample), footer_of)
+        indexed = {XORBS: {x[0] for x in xorbs}, SHARDS: {x[0] for x in shards}}
+        problems += self._object_problems(indexed)
         records = (self.get_file(fh) for fh in file_hashes)
         return problems + row_problems(records, dedup, footer_of)
 
@@ -573,10 +576,20 @@ class ScaledStore:
             problem = stored_shard_problem(self, name, data, footer_of)
             if problem:
                 problems.append(problem)
-        for kind in (XORBS, SHARDS):
-            problems += [
-                f"unexpected object {self.bucket.key(kind, n)} in the bucket; move it elsewhere"
-                for n, _ in self.bucket.names(kind)
-                if _hash_of(n) is None
-            ]
         return problems
+
+    def _object_problems(self, indexed: dict[str, set[bytes]]) -> list[str]:
+        """Objects in the bucket that no index row names (indexed: the hashes of each kind
+        that rows name): orphans, reported apart from damage, and foreign names."""
+        lines = []
+        for kind in (XORBS, SHARDS):
+            for n, _ in self.bucket.names(kind):
+                key, h = self.bucket.key(kind, n), _hash_of(n)
+                if h is None:
+                    lines.append(f"unexpected object {key} in the bucket; move it elsewhere")
+                elif h not in indexed[kind]:
+                    lines.append(
+                        f"{UNINDEXED} {key}: no index row names it (an interrupted upload "
+                        "leaves one; a retry reuses it, `arkfs store gc` deletes it)"
+                    )
+        return lines

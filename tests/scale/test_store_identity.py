@@ -1,14 +1,19 @@
 """A store that knows itself: `arkfs store init` records one identity in the bucket and the
 index, `serve` refuses parts of different stores (or none) with one line and exit 2, runs
-no DDL, and `arkfs store migrate` is the one place the schema changes."""
+no DDL, and `arkfs store migrate` is the one place the schema changes; `store check`
+reports what is on one side only."""
 
 import dataclasses
+import random
 import uuid
 
 import httpx
 import psycopg
 import pytest
 
+from arkfs.store.scaled import ScaledStore
+from arkfs.xet.hashing import hash_to_string
+from tests.store.factory import random_xorb
 from tests.support.cli import run_arkfs
 from tests.support.server import Server
 from tests.support.services import PostgreSQL, ScaledPlace, SeaweedFS, init_store, new_place
@@ -121,3 +126,24 @@ def test_start_up_names_a_missing_database_or_role(
     no_role = dataclasses.replace(place, index=place.index.replace("//arkfs@", "//nobody@"))
     line = refused(no_role, 1, 'role "nobody" does not exist', "createuser")
     assert "PostgreSQL is up" not in line
+
+
+def test_store_check_reports_orphans_on_both_sides(
+    scaled_store: ScaledStore, scaled_place: ScaledPlace
+) -> None:
+    rng = random.Random(5)
+    kept, orphan, lost = (random_xorb(rng) for _ in range(3))
+    for x in (kept, lost):
+        scaled_store.put_xorb(x.hash, x.data)
+    bucket = scaled_store.bucket
+    bucket.put(bucket.key("xorbs", hash_to_string(orphan.hash)), orphan.data)  # no row
+    bucket.delete(bucket.key("xorbs", hash_to_string(lost.hash)))  # a row, no object
+    done = run_arkfs("store", "check", *options(scaled_place))
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(
+        line.startswith(f"unindexed object {bucket.key('xorbs', hash_to_string(orphan.hash))}")
+        for line in lines
+    ), done.stdout
+    assert any(f"xorb {hash_to_string(lost.hash)} is indexed" in line for line in lines)
+    assert "1 problems" in lines[-1]  # the orphan is reported, not counted as damage

@@ -6,6 +6,7 @@ retried one joins it, is answered the same and registered once."""
 import random
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -56,9 +57,8 @@ def small_files(tree: Path, salt: int) -> None:
 
 @pytest.mark.parametrize("make", [zeros, one_block, small_files], ids=lambda f: f.__name__)
 def test_shapes_that_outlasted_the_client_publish_every_time(
-    make: object, scaled_place: ScaledPlace, tmp_path: Path
+    make: Callable[[Path, int], None], scaled_place: ScaledPlace, tmp_path: Path
 ) -> None:
-    assert callable(make)
     (tmp_path / "tokens").write_text("writer write\n")
     extra = ("--open-read", "--tokens", str(tmp_path / "tokens"))
     ark = "ark:12345/x6intake"

@@ -14,13 +14,18 @@ from typing import Any
 import psycopg
 import psycopg.conninfo
 import psycopg_pool
+import psycopg_pool.base
+import psycopg_pool.pool
 
 from arkfs.store.errors import Rejected, StoreCorrupt, StoreError, WrongStore
 
 SCHEMA_VERSION = 2  # 2: the store's identity (store_identity)
 CONNECT_TIMEOUT = 5  # seconds to connect to the database
-POOL_TIMEOUT = 5.0  # seconds a caller waits for a pooled connection (then: 503)
+# A caller waits this long for a pooled connection (then: 503 with Retry-After), so that a
+# client's retries, within its 10 s deadline, outlast a short database outage.
+POOL_TIMEOUT = 2.0
 STATEMENT_TIMEOUT_MS = 30_000  # the longest statement the server lets run
+RECONNECT_EVERY = 1.0  # seconds between the pool's attempts to reach a database that is down
 Row = tuple[Any, ...]  # a result row; callers convert each value to its type
 Cursor = psycopg.Cursor[Row]
 _SCHEMA_LOCK = 0x61726B6673  # advisory lock key ('arkfs') serializing schema changes
@@ -124,6 +129,17 @@ def describe(dsn: str) -> str:
         return "the --index database"
     host, port, db = params.get("host", "localhost"), params.get("port", 5432), params.get("dbname")
     return f"postgresql://{host}:{port}/{db or ''}"
+
+
+class _SteadyReconnects(psycopg_pool.base.AttemptWithBackoff):
+    """The pool's reconnection attempts, every RECONNECT_EVERY s instead of doubling from
+    1 s: with doubling, a 5 s outage kept the pool away for up to 8 s more after it ended."""
+
+    INITIAL_DELAY = RECONNECT_EVERY
+    DELAY_BACKOFF = 1.0
+
+
+psycopg_pool.pool.AttemptWithBackoff = _SteadyReconnects  # type: ignore[attr-defined]
 
 
 class Index:

@@ -241,20 +241,28 @@ class ScaledStore:
             )
             if cur.rowcount != 1:
                 return False  # another writer registered it meanwhile
-            for record in files:
-                cur.execute(
-                    "INSERT INTO files (hash, size, sha256, shard) VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    (record.file_hash, record.size, record.sha256, shard_hash),
-                )
-                if cur.rowcount == 1:
-                    cur.executemany(
-                        "INSERT INTO terms VALUES (%s, %s, %s, %s, %s, %s)",
-                        [
-                            (record.file_hash, seq, t.xorb_hash, t.start, t.end, t.unpacked_length)
-                            for seq, t in enumerate(record.terms)
-                        ],
-                    )
+            # One statement for every file row, one batch for the terms of those inserted:
+            # a shard of 2,000 small files was 4,000 round trips.
+            cur.execute(
+                "INSERT INTO files (hash, size, sha256, shard) "
+                "SELECT h, n, d, %s FROM unnest(%s::bytea[], %s::bigint[], %s::bytea[]) "
+                "AS f(h, n, d) ON CONFLICT DO NOTHING RETURNING hash",
+                (
+                    shard_hash,
+                    [r.file_hash for r in files],
+                    [r.size for r in files],
+                    [r.sha256 for r in files],
+                ),
+            )
+            inserted = {bytes(row[0]) for row in cur.fetchall()}
+            terms = [
+                (r.file_hash, seq, t.xorb_hash, t.start, t.end, t.unpacked_length)
+                for r in files
+                if r.file_hash in inserted
+                for seq, t in enumerate(r.terms)
+            ]
+            if terms:
+                cur.executemany("INSERT INTO terms VALUES (%s, %s, %s, %s, %s, %s)", terms)
             if dedup:
                 cur.executemany(
                     "INSERT INTO dedup (chunk, xorb, chunk_index, shard) VALUES (%s, %s, %s, %s) "

@@ -40,7 +40,7 @@ from arkfs.net.client import (
 )
 from arkfs.net.ranged import RangedGetter, RangedReply
 from arkfs.net.reachability import DOWN_WINDOW
-from arkfs.net.retry import DownOrigins, RetryPolicy
+from arkfs.net.retry import DownOrigins, RetryPolicy, retry_after
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import (
@@ -62,6 +62,7 @@ TOKEN_MARGIN = 60.0  # renew a CAS token this long before it expires
 FETCH_THREADS = 8  # worker threads receiving xorb ranges at once
 BIND_ENTRIES_PER_SECOND = 10_000  # a bind's reply may take 1 s more per this many entries
 READ, WRITE = "read", "write"
+SHARD_STALL = 120.0  # seconds a shard's check at the server may show no progress
 
 
 @dataclass
@@ -466,9 +467,35 @@ class RemoteBackend:
 
     async def upload_shard(self, data: bytes) -> bool:
         what = "upload of a shard"
-        resp = await self._cas(
-            "POST", "/v1/shards", WRITE, {"Content-Type": "application/octet-stream"}, data
+        # A server whose check of the shard outlasts a few seconds answers 202 and where
+        # to poll (RFC 7240 respond-async): waiting on it is bounded by its progress, not
+        # by a timeout whose retries would start the same check again.
+        post = (
+            "POST",
+            "/v1/shards",
+            WRITE,
+            {"Content-Type": "application/octet-stream", "Prefer": "respond-async, wait=5"},
+            data,
         )
+        resp = await self._cas(*post)
+        checked: object = None
+        since = trio.current_time()
+        while resp.status_code == 202:
+            obj = json_reply(resp, what)
+            if obj.get("checked") != checked:
+                checked, since = obj.get("checked"), trio.current_time()
+            elif trio.current_time() - since > SHARD_STALL:
+                raise BadReply(
+                    f"{what}: {self.name} checked no file of it for {SHARD_STALL:g} s; "
+                    "see the server's log"
+                )
+            await trio.sleep(retry_after(resp.headers.get("retry-after")) or 1.0)
+            location = resp.headers.get("location", "")
+            if not location.startswith("/v1/"):
+                raise BadReply(f"{what}: {self.name} answered 202 without where to poll")
+            resp = await self._cas("GET", location, WRITE)
+            if resp.status_code == 404:  # the intake is gone (a restart): send it again
+                resp = await self._cas(*post)
         raise_for_status(resp, what)
         result = json_reply(resp, what).get("result")
         if result not in (0, 1) or isinstance(result, bool):

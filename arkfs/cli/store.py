@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from arkfs.cli.common import EXIT_FAILURE, EXIT_OK, BadInput
-from arkfs.cli.store_options import add_store_options, is_s3, open_store
+from arkfs.cli.store_options import add_store_options, is_s3, open_store, set_up_scaled
 from arkfs.util.sizes import human
 
 
@@ -46,6 +46,36 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "--repair", action="store_true", help="remove leftovers of interrupted writes (only those)"
     )
     c.set_defaults(func=run_check)
+    i = ssub.add_parser(
+        "init",
+        help="create a store, or mark an existing one, so that `serve` knows it",
+        description="Create the index schema and record one identity (a store id) in both "
+        "the bucket (PREFIX/arkfs-store.json) and the index database: `arkfs serve` refuses "
+        "a bucket, prefix and database that do not carry the same one. Safe to repeat. "
+        "A directory store is created if missing.",
+        epilog="Examples:\n  arkfs store init s3://archive/arkfs --index postgresql://arkfs@db/arkfs"
+        "\n  arkfs store init /srv/arkstore",
+    )
+    i.add_argument(
+        "store", metavar="DIR|s3://BUCKET[/PREFIX]", help="the store directory, or a bucket"
+    )
+    add_store_options(i)
+    i.set_defaults(func=run_init)
+    m = ssub.add_parser(
+        "migrate",
+        help="update the store's index schema to this arkfs's version",
+        description="Create or update the tables of the index database (the only DDL arkfs "
+        "runs: `serve` needs only read and write rights) and print each step. A directory "
+        "store is migrated when opened.",
+        epilog="Example:\n  arkfs store migrate s3://archive/arkfs "
+        "--index postgresql://owner@db/arkfs --dry-run",
+    )
+    m.add_argument(
+        "store", metavar="DIR|s3://BUCKET[/PREFIX]", help="the store directory, or a bucket"
+    )
+    add_store_options(m)
+    m.add_argument("--dry-run", action="store_true", help="only say what would change")
+    m.set_defaults(func=run_migrate)
     g = ssub.add_parser(
         "gc",
         help="delete the xorbs and shards no version of any ARK references",
@@ -78,6 +108,32 @@ def _existing(store: str) -> None:
         raise BadInput(f"{store} is not an arkfs store (no index.sqlite)")
 
 
+def run_init(args: argparse.Namespace) -> int:
+    """Initialise the store; print what was done."""
+    if not is_s3(args.store):
+        open_store(args, args.store, create=True).close()
+        print(f"{args.store}: a directory store, ready")
+        return EXIT_OK
+    for line in set_up_scaled(args, args.store, None):
+        print(f"{args.store}: {line}")
+    return EXIT_OK
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    """Migrate the store's index schema; print each step."""
+    if not is_s3(args.store):
+        _existing(args.store)
+        open_store(args, args.store, create=False).close()  # migrates an older index
+        print(f"{args.store}: a directory store, at the current schema")
+        return EXIT_OK
+    steps = set_up_scaled(args, args.store, args.dry_run)
+    for line in steps:
+        print(f"{args.store}: {line}")
+    if not steps:
+        print(f"{args.store}: the index schema is current; nothing to do")
+    return EXIT_OK
+
+
 def run_gc(args: argparse.Namespace) -> int:
     """Collect the store's garbage; print what was (or would be) deleted and freed."""
     from arkfs.store.gc import DEFAULT_GRACE, live_files
@@ -104,6 +160,7 @@ def run_gc(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     """Check the store; print what was found and a summary line."""
+    from arkfs.store.base import UNINDEXED
     from arkfs.store.errors import StoreError
 
     if args.sample is not None and args.sample < 1:
@@ -121,7 +178,7 @@ def run_check(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     for line in problems:
         print(line)
-    damaged = [p for p in problems if not p.startswith("removed ")]
+    damaged = [p for p in problems if not p.startswith(("removed ", UNINDEXED))]
     print(
         f"{args.store}: {stats.xorbs} xorbs, {stats.shards} shards, {stats.files} files, "
         f"{stats.bindings} ARKs: {'no damage found' if not damaged else f'{len(damaged)} problems'}"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from arkfs.cli.common import BadInput
 from arkfs.cli.helptext import Options
+from arkfs.store.errors import WrongStore
 
 if TYPE_CHECKING:  # imported when a store is opened: --help starts at once
     from arkfs.store.base import Store
@@ -67,16 +68,50 @@ def open_store(args: argparse.Namespace, location: str, create: bool = True) -> 
             raise BadInput(f"cannot {verb} the store {location}: {exc.strerror or exc}") from None
     if not args.index:
         raise BadInput(f"{location} needs --index postgresql://... for its index database")
+    _need_s3_extra()
+    from arkfs.store.scaled import ScaledStore
+
+    try:
+        return ScaledStore.open(
+            location,
+            args.s3_endpoint,
+            args.index,
+            connections=S3_WORKERS,
+            public_endpoint=args.s3_public_endpoint,
+        )
+    except WrongStore as exc:  # the options name parts of different stores: the input's fault
+        raise BadInput(str(exc)) from None
+
+
+def _need_s3_extra() -> None:
+    """BadInput unless the s3 extra (boto3, psycopg) is installed."""
     try:  # the s3 extra is optional: a directory store needs neither client
-        from arkfs.store.scaled import ScaledStore
+        import boto3  # noqa: F401
+        import psycopg  # noqa: F401
     except ImportError as exc:
         raise BadInput(
             f"an s3:// store needs the s3 extra ({exc.name} is missing): pip install 'arkfs[s3]'"
         ) from None
-    return ScaledStore.open(
-        location,
-        args.s3_endpoint,
-        args.index,
-        connections=S3_WORKERS,
-        public_endpoint=args.s3_public_endpoint,
-    )
+
+
+def set_up_scaled(args: argparse.Namespace, location: str, dry_run: bool | None) -> list[str]:
+    """Create or migrate (dry_run not None) the index schema of the scaled store at location
+    and, to create, record its identity; one line per step. BadInput where the parts do not
+    belong together."""
+    if not args.index:
+        raise BadInput(f"{location} needs --index postgresql://... for its index database")
+    _need_s3_extra()
+    from arkfs.store import identity
+    from arkfs.store.bucket import Bucket
+    from arkfs.store.postgres import Index
+
+    bucket = Bucket.open(location, args.s3_endpoint)
+    index = Index.connect(args.index)
+    try:
+        if dry_run is None:
+            return identity.initialise(bucket, index)
+        return identity.migrate(bucket, index, dry_run)
+    except WrongStore as exc:
+        raise BadInput(str(exc)) from None
+    finally:
+        index.close()

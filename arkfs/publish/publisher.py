@@ -48,6 +48,7 @@ from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import CasBlock, FileBlock, Shard, cas_block, serialize_upload
 from arkfs.xet.xorb import XorbBuilder, XorbFooter, serialize_xorb
+from arkfs.xet.xorb_cuts import cuts_before
 
 UPLOAD_SLOTS = 1  # xorbs serialized or uploading while the next one is built
 HASH_BLOCK = 2 << 20  # bytes of a large file read and cut at a time
@@ -440,7 +441,7 @@ class Publisher:
 
     async def add_new(self, chunk: Chunk, first: bool, uploads: trio.Nursery) -> Placed:
         """Put a chunk into the xorb being built."""
-        if not self._builder.fits(chunk.data):
+        if not self._builder.fits(chunk.data) or cuts_before(chunk.hash, len(self._builder), first):
             await self._seal(uploads)
         index = self._builder.add(chunk.hash, chunk.data)
         if first:

@@ -61,7 +61,7 @@ log = logging.getLogger("arkfs.serve")
 
 GRACEFUL_TIMEOUT = 5.0  # seconds requests in flight get to finish once shutdown starts
 KEEP_ALIVE = 30.0  # seconds an idle connection is kept open for the client's next request
-RETRY_AFTER = 5  # seconds a client waits before it retries a store that is unavailable
+RETRY_AFTER = 1  # seconds before a retry of a store that is unavailable: within a 10 s deadline
 STORE_FULL = "the server's store is full; its operator must free space"  # 507's message
 JSON_FACE = ("/v1/", "/v2/")  # path prefixes of the CAS and token routes
 # What hypercorn's send raises when the client closed (or half-closed) under a reply.

@@ -30,9 +30,19 @@ from arkfs.server.http import (
     read_body,
     validated,
 )
+from arkfs.server.intake import (
+    INTAKES_PATH,
+    WAIT,
+    Intakes,
+    Pending,
+    Progress,
+    accepted,
+    still_checking,
+    wanted_wait,
+)
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
-from arkfs.service.archive_service import DEDUP_KEY_TTL, MAX_SHARD_SIZE
+from arkfs.service.archive_service import DEDUP_KEY_TTL, MAX_SHARD_SIZE, shard_hash
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import hash_to_string
@@ -70,9 +80,11 @@ class CasService(Face):
     signer: UrlSigner
     stats: CasStats = field(default_factory=CasStats)
     grants: UrlSigner = field(init=False)  # signs upload URLs: a read URL cannot upload
+    intakes: Intakes = field(init=False)  # shard intakes under way or just done
 
     def __post_init__(self) -> None:
         self.grants = self.signer.derived("xorb upload")
+        self.intakes = Intakes(self.run)
 
     def routes(self) -> list[Route]:
         """Starlette routes of the CAS API, each body limited (by read_body) where it has one."""
@@ -98,6 +110,7 @@ class CasService(Face):
             ),
             Route("/v1/shards", self.upload_shard, methods=["POST"], name=upload_route("shard")),
             Route("/v2/shards", self.upload_shard_v2, methods=["POST"], name=upload_route("shard")),
+            Route(INTAKES_PATH + "{shard}", self.shard_intake),
             Route("/v1/telemetry", self.telemetry, methods=["POST"]),
             Route("/v1/xorb-data/{xorb}", self.xorb_data, methods=["GET", "HEAD"]),
             Route("/v1/stats", self.stats_route),
@@ -256,21 +269,46 @@ class CasService(Face):
         return JSONResponse({"was_inserted": True})
 
     async def upload_shard(self, request: Request) -> Response:
-        """Upload Shard: validate it against the stored xorbs, then register its files."""
-        inserted = await self._register_shard(request)
+        """Upload Shard: validate it against the stored xorbs, then register its files; a
+        check that outlasts the request is answered 202 or 503 (intake.py)."""
+        asks_async, wait = wanted_wait(request.headers.get("prefer"))
+        try:
+            inserted = await self._register_shard(request, wait)
+        except Pending as exc:
+            if asks_async:
+                return accepted(exc)
+            raise still_checking(exc) from None
+        return JSONResponse({"result": 1 if inserted else 0})
+
+    async def shard_intake(self, request: Request) -> Response:
+        """Poll a shard intake that was answered 202: 202 while under way, then as the POST."""
+        self.auth.require(request.headers.get("authorization"), Scope.WRITE)
+        name = hash_to_string(hash_param(request.path_params["shard"], "shard hash"))
+        try:
+            inserted = self.intakes.poll(name)
+        except Pending as exc:
+            return accepted(exc)
         return JSONResponse({"result": 1 if inserted else 0})
 
     async def upload_shard_v2(self, request: Request) -> Response:
         """Upload Shard as hf_xet 1.8 first tries it: the same work, answered as NDJSON events
         whose last is `{"type": "result"}`. Errors are answered before any event, with their
         status, as on every route."""
-        await self._register_shard(request)
+        try:
+            await self._register_shard(request, WAIT)
+        except Pending as exc:
+            raise still_checking(exc) from None
         return Response(json.dumps({"type": "result"}) + "\n", media_type="application/x-ndjson")
 
-    async def _register_shard(self, request: Request) -> bool:
+    async def _register_shard(self, request: Request, wait: float) -> bool:
         self.auth.require(request.headers.get("authorization"), Scope.WRITE)
         body = await read_body(request, MAX_SHARD_SIZE, "shard")
-        inserted = await self.run(self.service.put_shard, body)
+        name = hash_to_string(await self.run(shard_hash, body))
+
+        def register(progress: Progress) -> bool:
+            return self.service.put_shard(body, progress)
+
+        inserted = await self.intakes.register(name, register, wait)
         self.stats.shard_uploads += 1
         return inserted
 

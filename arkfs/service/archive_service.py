@@ -29,7 +29,7 @@ from arkfs.ark.errors import ArkError
 from arkfs.store.base import Binding, DedupEntry, FileRecord, Store
 from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.files import check_file, file_sha256
-from arkfs.store.shards import EMPTY_SHA256, file_record, shard_problem
+from arkfs.store.shards import EMPTY_SHA256, Progress, file_record, shard_problem
 from arkfs.util.lru import LRU
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.errors import XetError
@@ -332,15 +332,18 @@ class ArchiveService:
             raise Rejected(f"invalid xorb {name}: {exc}") from None
         return self.store.put_xorb(xorb_hash, stored)
 
-    def put_shard(self, data: bytes) -> bool:
+    def put_shard(self, data: bytes, progress: Progress | None = None) -> bool:
         """Upload Shard: register the files and dedup chunks of a shard (upload form) once it
-        agrees with the stored xorbs; False if it was already there. Rejected otherwise."""
+        agrees with the stored xorbs; False if it was already there. Rejected otherwise.
+        progress is told how many of its files are checked, as the check goes."""
         if len(data) > MAX_SHARD_SIZE:
             raise Rejected(f"shard of {len(data)} bytes exceeds the {MAX_SHARD_SIZE}-byte limit")
-        records, dedup = self._shard_records(data)
-        return self.store.put_shard(blake3.blake3(data).digest(), data, records, dedup)
+        records, dedup = self._shard_records(data, progress)
+        return self.store.put_shard(shard_hash(data), data, records, dedup)
 
-    def _shard_records(self, body: bytes) -> tuple[list[FileRecord], list[DedupEntry]]:
+    def _shard_records(
+        self, body: bytes, progress: Progress | None = None
+    ) -> tuple[list[FileRecord], list[DedupEntry]]:
         """The file records and dedup entries of a shard once shard_problem finds none; the
         store checks each record against the footers again."""
         try:
@@ -357,7 +360,8 @@ class ArchiveService:
                 raise Rejected(
                     f"shard references xorb {hash_to_string(xh)}, which was not uploaded"
                 ) from None
-        problem = shard_problem(self.store, shard, footers.__getitem__)
+        stored = self.store.file_sizes([f.file_hash for f in shard.files])
+        problem = shard_problem(self.store, shard, footers.__getitem__, stored, progress)
         if problem:
             raise Rejected(f"shard disagrees with its xorbs: {problem}")
         records: list[FileRecord] = []
@@ -398,6 +402,11 @@ class ArchiveService:
         """The key of dedup replies at time now: keyed by the secret, new every DEDUP_KEY_TTL s."""
         period = (now // DEDUP_KEY_TTL).to_bytes(8, "little")
         return blake3.blake3(period, key=self._dedup_secret).digest()
+
+
+def shard_hash(data: bytes) -> bytes:
+    """The name a shard is registered under: the BLAKE3 hash of its bytes as uploaded."""
+    return blake3.blake3(data).digest()
 
 
 def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:

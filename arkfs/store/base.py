@@ -27,6 +27,7 @@ from arkfs.xet.xorb import XorbFooter
 
 SHA256_SIZE = 32
 FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
+UNINDEXED = "unindexed object"  # how check() starts a line about an orphan: no damage
 _T = TypeVar("_T")
 
 
@@ -210,6 +211,7 @@ class Store(Protocol):
 
     def check(self, repair: bool = False, sample: int | None = None) -> list[str]:
         """One line per damage found; repair removes leftovers of interrupted writes only.
+        Lines that start with "removed " or UNINDEXED report leftovers, and are no damage.
 
         sample: hash the bytes of that many xorbs and shards chosen at random, not all;
         every index row is followed either way.

@@ -183,6 +183,14 @@ class Bucket:
         with self._errors("remove an object", key):
             self._client.delete_object(Bucket=self.name, Key=key)
 
+    def holds(self, kind: str) -> bool:
+        """Is there any object of kind (one short listing)?"""
+        with self._errors(f"list the {kind}"):
+            reply = self._client.list_objects_v2(
+                Bucket=self.name, Prefix=f"{self.prefix}{kind}/", MaxKeys=1
+            )
+        return bool(reply.get("Contents"))
+
     def names(self, kind: str) -> Iterator[tuple[str, int]]:
         """(name, size) of every object of kind, in key order."""
         for name, size, _ in self.written(kind):

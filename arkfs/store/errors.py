@@ -23,6 +23,11 @@ class OutOfRange(Rejected):
     """A byte range that does not lie within the object it is asked of."""
 
 
+class WrongStore(StoreError):
+    """The parts of a store do not belong together (bucket, prefix, index), or are not set
+    up for this arkfs: the message says what to run or to correct; nothing was changed."""
+
+
 class StoreCorrupt(StoreError):
     """Stored data that is damaged: it no longer matches its name or its index rows."""
 

@@ -1,6 +1,7 @@
 """A shard against the stored xorbs: the one rule of shard intake and `arkfs store check`."""
 
 import hashlib
+from collections.abc import Callable, Mapping
 from typing import cast
 
 from arkfs.store.base import FileRecord, FooterOf, Store, file_problem, footer_problem
@@ -20,11 +21,23 @@ def file_record(block: FileBlock) -> FileRecord:
     return FileRecord(block.file_hash, block.size, sha256, block.terms)
 
 
-def shard_problem(store: Store, shard: Shard, footer_of: FooterOf) -> str | None:
+Stored = Mapping[bytes, tuple[int, bytes | None]]  # size and SHA-256 of stored files
+Progress = Callable[[int, int], None]  # told (files checked so far, files in the shard)
+
+
+def shard_problem(
+    store: Store,
+    shard: Shard,
+    footer_of: FooterOf,
+    stored: Stored | None = None,
+    progress: Progress | None = None,
+) -> str | None:
     """What makes a shard disagree with the stored xorbs (footer_of gives their footers), or None.
 
     Every field the xorb footers determine is checked (Shard Format: CAS Info Section, File
-    Info Section); a FileMetadataExt's SHA-256 is checked against the file's bytes.
+    Info Section); a FileMetadataExt's SHA-256 is checked against the file's bytes, unless
+    stored (intake's store.file_sizes) holds the file with that size and SHA-256 already:
+    its intake checked them, so a retried or repeated shard reads no bytes again.
     """
     for i, cas in enumerate(shard.cas_blocks):
         footer, problem = footer_problem(footer_of, cas.xorb_hash)
@@ -48,13 +61,18 @@ def shard_problem(store: Store, shard: Shard, footer_of: FooterOf) -> str | None
                 verify_file_block(block, lambda h, s, e: footer_of(h).chunk_hashes[s:e])
             except XetError as exc:
                 return f"file {i}: {exc}"
-        if record.sha256 is not None:  # FileMetadataExt
+        if progress is not None:
+            progress(i, len(shard.files))
+        known = (stored or {}).get(record.file_hash)
+        if record.sha256 is not None and known != (record.size, record.sha256):  # MetadataExt
             actual = file_sha256(whole, record)
             if actual != record.sha256:
                 return (
                     f"file {i}: metadata ext SHA-256 is {record.sha256.hex()}, "
                     f"its bytes hash to {actual.hex()}"
                 )
+    if progress is not None:
+        progress(len(shard.files), len(shard.files))
     return None
 
 

@@ -240,10 +240,27 @@ class ScaledPlace:
         return ("--store", self.location, "--s3-endpoint", self.endpoint, "--index", self.index)
 
 
-def new_place(weed: SeaweedFS, pg: PostgreSQL) -> ScaledPlace:
-    """A new empty key prefix in the tests' bucket, and a new database."""
+def new_place(weed: SeaweedFS, pg: PostgreSQL, init: bool = True) -> ScaledPlace:
+    """A new empty key prefix in the tests' bucket, and a new database: a store initialised
+    as `arkfs store init` does (its schema and identity), unless init is False."""
     prefix = f"p-{uuid.uuid4().hex[:12]}"
-    return ScaledPlace(f"s3://{weed.bucket()}/{prefix}", weed.endpoint, pg.new_database())
+    place = ScaledPlace(f"s3://{weed.bucket()}/{prefix}", weed.endpoint, pg.new_database())
+    if init:
+        init_store(place)
+    return place
+
+
+def init_store(place: ScaledPlace) -> list[str]:
+    """Initialise the store at place (schema and identity); what `store init` printed."""
+    from arkfs.store.bucket import Bucket
+    from arkfs.store.identity import initialise
+    from arkfs.store.postgres import Index
+
+    index = Index.connect(place.index, connections=1)
+    try:
+        return initialise(Bucket.open(place.location, place.endpoint, 1), index)
+    finally:
+        index.close()
 
 
 _S = TypeVar("_S", SeaweedFS, PostgreSQL)

@@ -6,15 +6,15 @@ import json
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from arkfs.api import Client
-from arkfs.ark.errors import ArkError
 from arkfs.cli.common import BadInput
-from arkfs.cli.progress_display import duration, shown
 from arkfs.cli.resolver_options import add_resolver_options
 from arkfs.cli.token_options import add_token_options, token_from
-from arkfs.download import GetProgress, get
 from arkfs.util.sizes import human
+
+if TYPE_CHECKING:  # the read path loads when get runs: --help starts at once
+    from arkfs.download import GetProgress
 
 JOBS = 8
 
@@ -47,6 +47,11 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run_get(args: argparse.Namespace) -> int:
     """Download; one line and exit 1 on a failure (not found, a wrong byte), 2 on bad input."""
+    from arkfs.api import Client
+    from arkfs.ark.errors import ArkError
+    from arkfs.cli.progress_display import shown
+    from arkfs.download import GetProgress, get
+
     token = token_from(args)
     # The read path logs each retry it makes (a chunk fetched again after a bad hash);
     # the command's own line says what it came to, so those stay off stderr.
@@ -93,7 +98,7 @@ class GetFeed:
 
     whole = "get"
 
-    def __init__(self, progress: GetProgress) -> None:
+    def __init__(self, progress: "GetProgress") -> None:
         self.progress = progress
 
     def rows(self) -> dict[str, tuple[int, int | None]]:
@@ -116,6 +121,8 @@ class GetFeed:
         return row
 
     def summary(self, seconds: float) -> str:
+        from arkfs.cli.progress_display import duration
+
         p = self.progress
         return (
             f"get 100%: got {p.dest}: {p.files} files, {human(p.total)} ({human(p.fetched)} "

@@ -44,6 +44,7 @@ from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.reader import ContentReader, ReadError
 from arkfs.mount.names.indexed import IndexedArchive
 from arkfs.mount.stats import MountStats
+from arkfs.net import proxies
 from arkfs.util import paths
 from arkfs.util.sizes import parse_size
 
@@ -102,7 +103,9 @@ class Client:
         registries = (registry,) if isinstance(registry, str) else tuple(registry)
         try:
             resolver = load_config(Path(config) if config else default_config_path(), bool(config))
-        except ConfigError as exc:
+            if resolver.proxies:  # the config's proxies carry every request from now on
+                proxies.use(resolver.proxies, f"config file {resolver.path}: proxies")
+        except (ConfigError, proxies.ProxyError) as exc:
             raise ValueError(str(exc)) from None
         token_file = token_file or _setting(resolver, "token_file")
         if token is None and token_file is not None:

@@ -1,6 +1,6 @@
 """The `proxies` setting (#28): a list of proxies tried in order, as CVMFS_HTTP_PROXY. With
 the first dead (a closed port) and the second real squid, `arkfs publish` ($ARKFS_PROXIES)
-sends through squid, and a mount (config key `proxies`) and `arkfs get` ($ARKFS_PROXIES)
+sends through squid, and a mount and `arkfs get` (config key `proxies`)
 read through it."""
 
 import random
@@ -66,9 +66,9 @@ def test_reads_fail_over_to_the_second_proxy(
         assert any("/v1/reconstructions/" in url for url in asked), asked
         assert any("/v1/xorb-data/" in url for url in asked), asked  # the ranged fetcher too
 
-        monkeypatch.setenv("ARKFS_PROXIES", f"{dead};{proxy}")
-        out = tmp_path / "got.bin"
-        got = run_arkfs("get", f"{ARK}/f.bin", str(out), "--server", server.url, "--no-cache", "-q")
+        out = tmp_path / "got.bin"  # get reads the config key too
+        get = ("get", f"{ARK}/f.bin", str(out), "--server", server.url, "--config", str(config))
+        got = run_arkfs(*get, "--no-cache", "-q")
         assert got.returncode == 0, got.stderr
         assert out.read_bytes() == data
         assert len(proxied(log, server.url)) > len(published) + len(asked)  # get's too

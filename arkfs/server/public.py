@@ -10,6 +10,10 @@ before any route runs:
   `X-Forwarded-Proto`, `X-Forwarded-Host` and `X-Forwarded-Prefix` headers;
 - else the request as it arrived.
 
+A trusted proxy's `X-Forwarded-For` also names the client (the access log's host): the
+address nearest this server that is not itself a trusted proxy, as nginx's realip module
+takes it with `real_ip_recursive on`.
+
 A prefix becomes the ASGI root_path and is put before the path, as the ASGI spec has it,
 so the proxy must strip it (`proxy_pass http://127.0.0.1:8080/;`, as X-Forwarded-Prefix
 means): a path that still held it would be ambiguous (prefix `/arks`, route `/arks`).
@@ -82,7 +86,29 @@ class PublicUrls:
             public = self.base or self._forwarded(scope)
             if public is not None:
                 _apply(scope, public)
+            client = self._forwarded_for(scope)
+            if client is not None:
+                scope["client"] = (client, 0)
         await self.app(scope, receive, send)
+
+    def _forwarded_for(self, scope: Scope) -> str | None:
+        """The client a trusted proxy's X-Forwarded-For names: walking back from this server,
+        the first address not trusted (else the farthest); None if untrusted or unsaid."""
+        if self.trusted == () or not self._trusts(scope.get("client")):
+            return None
+        hops: list[str] = []
+        for key, value in scope["headers"]:
+            if key.lower() == b"x-forwarded-for":
+                hops += [h.strip() for h in value.decode("latin-1").split(",")]
+        client = None
+        for hop in reversed(hops):
+            try:
+                client = str(ipaddress.ip_address(hop))
+            except ValueError:
+                return client  # a name or garbage: trust nothing farther
+            if not self._trusts((client, 0)):
+                return client
+        return client
 
     def _forwarded(self, scope: Scope) -> Public | None:
         """What a trusted proxy's X-Forwarded-* headers say; None if untrusted or unsaid."""

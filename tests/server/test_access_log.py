@@ -107,3 +107,23 @@ def test_dash_writes_to_stdout_and_an_unwritable_file_is_one_line_exit_2(tmp_pat
     assert done.returncode == 2
     [message] = done.stderr.splitlines()
     assert "cannot open access log" in message and "No such file or directory" in message
+
+
+def test_the_client_is_what_trusted_proxies_forward(tmp_path: Path) -> None:
+    """X-Forwarded-For names the client only through trusted proxies (as nginx's realip with
+    real_ip_recursive): the nearest untrusted hop; from anyone else it is ignored."""
+    hops = {"X-Forwarded-For": "198.51.100.9, 203.0.113.7, 10.1.2.3"}
+    hosts: dict[str, str] = {}
+    for trusted in ("", "127.0.0.1", "127.0.0.1,10.0.0.0/8"):
+        log = tmp_path / f"access-{len(hosts)}.log"
+        allow = ("--forwarded-allow-ips", trusted) if trusted else ()
+        with arkfs_server(tmp_path / "store", "--access-log", str(log), *allow) as (url, proc):
+            assert httpx.get(f"{url}/.well-known/ark", headers=hops).status_code == 200
+            stop(proc)
+        (line,) = log.read_text().splitlines()
+        hosts[trusted] = parse(line)["host"]
+    assert hosts == {
+        "": "127.0.0.1",  # no proxy is trusted: the header is anyone's to forge
+        "127.0.0.1": "10.1.2.3",  # the proxy's own peer, which nothing trusts
+        "127.0.0.1,10.0.0.0/8": "203.0.113.7",
+    }

@@ -120,7 +120,6 @@ class Publisher:
         self._prior_at: dict[str, tuple[bytes | None, bytes | None]] = {}  # path -> hashes
         self._seeded_files: set[bytes] = set()
         self._seen_xorbs: set[bytes] = set()
-        self.read_bytes = 0
         self._misses = 0  # global dedup queries in a row that found nothing
         self._since_query = QUERY_SPACING  # chunks looked at since the last query
         self.index = ChunkIndex()
@@ -242,7 +241,7 @@ class Publisher:
             version=0,
             follows=None,
             skipped=skipped or [],
-            read_bytes=self.read_bytes,
+            read_bytes=self.progress.read,
         )
         nothing_new = previous is not None and not allow_empty and not self._built
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
@@ -275,6 +274,7 @@ class Publisher:
         digest = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
         placements.append((f.entry, digest, None))
         self.progress.hashed += f.key.size
+        self.progress.known += f.key.size
         self.progress.deduplicated += f.key.size
         self._placed([])
         return True
@@ -282,7 +282,7 @@ class Publisher:
     def _read(self, f: Found, digest: FileDigest, key: StatKey, began: int) -> Entry:
         """Count and index a file just read (stat key as read); its entry, with the mtime
         of what was read."""
-        self.read_bytes += digest.size
+        self.progress.read += digest.size
         if digest.sha256 is not None:
             known = Known(digest.file_hash, digest.sha256)
             self.tree_index.record(f.entry.path, key, known, began)

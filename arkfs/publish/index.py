@@ -16,15 +16,15 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
 FORMAT = 1
 
 
-@dataclass(frozen=True, slots=True)
-class StatKey:
-    """What says a file is unchanged: size, mtime_ns, ctime_ns and inode."""
+class StatKey(NamedTuple):
+    """What says a file is unchanged: size, mtime_ns, ctime_ns and inode (a tuple: one is
+    made for every file a publish scans)."""
 
     size: int
     mtime_ns: int
@@ -75,7 +75,9 @@ class TreeIndex:
     def lookup(self, rel: str, key: StatKey | None) -> Known | None:
         """The hashes of rel if it was recorded with exactly this stat key."""
         row = self._old.get(rel)
-        if key is None or row is None or row[:4] != [key.size, key.mtime_ns, key.ctime_ns, key.ino]:
+        if key is None or type(row) is not list or len(row) != 6:  # rows are checked here,
+            return None  # one at a time, not all at load
+        if tuple(row[:4]) != key:
             return None
         try:
             return Known(bytes.fromhex(row[4]), bytes.fromhex(row[5]))
@@ -111,17 +113,11 @@ class TreeIndex:
 
 def _load(path: Path) -> dict[str, Row]:
     """The rows of an index file; none if it is missing or not one this version wrote (an
-    index only saves reading: when in doubt, read)."""
+    index only saves reading: when in doubt, read). lookup checks each row it uses."""
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
         files = body["files"] if body.get("format") == FORMAT else {}
-        if not isinstance(files, dict):
-            return {}
-        return {
-            rel: row
-            for rel, row in files.items()
-            if isinstance(row, list) and len(row) == 6 and all(isinstance(v, int) for v in row[:4])
-        }
+        return files if isinstance(files, dict) else {}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
 

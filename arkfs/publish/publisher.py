@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from typing import BinaryIO
 
 import trio
 
@@ -327,7 +327,7 @@ class Publisher:
             ) -> None:
                 hasher = FileHasher()
                 began = now_ns()
-                with f.source.open("rb") as file:
+                with open_source(f.source) as file:
                     before = StatKey.of(os.fstat(file.fileno()))
                     for block, pieces in cut_blocks(file, HASH_BLOCK):
                         if not block:
@@ -354,7 +354,7 @@ class Publisher:
         raise PublishError(_unstable(f.source))
 
     async def _run_hasher(
-        self, fn: Callable[[], None], path: Path, send: trio.MemorySendChannel[list[Chunk]]
+        self, fn: Callable[[], None], path: str, send: trio.MemorySendChannel[list[Chunk]]
     ) -> None:
         try:
             async with send:
@@ -479,6 +479,9 @@ class Publisher:
     def _placed(self, placed: list[Placed] | None) -> None:
         """A file's chunks are placed (or, with None, a xorb was stored): count the files,
         in order, whose every chunk is now in a stored xorb."""
+        if placed is not None and not placed and not self._waiting:  # stored already
+            self.progress.files_stored += 1
+            return
         if placed is not None:
             self._waiting.append(placed)
         while self._waiting and not any(id(p.ref) in self._unacked for p in self._waiting[0]):
@@ -595,7 +598,7 @@ def _batches(files: list[Found]) -> Iterator[list[Found]]:
         yield batch
 
 
-def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest, StatKey, int]]:
+def _digest_small(paths: list[str]) -> list[tuple[list[Chunk], FileDigest, StatKey, int]]:
     """Chunks, digest, stat key and read start of each small file, read whole (in a worker
     thread); a file whose stat differs after the read from before it is read again."""
     out = []
@@ -603,7 +606,7 @@ def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest, Stat
         for _ in range(STABLE_TRIES):
             try:
                 began = now_ns()
-                with path.open("rb") as f:
+                with open_source(path) as f:
                     before = StatKey.of(os.fstat(f.fileno()))
                     data = f.read()
                     after = StatKey.of(os.fstat(f.fileno()))
@@ -620,7 +623,12 @@ def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest, Stat
     return out
 
 
-def _unstable(path: Path) -> str:
+def open_source(path: str) -> BinaryIO:
+    """A file of the tree, opened to be hashed."""
+    return open(path, "rb")
+
+
+def _unstable(path: str) -> str:
     return (
         f"{path} changed while it was read, {STABLE_TRIES} times: publish it once nothing "
         "writes to it"

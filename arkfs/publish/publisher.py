@@ -68,7 +68,7 @@ class PublishError(Exception):
     """A publish that could not complete; nothing was bound."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Placed:
     """One chunk of a file and where its bytes live."""
 
@@ -209,6 +209,8 @@ class Publisher:
             self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
+        self.index = ChunkIndex()  # every chunk is placed: free its locations before the bind
+        count = len(placements) + len(copies)
         linked: dict[str, FileDigest] = {}
         for entry, digest, places in placements:
             if places is not None and digest.file_hash not in self._prior:
@@ -224,14 +226,16 @@ class Publisher:
             self.progress.hashed += digest.size  # its first's bytes: stored once
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
+        placements.clear()  # blocks and entries hold what the shards and the manifest need
         try:
             self.manifest = build(ark, entries, time.time(), root=root)
         except ManifestError as exc:  # scan checked what it found: not these entries
             raise PublishError(f"the manifest cannot be built: {exc}") from None
+        entries.clear()  # the manifest's columns hold them now
         self.tree_index.save()
         summary = Summary(
             ark=ark,
-            files=len(placements) + len(copies),
+            files=count,
             bytes=self.progress.total,
             new_bytes=self.progress.new,
             dedup_bytes=self.progress.deduplicated,
@@ -286,6 +290,8 @@ class Publisher:
         if digest.sha256 is not None:
             known = Known(digest.file_hash, digest.sha256)
             self.tree_index.record(f.entry.path, key, known, began)
+        if f.entry.mtime_ns == key.mtime_ns:  # the scan's entry, not a copy per file
+            return f.entry
         return replace(f.entry, mtime_ns=key.mtime_ns)
 
     async def _seed(self, path: str) -> None:

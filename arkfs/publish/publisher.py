@@ -167,12 +167,14 @@ class Publisher:
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
         placements: list[Placement] = []
+        linked: dict[str, FileDigest] = {}  # the first of each hard-link group: its digest
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
+        others = len(entries)
         files = [f for f in found if f.entry.kind is Kind.FILE]
         # The other names of a hard-linked file are its first's content: read it once.
         copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
         files = [f for f in files if f.entry.link in (None, f.entry.path)]
-        files = [f for f in files if not self._known(f, placements)]
+        files = [f for f in files if not self._known(f, entries, linked)]
         async with trio.open_nursery() as uploads:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
@@ -210,8 +212,6 @@ class Publisher:
             if len(self._builder):
                 await self._seal(uploads)
         self.index = ChunkIndex()  # every chunk is placed: free its locations before the bind
-        count = len(placements) + len(copies)
-        linked: dict[str, FileDigest] = {}
         for entry, digest, places in placements:
             if places is not None and digest.file_hash not in self._prior:
                 block = _file_block(digest, places)
@@ -226,6 +226,7 @@ class Publisher:
             self.progress.hashed += digest.size  # its first's bytes: stored once
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
+        count = len(entries) - others  # files, hard links included
         placements.clear()  # blocks and entries hold what the shards and the manifest need
         try:
             self.manifest = build(ark, entries, time.time(), root=root)
@@ -263,11 +264,12 @@ class Publisher:
         summary = replace(summary, uploaded_bytes=self.progress.uploaded, shards=shards)
         return replace(summary, version=bound.version, follows=bound.follows)
 
-    def _known(self, f: Found, placements: list[Placement]) -> bool:
+    def _known(self, f: Found, entries: list[Entry], linked: dict[str, FileDigest]) -> bool:
         """Is f a file of the previous version that the tree index knows unchanged? Then
-        its hashes are taken from the index, and it is not read. The index is trusted only
-        where it agrees with the previous version at the same path (XET hash and SHA-256),
-        so it never names a file the CAS may not hold, nor another path's."""
+        its hashes are taken from the index, it is not read, and its manifest entry is made
+        at once (the cheapest path: most files of a republish take it). The index is trusted
+        only where it agrees with the previous version at the same path (XET hash and
+        SHA-256), so it never names a file the CAS may not hold, nor another path's."""
         known = self.tree_index.lookup(f.entry.path, f.key)
         if known is None or f.key is None:
             return False
@@ -275,8 +277,9 @@ class Publisher:
         if xet != known.xet_hash or sha not in (None, known.sha256):  # moved, or gone wrong
             return False
         self.tree_index.keep(f.entry.path)
-        digest = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
-        placements.append((f.entry, digest, None))
+        entries.append(_hashed_entry(f.entry, f.key.size, known.xet_hash, known.sha256))
+        if f.entry.link is not None:
+            linked[f.entry.path] = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
         self.progress.hashed += f.key.size
         self.progress.known += f.key.size
         self.progress.deduplicated += f.key.size
@@ -661,10 +664,13 @@ def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
 
 
 def _file_entry(scanned: Entry, digest: FileDigest) -> Entry:
-    """The manifest entry of a hashed file; its size is what was read, not what stat said
-    (made directly: dataclasses.replace costs 10 µs a file)."""
-    e = scanned
-    size, xet, sha = digest.size, digest.file_hash, digest.sha256
+    """The manifest entry of a hashed file; its size is what was read, not what stat said."""
+    return _hashed_entry(scanned, digest.size, digest.file_hash, digest.sha256)
+
+
+def _hashed_entry(e: Entry, size: int, xet: bytes, sha: bytes | None) -> Entry:
+    """e with its content's size and hashes (made directly: dataclasses.replace costs 10 µs
+    a file)."""
     return Entry(e.path, e.kind, size, e.mode, e.mtime_ns, xet, sha, e.target, e.link, e.xattrs)
 
 

@@ -40,12 +40,17 @@ class ScanError(Exception):
 
 
 class Found(NamedTuple):
-    """An entry of the tree and, for a file, where to read it and its stat at scan (a
-    tuple: one is made for every entry)."""
+    """An entry of the tree below base (the tree's directory) and, for a file, its stat at
+    scan (a tuple: one is made for every entry, all sharing one base)."""
 
     entry: Entry
-    source: str
+    base: str
     key: StatKey | None = None
+
+    @property
+    def source(self) -> str:
+        """Where to read the entry (made when read, not kept for every file)."""
+        return f"{self.base}/{self.entry.path}"
 
 
 @dataclass
@@ -75,7 +80,8 @@ def scan(
     scanned = Scanned([], top)
     inodes: dict[tuple[int, int], list[int]] = {}  # (device, inode) of files linked elsewhere
     found = scanned.found
-    stack = [("", str(root))]
+    base = str(root)
+    stack = [("", base)]
     while stack:
         rel, here = stack.pop()
         try:
@@ -99,23 +105,24 @@ def scan(
                 st = item.stat(follow_symlinks=False)
             except OSError as exc:
                 raise ScanError(f"cannot stat {path}: {exc.strerror}") from None
-            mode, mtime = stat.S_IMODE(st.st_mode), st.st_mtime_ns
+            mode, mtime, size = stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size
             if stat.S_ISDIR(st.st_mode):
                 entry = Entry(sub, Kind.DIR, 0, mode, mtime, xattrs=_xattrs(path))
-                found.append(Found(entry, path))
+                found.append(Found(entry, base))
                 stack.append((sub, path))
             elif stat.S_ISREG(st.st_mode):
-                entry = Entry(sub, Kind.FILE, st.st_size, mode, mtime, xattrs=_xattrs(path))
+                entry = Entry(sub, Kind.FILE, size, mode, mtime, xattrs=_xattrs(path))
                 if st.st_nlink > 1:
                     inodes.setdefault((st.st_dev, st.st_ino), []).append(len(found))
-                found.append(Found(entry, path, StatKey.of(st)))
+                key = StatKey(size, mtime, st.st_ctime_ns, st.st_ino)  # ints shared with entry
+                found.append(Found(entry, base, key))
                 if progress is not None:
                     progress.files += 1
-                    progress.total += st.st_size
+                    progress.total += size
             elif stat.S_ISLNK(st.st_mode):
                 target = os.readlink(path)
                 entry = Entry(sub, Kind.SYMLINK, len(target), mode, mtime, target=target)
-                found.append(Found(entry, path))
+                found.append(Found(entry, base))
                 _check_symlink(scanned, root, sub, target)
             else:
                 scanned.skipped.append(f"{sub}: not a regular file, directory or symlink")

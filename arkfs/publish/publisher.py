@@ -256,7 +256,9 @@ class Publisher:
             v = previous.version
             return replace(summary, version=v.version, follows=v.follows, changed=False)
         self.progress.begin("bind")
-        shards = await self._upload_shards(list(blocks.values()))
+        new_files = list(blocks.values())
+        blocks.clear()  # _upload_shards drops each file block once its shard is sent
+        shards = await self._upload_shards(new_files)
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
@@ -498,16 +500,20 @@ class Publisher:
             self.progress.files_stored += 1
 
     async def _upload_shards(self, blocks: list[FileBlock]) -> int:
-        """Register the files and the new xorbs' chunks, in shards under the size limit."""
+        """Register the files and the new xorbs' chunks, in shards under the size limit,
+        each serialized as it is sent and then dropped with its file blocks (for 1,000,000
+        files the shards are some 200 MB together); blocks is emptied."""
         cas = [self._cas_block(footer, size) for footer, size in self._built]
-        shards = [
-            serialize_upload(s) for s in _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
-        ]
-        self.progress.shard_bytes = sum(len(s) for s in shards)
-        for shard in shards:
-            await self.backend.upload_shard(shard)
-            self.progress.shards_sent += len(shard)
-        return len(shards)
+        parts = _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
+        blocks.clear()
+        self.progress.shard_bytes = sum(size for _, size in parts)
+        count = len(parts)
+        parts.reverse()
+        while parts:
+            data = serialize_upload(parts.pop()[0])
+            await self.backend.upload_shard(data)
+            self.progress.shards_sent += len(data)
+        return count
 
     def _cas_block(self, footer: XorbFooter, size: int) -> CasBlock:
         """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks."""
@@ -674,10 +680,13 @@ def _hashed_entry(e: Entry, size: int, xet: bytes, sha: bytes | None) -> Entry:
     return Entry(e.path, e.kind, size, e.mode, e.mtime_ns, xet, sha, e.target, e.link, e.xattrs)
 
 
-def _split(shard: Shard) -> list[Shard]:
-    """One shard, or several halves when it would exceed MAX_SHARD_FILES or MAX_SHARD_BYTES."""
-    if len(shard.files) <= MAX_SHARD_FILES and len(serialize_upload(shard)) <= MAX_SHARD_BYTES:
-        return [shard]
+def _split(shard: Shard) -> list[tuple[Shard, int]]:
+    """One shard, or several halves when it would exceed MAX_SHARD_FILES or MAX_SHARD_BYTES;
+    each with its serialized size."""
+    if len(shard.files) <= MAX_SHARD_FILES:
+        size = len(serialize_upload(shard))
+        if size <= MAX_SHARD_BYTES:
+            return [(shard, size)]
     files, cas = shard.files, shard.cas_blocks
     if len(files) + len(cas) < 2:
         raise PublishError("a single file's reconstruction exceeds the shard size limit")

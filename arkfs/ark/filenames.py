@@ -36,14 +36,21 @@ _LOWER_ESCAPE = re.compile(r"%(?:[0-9A-F][a-f]|[a-f][0-9A-Fa-f])")
 
 def filename_to_qualifier(name: str) -> str:
     """The qualifier component for one file name (not a path)."""
+    check_filename(name)
+    escaped = "".join(char if char in UNRESERVED else percent_encode(char) for char in name)
+    return percent_encode(MARK) + escaped[1:] if name.startswith(MARK) else escaped
+
+
+def check_filename(name: str) -> None:
+    """Raise FilenameError unless filename_to_qualifier can spell name (without spelling
+    it: publish checks every name of a tree)."""
     _check_filename(name, name)
     try:
-        escaped = "".join(char if char in UNRESERVED else percent_encode(char) for char in name)
+        name.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
         raise FilenameError(
             f"file name {name!r} holds a lone surrogate that is not an os.fsdecode escape"
         ) from exc
-    return percent_encode(MARK) + escaped[1:] if name.startswith(MARK) else escaped
 
 
 def filename_text(name: str) -> str:

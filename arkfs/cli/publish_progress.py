@@ -52,7 +52,7 @@ class PublishFeed:
     def summary(self, seconds: float) -> str:
         p = self.progress
         return (
-            f"publish 100%: {_outcome(p)}: {p.files} files, {human(p.hashed)} hashed, "
+            f"publish 100%: {_outcome(p)}: {p.files} files, {human(p.total)}, {_read(p)}, "
             f"{human(p.new)} new ({human(p.uploaded)} uploaded), {human(p.deduplicated)} "
             f"deduplicated, in {duration(seconds)}"
         )
@@ -63,6 +63,13 @@ def shown(progress: Progress, quiet: bool, stream: TextIO | None = None) -> Iter
     """Show the publish's progress on stream (stderr) while the block runs."""
     with display.shown(PublishFeed(progress), quiet, stream):
         yield
+
+
+def _read(p: Progress) -> str:
+    """How much was read and hashed, and how much the tree index knew unchanged (bytes
+    counted as hashed in the bars, but not read)."""
+    unread = f" ({human(p.known)} unchanged since the last publish: not read)" if p.known else ""
+    return f"{human(p.read)} read{unread}"
 
 
 def _outcome(p: Progress) -> str:

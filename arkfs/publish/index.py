@@ -13,18 +13,20 @@ size and times unchanged (git's "racily clean" entries).
 import hashlib
 import json
 import os
+import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
 FORMAT = 1
+_PACKED = struct.Struct("<QqqQ32s32s")  # a row recorded: size, mtime, ctime, inode, hashes
 
 
-@dataclass(frozen=True, slots=True)
-class StatKey:
-    """What says a file is unchanged: size, mtime_ns, ctime_ns and inode."""
+class StatKey(NamedTuple):
+    """What says a file is unchanged: size, mtime_ns, ctime_ns and inode (a tuple: one is
+    made for every file a publish scans)."""
 
     size: int
     mtime_ns: int
@@ -67,7 +69,7 @@ class TreeIndex:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._old: dict[str, Row] = {}
-        self._new: dict[str, Row] = {}
+        self._new: dict[str, Row | bytes] = {}  # rows kept, and rows recorded (packed)
         self._recorded = False
         if path is not None:
             self._old = _load(path)
@@ -75,7 +77,9 @@ class TreeIndex:
     def lookup(self, rel: str, key: StatKey | None) -> Known | None:
         """The hashes of rel if it was recorded with exactly this stat key."""
         row = self._old.get(rel)
-        if key is None or row is None or row[:4] != [key.size, key.mtime_ns, key.ctime_ns, key.ino]:
+        if key is None or type(row) is not list or len(row) != 6:  # rows are checked here,
+            return None  # one at a time, not all at load
+        if tuple(row[:4]) != key:
             return None
         try:
             return Known(bytes.fromhex(row[4]), bytes.fromhex(row[5]))
@@ -89,9 +93,8 @@ class TreeIndex:
     def record(self, rel: str, key: StatKey, known: Known, read_began_ns: int) -> None:
         """Record what rel hashed to, read from read_began_ns with this stat before and
         after; a file changed too recently to be told apart from a later write is not."""
-        if key.ctime_ns < read_began_ns - RACY_NS:
-            hashes = [known.xet_hash.hex(), known.sha256.hex()]
-            self._new[rel] = [key.size, key.mtime_ns, key.ctime_ns, key.ino, *hashes]
+        if key.ctime_ns < read_began_ns - RACY_NS:  # packed: 1,000,000 of them are kept
+            self._new[rel] = _PACKED.pack(*key, known.xet_hash, known.sha256)
             self._recorded = True
 
     def save(self) -> None:
@@ -100,7 +103,8 @@ class TreeIndex:
         if self.path is None or (not self._recorded and self._new.keys() == self._old.keys()):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = json.dumps({"format": FORMAT, "files": self._new}, separators=(",", ":"))
+        rows = {rel: _row(row) for rel, row in self._new.items()}
+        body = json.dumps({"format": FORMAT, "files": rows}, separators=(",", ":"))
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         with tmp.open("w", encoding="utf-8") as f:
             f.write(body)
@@ -109,19 +113,21 @@ class TreeIndex:
         os.replace(tmp, self.path)
 
 
+def _row(row: Row | bytes) -> Row:
+    """A row as the index file holds it: the stat key, then both hashes in hex."""
+    if not isinstance(row, bytes):
+        return row
+    *key, xet, sha = _PACKED.unpack(row)
+    return [*key, xet.hex(), sha.hex()]
+
+
 def _load(path: Path) -> dict[str, Row]:
     """The rows of an index file; none if it is missing or not one this version wrote (an
-    index only saves reading: when in doubt, read)."""
+    index only saves reading: when in doubt, read). lookup checks each row it uses."""
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
         files = body["files"] if body.get("format") == FORMAT else {}
-        if not isinstance(files, dict):
-            return {}
-        return {
-            rel: row
-            for rel, row in files.items()
-            if isinstance(row, list) and len(row) == 6 and all(isinstance(v, int) for v in row[:4])
-        }
+        return files if isinstance(files, dict) else {}
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return {}
 

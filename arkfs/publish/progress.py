@@ -15,7 +15,9 @@ class Progress:
 
     files: int = 0  # files to publish (found by the scan)
     total: int = 0  # bytes of file content to hash
-    hashed: int = 0
+    hashed: int = 0  # of total, bytes hashed or known: read, or taken from the tree index
+    read: int = 0  # of hashed, bytes read from the tree
+    known: int = 0  # of hashed, bytes of files the tree index knew unchanged (not read)
     new: int = 0  # chunk bytes that go into new xorbs
     deduplicated: int = 0  # chunk bytes referenced from xorbs already in the CAS
     stored: int = 0  # of new, chunk bytes in xorbs the CAS has accepted

@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from typing import BinaryIO
 
 import trio
 
@@ -69,7 +69,7 @@ class PublishError(Exception):
     """A publish that could not complete; nothing was bound."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Placed:
     """One chunk of a file and where its bytes live."""
 
@@ -121,7 +121,6 @@ class Publisher:
         self._prior_at: dict[str, tuple[bytes | None, bytes | None]] = {}  # path -> hashes
         self._seeded_files: set[bytes] = set()
         self._seen_xorbs: set[bytes] = set()
-        self.read_bytes = 0
         self._misses = 0  # global dedup queries in a row that found nothing
         self._since_query = QUERY_SPACING  # chunks looked at since the last query
         self.index = ChunkIndex()
@@ -169,12 +168,14 @@ class Publisher:
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
         placements: list[Placement] = []
+        linked: dict[str, FileDigest] = {}  # the first of each hard-link group: its digest
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
+        others = len(entries)
         files = [f for f in found if f.entry.kind is Kind.FILE]
         # The other names of a hard-linked file are its first's content: read it once.
         copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
         files = [f for f in files if f.entry.link in (None, f.entry.path)]
-        files = [f for f in files if not self._known(f, placements)]
+        files = [f for f in files if not self._known(f, entries, linked)]
         async with trio.open_nursery() as uploads:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
@@ -211,7 +212,7 @@ class Publisher:
             self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
-        linked: dict[str, FileDigest] = {}
+        self.index = ChunkIndex()  # every chunk is placed: free its locations before the bind
         for entry, digest, places in placements:
             if places is not None and digest.file_hash not in self._prior:
                 block = _file_block(digest, places)
@@ -226,14 +227,17 @@ class Publisher:
             self.progress.hashed += digest.size  # its first's bytes: stored once
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
+        count = len(entries) - others  # files, hard links included
+        placements.clear()  # blocks and entries hold what the shards and the manifest need
         try:
             self.manifest = build(ark, entries, time.time(), root=root)
         except ManifestError as exc:  # scan checked what it found: not these entries
             raise PublishError(f"the manifest cannot be built: {exc}") from None
+        entries.clear()  # the manifest's columns hold them now
         self.tree_index.save()
         summary = Summary(
             ark=ark,
-            files=len(placements) + len(copies),
+            files=count,
             bytes=self.progress.total,
             new_bytes=self.progress.new,
             dedup_bytes=self.progress.deduplicated,
@@ -243,7 +247,7 @@ class Publisher:
             version=0,
             follows=None,
             skipped=skipped or [],
-            read_bytes=self.read_bytes,
+            read_bytes=self.progress.read,
         )
         nothing_new = previous is not None and not allow_empty and not self._built
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
@@ -253,7 +257,9 @@ class Publisher:
             v = previous.version
             return replace(summary, version=v.version, follows=v.follows, changed=False)
         self.progress.begin("bind")
-        shards = await self._upload_shards(list(blocks.values()))
+        new_files = list(blocks.values())
+        blocks.clear()  # _upload_shards drops each file block once its shard is sent
+        shards = await self._upload_shards(new_files)
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
@@ -261,11 +267,12 @@ class Publisher:
         summary = replace(summary, uploaded_bytes=self.progress.uploaded, shards=shards)
         return replace(summary, version=bound.version, follows=bound.follows)
 
-    def _known(self, f: Found, placements: list[Placement]) -> bool:
+    def _known(self, f: Found, entries: list[Entry], linked: dict[str, FileDigest]) -> bool:
         """Is f a file of the previous version that the tree index knows unchanged? Then
-        its hashes are taken from the index, and it is not read. The index is trusted only
-        where it agrees with the previous version at the same path (XET hash and SHA-256),
-        so it never names a file the CAS may not hold, nor another path's."""
+        its hashes are taken from the index, it is not read, and its manifest entry is made
+        at once (the cheapest path: most files of a republish take it). The index is trusted
+        only where it agrees with the previous version at the same path (XET hash and
+        SHA-256), so it never names a file the CAS may not hold, nor another path's."""
         known = self.tree_index.lookup(f.entry.path, f.key)
         if known is None or f.key is None:
             return False
@@ -273,9 +280,11 @@ class Publisher:
         if xet != known.xet_hash or sha not in (None, known.sha256):  # moved, or gone wrong
             return False
         self.tree_index.keep(f.entry.path)
-        digest = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
-        placements.append((f.entry, digest, None))
+        entries.append(_hashed_entry(f.entry, f.key.size, known.xet_hash, known.sha256))
+        if f.entry.link is not None:
+            linked[f.entry.path] = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
         self.progress.hashed += f.key.size
+        self.progress.known += f.key.size
         self.progress.deduplicated += f.key.size
         self._placed([])
         return True
@@ -283,10 +292,12 @@ class Publisher:
     def _read(self, f: Found, digest: FileDigest, key: StatKey, began: int) -> Entry:
         """Count and index a file just read (stat key as read); its entry, with the mtime
         of what was read."""
-        self.read_bytes += digest.size
+        self.progress.read += digest.size
         if digest.sha256 is not None:
             known = Known(digest.file_hash, digest.sha256)
             self.tree_index.record(f.entry.path, key, known, began)
+        if f.entry.mtime_ns == key.mtime_ns:  # the scan's entry, not a copy per file
+            return f.entry
         return replace(f.entry, mtime_ns=key.mtime_ns)
 
     async def _seed(self, path: str) -> None:
@@ -328,7 +339,7 @@ class Publisher:
             ) -> None:
                 hasher = FileHasher()
                 began = now_ns()
-                with f.source.open("rb") as file:
+                with open_source(f.source) as file:
                     before = StatKey.of(os.fstat(file.fileno()))
                     for block, pieces in cut_blocks(file, HASH_BLOCK):
                         if not block:
@@ -355,7 +366,7 @@ class Publisher:
         raise PublishError(_unstable(f.source))
 
     async def _run_hasher(
-        self, fn: Callable[[], None], path: Path, send: trio.MemorySendChannel[list[Chunk]]
+        self, fn: Callable[[], None], path: str, send: trio.MemorySendChannel[list[Chunk]]
     ) -> None:
         try:
             async with send:
@@ -480,6 +491,9 @@ class Publisher:
     def _placed(self, placed: list[Placed] | None) -> None:
         """A file's chunks are placed (or, with None, a xorb was stored): count the files,
         in order, whose every chunk is now in a stored xorb."""
+        if placed is not None and not placed and not self._waiting:  # stored already
+            self.progress.files_stored += 1
+            return
         if placed is not None:
             self._waiting.append(placed)
         while self._waiting and not any(id(p.ref) in self._unacked for p in self._waiting[0]):
@@ -487,16 +501,20 @@ class Publisher:
             self.progress.files_stored += 1
 
     async def _upload_shards(self, blocks: list[FileBlock]) -> int:
-        """Register the files and the new xorbs' chunks, in shards under the size limit."""
+        """Register the files and the new xorbs' chunks, in shards under the size limit,
+        each serialized as it is sent and then dropped with its file blocks (for 1,000,000
+        files the shards are some 200 MB together); blocks is emptied."""
         cas = [self._cas_block(footer, size) for footer, size in self._built]
-        shards = [
-            serialize_upload(s) for s in _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
-        ]
-        self.progress.shard_bytes = sum(len(s) for s in shards)
-        for shard in shards:
-            await self.backend.upload_shard(shard)
-            self.progress.shards_sent += len(shard)
-        return len(shards)
+        parts = _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
+        blocks.clear()
+        self.progress.shard_bytes = sum(size for _, size in parts)
+        count = len(parts)
+        parts.reverse()
+        while parts:
+            data = serialize_upload(parts.pop()[0])
+            await self.backend.upload_shard(data)
+            self.progress.shards_sent += len(data)
+        return count
 
     def _cas_block(self, footer: XorbFooter, size: int) -> CasBlock:
         """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks."""
@@ -596,7 +614,7 @@ def _batches(files: list[Found]) -> Iterator[list[Found]]:
         yield batch
 
 
-def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest, StatKey, int]]:
+def _digest_small(paths: list[str]) -> list[tuple[list[Chunk], FileDigest, StatKey, int]]:
     """Chunks, digest, stat key and read start of each small file, read whole (in a worker
     thread); a file whose stat differs after the read from before it is read again."""
     out = []
@@ -604,7 +622,7 @@ def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest, Stat
         for _ in range(STABLE_TRIES):
             try:
                 began = now_ns()
-                with path.open("rb") as f:
+                with open_source(path) as f:
                     before = StatKey.of(os.fstat(f.fileno()))
                     data = f.read()
                     after = StatKey.of(os.fstat(f.fileno()))
@@ -621,7 +639,12 @@ def _digest_small(paths: list[Path]) -> list[tuple[list[Chunk], FileDigest, Stat
     return out
 
 
-def _unstable(path: Path) -> str:
+def open_source(path: str) -> BinaryIO:
+    """A file of the tree, opened to be hashed."""
+    return open(path, "rb")
+
+
+def _unstable(path: str) -> str:
     return (
         f"{path} changed while it was read, {STABLE_TRIES} times: publish it once nothing "
         "writes to it"
@@ -648,17 +671,23 @@ def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
 
 
 def _file_entry(scanned: Entry, digest: FileDigest) -> Entry:
-    """The manifest entry of a hashed file; its size is what was read, not what stat said
-    (made directly: dataclasses.replace costs 10 µs a file)."""
-    e = scanned
-    size, xet, sha = digest.size, digest.file_hash, digest.sha256
+    """The manifest entry of a hashed file; its size is what was read, not what stat said."""
+    return _hashed_entry(scanned, digest.size, digest.file_hash, digest.sha256)
+
+
+def _hashed_entry(e: Entry, size: int, xet: bytes, sha: bytes | None) -> Entry:
+    """e with its content's size and hashes (made directly: dataclasses.replace costs 10 µs
+    a file)."""
     return Entry(e.path, e.kind, size, e.mode, e.mtime_ns, xet, sha, e.target, e.link, e.xattrs)
 
 
-def _split(shard: Shard) -> list[Shard]:
-    """One shard, or several halves when it would exceed MAX_SHARD_FILES or MAX_SHARD_BYTES."""
-    if len(shard.files) <= MAX_SHARD_FILES and len(serialize_upload(shard)) <= MAX_SHARD_BYTES:
-        return [shard]
+def _split(shard: Shard) -> list[tuple[Shard, int]]:
+    """One shard, or several halves when it would exceed MAX_SHARD_FILES or MAX_SHARD_BYTES;
+    each with its serialized size."""
+    if len(shard.files) <= MAX_SHARD_FILES:
+        size = len(serialize_upload(shard))
+        if size <= MAX_SHARD_BYTES:
+            return [(shard, size)]
     files, cas = shard.files, shard.cas_blocks
     if len(files) + len(cas) < 2:
         raise PublishError("a single file's reconstruction exceeds the shard size limit")

@@ -14,6 +14,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from arkfs.archive.manifest import (
     Entries,
@@ -25,7 +26,7 @@ from arkfs.archive.manifest import (
     path_order,
 )
 from arkfs.ark.errors import ArkError, ManifestError
-from arkfs.ark.filenames import filename_to_qualifier
+from arkfs.ark.filenames import check_filename
 from arkfs.ark.version_qualifier import version_of_name
 from arkfs.publish.index import StatKey
 from arkfs.publish.progress import Progress
@@ -38,13 +39,18 @@ class ScanError(Exception):
     """The tree cannot be published as it is; the message says which path and why."""
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
-    """An entry of the tree and, for a file, where to read it and its stat at scan."""
+class Found(NamedTuple):
+    """An entry of the tree below base (the tree's directory) and, for a file, its stat at
+    scan (a tuple: one is made for every entry, all sharing one base)."""
 
     entry: Entry
-    source: Path
+    base: str
     key: StatKey | None = None
+
+    @property
+    def source(self) -> str:
+        """Where to read the entry (made when read, not kept for every file)."""
+        return f"{self.base}/{self.entry.path}"
 
 
 @dataclass
@@ -69,48 +75,54 @@ def scan(
     if not root.is_dir():
         raise ScanError(f"{root} is not a directory: publish takes a directory")
     st = root.stat()
-    top = Entry("", Kind.DIR, 0, stat.S_IMODE(st.st_mode), st.st_mtime_ns, xattrs=_xattrs(root))
+    mode, mtime = stat.S_IMODE(st.st_mode), st.st_mtime_ns
+    top = Entry("", Kind.DIR, 0, mode, mtime, xattrs=_xattrs(str(root)))
     scanned = Scanned([], top)
     inodes: dict[tuple[int, int], list[int]] = {}  # (device, inode) of files linked elsewhere
-    stack = [("", root)]
+    found = scanned.found
+    base = str(root)
+    stack = [("", base)]
     while stack:
         rel, here = stack.pop()
         try:
-            names = sorted(os.listdir(here))
+            with os.scandir(here) as listing:
+                items = sorted(listing, key=_name)
         except OSError as exc:
             raise ScanError(f"cannot list {here}: {exc.strerror}") from None
-        for name in names:
-            path = here / name
+        names = {item.name for item in items}
+        for item in items:  # per file: one lstat and one listxattr, no Path (issue 26)
+            name, path = item.name, item.path
             sub = f"{rel}/{name}" if rel else name
             try:
-                filename_to_qualifier(name)
+                check_filename(name)
             except ArkError as exc:
                 raise ScanError(f"{path}: {exc}") from None
-            if not rel and not allow_version_names and version_of_name(name) is not None:
-                raise ScanError(
-                    f"{path}: a root entry named like a version would be hidden behind version "
-                    f"{version_of_name(name)} (reachable only as ARKDIR/@vN/{name}); rename it, "
-                    f"or accept that with {VERSION_NAMES_OPTION}"
-                )
-            _check_inflection(scanned, names, name, sub)
-            st = path.lstat()
-            mode, mtime = stat.S_IMODE(st.st_mode), st.st_mtime_ns
+            if not rel:
+                _check_root_name(path, name, allow_version_names)
+            if name.endswith(INFLECTIONS):
+                _check_inflection(scanned, names, name, sub)
+            try:
+                st = item.stat(follow_symlinks=False)
+            except OSError as exc:
+                raise ScanError(f"cannot stat {path}: {exc.strerror}") from None
+            mode, mtime, size = stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size
             if stat.S_ISDIR(st.st_mode):
                 entry = Entry(sub, Kind.DIR, 0, mode, mtime, xattrs=_xattrs(path))
-                scanned.found.append(Found(entry, path))
+                found.append(Found(entry, base))
                 stack.append((sub, path))
             elif stat.S_ISREG(st.st_mode):
-                entry = Entry(sub, Kind.FILE, st.st_size, mode, mtime, xattrs=_xattrs(path))
+                entry = Entry(sub, Kind.FILE, size, mode, mtime, xattrs=_xattrs(path))
                 if st.st_nlink > 1:
-                    inodes.setdefault((st.st_dev, st.st_ino), []).append(len(scanned.found))
-                scanned.found.append(Found(entry, path, StatKey.of(st)))
+                    inodes.setdefault((st.st_dev, st.st_ino), []).append(len(found))
+                key = StatKey(size, mtime, st.st_ctime_ns, st.st_ino)  # ints shared with entry
+                found.append(Found(entry, base, key))
                 if progress is not None:
                     progress.files += 1
-                    progress.total += st.st_size
+                    progress.total += size
             elif stat.S_ISLNK(st.st_mode):
                 target = os.readlink(path)
                 entry = Entry(sub, Kind.SYMLINK, len(target), mode, mtime, target=target)
-                scanned.found.append(Found(entry, path))
+                found.append(Found(entry, base))
                 _check_symlink(scanned, root, sub, target)
             else:
                 scanned.skipped.append(f"{sub}: not a regular file, directory or symlink")
@@ -123,6 +135,20 @@ def scan(
         )
     check_publishable(scanned)
     return scanned
+
+
+def _name(item: os.DirEntry[str]) -> str:
+    return item.name
+
+
+def _check_root_name(path: str, name: str, allow_version_names: bool) -> None:
+    """ScanError for a root entry named like a version, unless allow_version_names."""
+    if not allow_version_names and version_of_name(name) is not None:
+        raise ScanError(
+            f"{path}: a root entry named like a version would be hidden behind version "
+            f"{version_of_name(name)} (reachable only as ARKDIR/@vN/{name}); rename it, "
+            f"or accept that with {VERSION_NAMES_OPTION}"
+        )
 
 
 def check_publishable(scanned: Scanned) -> None:
@@ -151,10 +177,10 @@ def _link(found: list[Found], groups: Iterable[list[int]]) -> None:
             continue
         first = min((found[i].entry for i in group), key=path_order).path
         for i in group:
-            found[i] = replace(found[i], entry=replace(found[i].entry, link=first))
+            found[i] = found[i]._replace(entry=replace(found[i].entry, link=first))
 
 
-def _check_inflection(scanned: Scanned, names: list[str], name: str, sub: str) -> None:
+def _check_inflection(scanned: Scanned, names: set[str], name: str, sub: str) -> None:
     """A warning for a real `x?info` (or `x??`) beside `x`: it stands where x's record is."""
     for inflection in INFLECTIONS:
         base = name[: -len(inflection)]
@@ -184,7 +210,7 @@ def _shown(link: dict[str, str]) -> str:
     return f"{link['path']} -> {link['target']} ({link['why']})"
 
 
-def _xattrs(path: Path) -> Xattrs:
+def _xattrs(path: str) -> Xattrs:
     """The user.* extended attributes of path (not followed if it is a symlink); ScanError
     for one inside arkfs's own namespaces."""
     try:
@@ -193,6 +219,8 @@ def _xattrs(path: Path) -> Xattrs:
         if exc.errno in (errno.ENOTSUP, errno.ENOSYS):
             return ()
         raise ScanError(f"cannot list the extended attributes of {path}: {exc.strerror}") from None
+    if not names:  # most files: no sorting, no list
+        return ()
     pairs = []
     for name in sorted(n for n in names if n.startswith("user.")):
         try:

@@ -100,7 +100,7 @@ def test_plain_lines_without_a_terminal(tmp_path: Path) -> None:
     phases = [m[2] for m in said if m]
     assert list(dict.fromkeys(phases)) == [*PHASES, "bound"], lines
     assert phases[-1] == "bound" and phases.count("bound") == 1, lines
-    assert lines[-1].startswith("publish 100%: bound v1: 2 files, 1.0 MiB hashed"), lines
+    assert lines[-1].startswith("publish 100%: bound v1: 2 files, 1.0 MiB, 1.0 MiB read,"), lines
     first_whole = next(i for i, m in enumerate(said) if m and m[1] == "100")
     assert first_whole >= phases.index("bind"), lines
     assert out.stdout.startswith("published ark:99999/p3 as v1")

@@ -3,10 +3,10 @@
 import io
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from arkfs.publish import publisher
 from arkfs.publish.index import RACY_NS, Known, StatKey, TreeIndex, index_path
 from arkfs.publish.publisher import STABLE_TRIES, PublishError, _digest_small
 from arkfs.xet.digest import FileHasher
@@ -28,11 +28,9 @@ class _Changing(io.FileIO):
         return data
 
 
-class _ChangingPath(type(Path())):  # type: ignore[misc]
-    changes: list[int]
-
-    def open(self, *args: Any, **kwargs: Any) -> Any:
-        return _Changing(Path(self), self.changes)
+def _changing(monkeypatch: pytest.MonkeyPatch, changes: list[int]) -> None:
+    """Open every tree file as a _Changing one."""
+    monkeypatch.setattr(publisher, "open_source", lambda path: _Changing(Path(path), changes))
 
 
 def _digest(data: bytes) -> bytes:
@@ -41,20 +39,24 @@ def _digest(data: bytes) -> bytes:
     return hasher.finish()[1].file_hash
 
 
-def test_a_file_changed_while_read_is_read_again(tmp_path: Path) -> None:
+def test_a_file_changed_while_read_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "f").write_bytes(b"before")
-    path = _ChangingPath(tmp_path / "f")
-    path.changes = [1]  # one write lands during the first read
+    path = str(tmp_path / "f")
+    _changing(monkeypatch, [1])  # one write lands during the first read
     [(_, digest, key, _)] = _digest_small([path])
     assert (tmp_path / "f").read_bytes() == b"before+"
     assert digest.file_hash == _digest(b"before+") and digest.size == 7
     assert key == StatKey.of(os.stat(path))
 
 
-def test_a_file_that_keeps_changing_is_refused(tmp_path: Path) -> None:
+def test_a_file_that_keeps_changing_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "f").write_bytes(b"x")
-    path = _ChangingPath(tmp_path / "f")
-    path.changes = [STABLE_TRIES]
+    path = str(tmp_path / "f")
+    _changing(monkeypatch, [STABLE_TRIES])
     with pytest.raises(PublishError, match="changed while it was read"):
         _digest_small([path])
 

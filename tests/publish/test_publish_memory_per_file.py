@@ -1,0 +1,57 @@
+"""What a publish keeps per file stays small: the growth of its peak traced memory (embedded
+store included) from a tree of SMALL_TREE to one of LARGE_TREE files, per file added, stays
+under PER_FILE_LIMIT. Issue 26 asks 1 GiB of RSS for 1,000,000 files, about 1 KiB a file;
+this guards the part reached so far (about 5,000 bytes a file before, 2,550 after)."""
+
+import tracemalloc
+from pathlib import Path
+
+import trio
+
+from arkfs.ark.erc import Erc
+from arkfs.backend.embedded import EmbeddedBackend
+from arkfs.publish.publisher import publish_tree
+from arkfs.publish.scan import scan
+from arkfs.store.local import LocalStore
+
+ARK = "ark:12345/x6perfile"
+SMALL_TREE, LARGE_TREE = 500, 2500
+PER_FILE_LIMIT = 3200  # bytes of peak traced memory per file
+
+
+def tree_of(root: Path, files: int) -> Path:
+    """files files of 40 to 80 distinct bytes, 100 to a directory."""
+    for i in range(files):
+        path = root / f"d{i // 100:03}" / f"f{i:05}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f"file {i} ".encode() * (4 + i % 5))
+    return root
+
+
+def peak_of_publish(tree: Path, store: Path) -> int:
+    """Peak traced memory of scanning and publishing tree into a new embedded store, above
+    what was traced before."""
+
+    async def main() -> None:
+        backend = EmbeddedBackend(LocalStore.open(store))
+        try:
+            scanned = scan(tree)
+            erc = Erc(who="w", what="x", when="2026", where=ARK)
+            await publish_tree(backend, ARK, scanned.found, erc, previous=None, root=scanned.root)
+        finally:
+            await backend.aclose()
+
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        trio.run(main)
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def test_peak_memory_per_file_is_bounded(tmp_path: Path) -> None:
+    small = peak_of_publish(tree_of(tmp_path / "small", SMALL_TREE), tmp_path / "s1")
+    large = peak_of_publish(tree_of(tmp_path / "large", LARGE_TREE), tmp_path / "s2")
+    per_file = (large - small) / (LARGE_TREE - SMALL_TREE)
+    assert per_file < PER_FILE_LIMIT, f"{per_file:.0f} bytes a file"

@@ -1,0 +1,93 @@
+"""An immediate republish reads nothing and says so: the summary line counts the bytes read,
+not the bytes the tree index knew; on the embedded store and on `arkfs serve`."""
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arkfs.publish.index import RACY_NS
+from tests.support.cli import run_arkfs
+from tests.support.server import arkfs_server
+
+ARK = "ark:12345/x6np1wh8k"
+WRITE = "w-token"
+DAY_NS = 86_400 * 10**9
+
+
+@pytest.fixture(params=["embedded", "serve"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[str]]:
+    """The options that name the target."""
+    store = tmp_path / "store"
+    if request.param == "embedded":
+        yield ["--store", str(store)]
+        return
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{WRITE} write\n")
+    os.environ["ARKFS_TOKEN"] = WRITE
+    try:
+        with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
+            yield ["--server", url]
+    finally:
+        del os.environ["ARKFS_TOKEN"]
+
+
+def old_tree(root: Path) -> Path:
+    """Three files of 200 KiB in all, their mtimes a day back; past the index's racy window
+    (ctime, which utime cannot set back, must be older than RACY_NS when a file is read)."""
+    (root / "c3").mkdir(parents=True)
+    (root / "README.txt").write_bytes(b"read me\n" * 100)
+    (root / "c3" / "a.bin").write_bytes(os.urandom(100_000))
+    (root / "c3" / "b.bin").write_bytes(os.urandom(100_000))
+    then = time.time_ns() - DAY_NS
+    for path in root.rglob("*"):
+        os.utime(path, ns=(then, then))
+    time.sleep(2 * RACY_NS / 1e9)  # not a timing assert: the index trusts only settled files
+    return root
+
+
+def publish(tree: Path, where: list[str], *extra: str) -> tuple[str, str]:
+    out = run_arkfs("publish", str(tree), "--ark", ARK, *where, *extra)
+    assert out.returncode == 0, out.stderr
+    return out.stdout, (out.stderr.splitlines() or [""])[-1]
+
+
+def test_immediate_republish_reads_no_file_and_the_summary_says_so(
+    tmp_path: Path, target: list[str]
+) -> None:
+    tree = old_tree(tmp_path / "tree")
+    _, first = publish(tree, target)
+    assert ": 3 files, 196.1 KiB, 196.1 KiB read, " in first, first
+    out, again = publish(tree, target)
+    assert out.startswith("nothing changed since v1"), out
+    assert ": 3 files, 196.1 KiB, 0 B read (196.1 KiB unchanged since the last publish: not " in (
+        again
+    ), again
+    assert "hashed" not in again, again
+    record = json.loads(publish(tree, target, "--json", "-q")[0])
+    assert record["read_bytes"] == 0 and record["changed"] is False, record
+
+
+def test_a_touched_file_is_read_again_and_counted(tmp_path: Path, target: list[str]) -> None:
+    tree = old_tree(tmp_path / "tree")
+    publish(tree, target)
+    os.utime(tree / "c3" / "a.bin")  # a new mtime: the index cannot vouch for it
+    _, again = publish(tree, target)
+    assert ", 97.7 KiB read (98.4 KiB unchanged since the last publish: not read), " in again, again
+
+
+def test_an_unchanged_hard_link_republishes_unread(tmp_path: Path, target: list[str]) -> None:
+    """The first name of a hard-linked file taken from the index still gives its content
+    to the other names: the tree is unchanged, nothing is read."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.bin").write_bytes(os.urandom(50_000))
+    os.link(tree / "a.bin", tree / "b.bin")
+    time.sleep(2 * RACY_NS / 1e9)  # not a timing assert: the index trusts only settled files
+    publish(tree, target)
+    record = json.loads(publish(tree, target, "--json", "-q")[0])
+    assert record["changed"] is False and record["read_bytes"] == 0, record
+    assert record["files"] == 2 and record["bytes"] == 100_000, record

@@ -1,15 +1,19 @@
 """`arkfs publish BAG_DIR --from-bagit`: publish a BagIt bag's payload, checked against its
 manifest while hashing (arkfs.export.bag_import), with ERC fields from its bag-info.txt."""
 
-import argparse
-from typing import Any, cast
+from __future__ import annotations
 
-from arkfs.archive.manifest import Manifest
-from arkfs.archive.record import VersionInfo
-from arkfs.ark.erc import Erc
-from arkfs.backend.base import Backend
+import argparse
+from typing import TYPE_CHECKING, Any, cast
+
 from arkfs.cli.common import BadInput
-from arkfs.export.bag_import import Bag, BagError, read_bag
+
+if TYPE_CHECKING:  # loaded when a bag is read: publish --help starts at once
+    from arkfs.archive.manifest import Manifest
+    from arkfs.archive.record import VersionInfo
+    from arkfs.ark.erc import Erc
+    from arkfs.backend.base import Backend
+    from arkfs.export.bag_import import Bag
 
 OPTION = "--from-bagit"
 
@@ -30,6 +34,8 @@ def prepare(args: argparse.Namespace) -> None:
     args.bag = None
     if not args.from_bagit:
         return
+    from arkfs.export.bag_import import BagError, read_bag
+
     try:
         bag = read_bag(args.dir)
     except BagError as exc:
@@ -46,7 +52,7 @@ def prepare(args: argparse.Namespace) -> None:
 def checked(backend: Backend, args: argparse.Namespace) -> Backend:
     """backend, or with --from-bagit one that binds only the bag's exact files."""
     bag: Bag | None = args.bag
-    return backend if bag is None else cast(Backend, _CheckedBind(backend, bag))
+    return backend if bag is None else cast("Backend", _CheckedBind(backend, bag))
 
 
 class _CheckedBind:
@@ -60,6 +66,8 @@ class _CheckedBind:
         return getattr(self._backend, name)
 
     async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        from arkfs.export.bag_import import BagError
+
         try:
             self._bag.check(manifest)
         except BagError as exc:

@@ -1,49 +1,31 @@
 """`arkfs publish DIR` and `arkfs bind ARK --manifest FILE`: put archives under ARKs, each
 time as a new version."""
 
+from __future__ import annotations
+
 import argparse
-import hashlib
 import json
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from arkfs.archive.changes import metadata_change
-from arkfs.archive.embargo import parse_date, with_embargo
-from arkfs.archive.manifest import Entry, Kind, Manifest, build
-from arkfs.archive.record import VersionInfo
-from arkfs.ark.erc import KERNEL, Erc, Segment
-from arkfs.ark.errors import ArkError, ErcError
-from arkfs.ark.identifier import Ark
-from arkfs.ark.metadata import (
-    CREATOR,
-    DESCRIPTION,
-    KEYWORD,
-    LICENSE,
-    RELATED,
-    check_record,
-    with_values,
-)
-from arkfs.ark.minter import mint, parse_shoulder
-from arkfs.ark.naan import check_assigned_naan
-from arkfs.backend.base import Backend
-from arkfs.backend.open import open_backend  # noqa: F401  loaded before the progress shows
 from arkfs.cli import from_bagit
 from arkfs.cli.common import BadInput, Interrupted, first_error
-from arkfs.cli.publish_progress import shown
 from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
-from arkfs.publish.index import TreeIndex, index_path
-from arkfs.publish.journal import UploadJournal
-from arkfs.publish.progress import Progress
-from arkfs.publish.publisher import Summary, publish_tree
-from arkfs.publish.scan import VERSION_NAMES_OPTION, ScanError, Scanned, scan
+from arkfs.publish import VERSION_NAMES_OPTION
 from arkfs.util import paths
 from arkfs.util.sizes import human
-from arkfs.xet.errors import HashStringError
-from arkfs.xet.hashing import string_to_hash
+
+if TYPE_CHECKING:  # the publisher and its machinery load when a command runs: --help at once
+    from arkfs.archive.manifest import Entry
+    from arkfs.archive.record import VersionInfo
+    from arkfs.ark.identifier import Ark
+    from arkfs.backend.base import Backend
+    from arkfs.publish.progress import Progress
+    from arkfs.publish.publisher import Summary
+    from arkfs.publish.scan import Scanned
 
 ERC_EPILOG = """\
 Metadata (ERC, shown by `?info` and as extended attributes in the mount) comes from
@@ -116,7 +98,7 @@ Example, files.json listing files already in the CAS:
 """
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs publish` and `arkfs bind`."""
     p = sub.add_parser(
         "publish",
@@ -209,91 +191,6 @@ def _print_json(ark: str, v: int, follows: int | None, files: int, size: int, **
     print(json.dumps(record | more))
 
 
-def _erc(args: argparse.Namespace, ark: str, default_what: str, previous: Erc | None) -> Erc:
-    """The ERC record of a new version: --erc FILE whole; else the previous version's (the
-    defaults for a first one), each of --who/--what/--when/--where/--persistence replacing
-    only its own field."""
-    given = _fields(args)
-    if args.erc is not None:
-        try:
-            erc = Erc.from_anvl(args.erc.read_text(encoding="utf-8"))
-            check_record(erc)
-        except OSError as exc:
-            raise BadInput(f"cannot read {args.erc}: {exc.strerror}") from None
-        except ArkError as exc:
-            raise BadInput(f"{args.erc}: {exc}") from None
-        if erc.where is None:
-            erc.where = ark
-        return _embargo(args, erc)
-    today = time.strftime("%Y-%m-%d")
-    base = previous or Erc(who="(:unkn)", what=default_what, when=today, where=ark)
-    support = base.support
-    if args.persistence:
-        who = args.who or (support.who if support else None)
-        support = Segment(who=who, what=args.persistence, when=today)
-    erc = replace(base, **given, support=support)
-    try:
-        for label, new in _rich(args).items():
-            erc = with_values(erc, label, new)
-    except ErcError as exc:
-        raise BadInput(str(exc)) from None
-    return _embargo(args, erc)
-
-
-def _rich(args: argparse.Namespace) -> dict[str, list[str]]:
-    """The rich metadata options given: ERC label -> its new values."""
-    rich: dict[str, list[str]] = {}
-    if args.license is not None:
-        rich[LICENSE] = [args.license]
-    if args.description is not None:
-        rich[DESCRIPTION] = [_text_or_file(args.description)]
-    for label, option in ((KEYWORD, args.keyword), (CREATOR, args.creator)):
-        if option:
-            rich[label] = option
-    if args.related:
-        rich[RELATED] = args.related
-    return rich
-
-
-def _text_or_file(value: str) -> str:
-    """TEXT, or the contents of FILE for @FILE."""
-    if not value.startswith("@"):
-        return value
-    try:
-        return Path(value[1:]).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read {value[1:]}: {exc.strerror}") from None
-
-
-def _embargo(args: argparse.Namespace, erc: Erc) -> Erc:
-    """erc with the --embargo-until date, if given (arkfs.archive.embargo)."""
-    if args.embargo_until is None:
-        return erc
-    try:
-        return with_embargo(erc, parse_date(args.embargo_until))
-    except ValueError as exc:
-        raise BadInput(f"--embargo-until: {exc}") from None
-
-
-def _fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The ERC fields given as options, after checking the rich ones and the embargo date
-    (so a bad licence, ORCID or date stops before a long scan); BadInput if --erc FILE is
-    given too."""
-    given = {label: getattr(args, label) for label in KERNEL if getattr(args, label) is not None}
-    rich = _rich(args)
-    if args.erc is not None and (given or args.persistence or rich):
-        raise BadInput(
-            "give either --erc FILE or the field options (--who, --license, --creator, ...)"
-        )
-    try:
-        for label, new in rich.items():
-            with_values(Erc(), label, new)
-    except ErcError as exc:
-        raise BadInput(str(exc)) from None
-    _embargo(args, Erc())
-    return given
-
-
 def _follows(follows: int | None) -> str:
     return f" (after v{follows})" if follows else ""
 
@@ -301,8 +198,16 @@ def _follows(follows: int | None) -> str:
 def run_publish(args: argparse.Namespace) -> int:
     """Publish DIR as the next version of its ARK, showing its progress; print the ARK and
     how to mount it."""
+    from arkfs.ark.errors import ArkError
+    from arkfs.ark.minter import parse_shoulder
+    from arkfs.backend.open import open_backend  # noqa: F401  loaded before the progress shows
+    from arkfs.cli import erc_options
+    from arkfs.cli.publish_progress import shown
+    from arkfs.publish.progress import Progress
+
     given = _ark_to_bind(args.ark) if args.ark else None
-    changing = bool(_fields(args) or args.persistence or args.erc or _rich(args))  # before a scan
+    given_erc = erc_options.fields(args) or erc_options.rich(args)  # checked before a scan
+    changing = bool(given_erc or args.persistence or args.erc)
     if args.dir is None:
         if given is None or not changing:
             raise BadInput(
@@ -362,10 +267,13 @@ def run_publish(args: argparse.Namespace) -> int:
 def _publish_metadata(args: argparse.Namespace, ark: str) -> int:
     """Bind the latest version's manifest with the new metadata as the next version: no
     file is read or uploaded."""
+    from arkfs.archive.changes import metadata_change
+    from arkfs.archive.manifest import Manifest
+    from arkfs.cli import erc_options
 
     async def job(backend: Backend) -> tuple[VersionInfo, bool]:
         previous = await backend.archive(ark)  # NotBound: nothing to change the metadata of
-        erc = _erc(args, ark, ark, previous.erc)
+        erc = erc_options.new_erc(args, ark, ark, previous.erc)
         if erc == previous.erc and not args.allow_empty:
             return previous.version, False
         labels = metadata_change(previous.erc, erc)
@@ -398,6 +306,9 @@ def _ark_to_bind(text: str) -> Ark:
 
 def _assigned(ark: Ark, text: str) -> None:
     """BadInput unless the NAAN of ark (typed as text) has the form of an assigned one."""
+    from arkfs.ark.errors import ArkError
+    from arkfs.ark.naan import check_assigned_naan
+
     try:
         check_assigned_naan(ark.naan)
     except ArkError as exc:
@@ -406,6 +317,8 @@ def _assigned(ark: Ark, text: str) -> None:
 
 def _scan(args: argparse.Namespace, progress: Progress) -> Scanned:
     """Scan DIR, before any hashing; its warnings are printed (one line each) unless -q."""
+    from arkfs.publish.scan import ScanError, scan
+
     try:
         scanned = scan(args.dir, progress, args.allow_version_names)
     except ScanError as exc:
@@ -419,6 +332,12 @@ def _publish(
     args: argparse.Namespace, given: Ark | None, scanned: Scanned, progress: Progress
 ) -> Summary:
     """Publish the scanned DIR to the target, counting in progress."""
+    from arkfs.ark.minter import mint, parse_shoulder
+    from arkfs.cli import erc_options
+    from arkfs.publish.index import TreeIndex, index_path
+    from arkfs.publish.journal import UploadJournal
+    from arkfs.publish.publisher import publish_tree
+
     root: Path = args.dir
     default_what = root.resolve().name or str(root)
     journal = UploadJournal(_journal_path(args))
@@ -434,7 +353,7 @@ def _publish(
         else:
             ark = str(given)
             previous = await latest(backend, ark)
-        erc = _erc(args, ark, default_what, previous.erc if previous else None)
+        erc = erc_options.new_erc(args, ark, default_what, previous.erc if previous else None)
         summary, _ = await publish_tree(
             backend,
             ark,
@@ -462,12 +381,18 @@ def _target_key(args: argparse.Namespace) -> str:
 
 def _journal_path(args: argparse.Namespace) -> Path:
     """Where the upload journal of this publish (its target, tree and name) is kept."""
+    import hashlib
+
     key = "\n".join((_target_key(args), os.path.abspath(args.dir), args.ark or args.shoulder))
     return paths.cache_dir() / "publish" / hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
 def _bind_entries(path: Path) -> list[Entry]:
     """Manifest entries from a JSON list of {path, hash, size}, with their directories."""
+    from arkfs.archive.manifest import Entry, Kind
+    from arkfs.xet.errors import HashStringError
+    from arkfs.xet.hashing import string_to_hash
+
     try:
         items = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -501,6 +426,10 @@ def _bind_entries(path: Path) -> list[Entry]:
 
 def run_bind(args: argparse.Namespace) -> int:
     """Bind the next version of an ARK to files already in the CAS."""
+    from arkfs.archive.manifest import build
+    from arkfs.ark.errors import ArkError
+    from arkfs.cli import erc_options
+
     ark = str(_ark_to_bind(args.ark))
     entries = _bind_entries(args.manifest)
     try:
@@ -518,7 +447,7 @@ def run_bind(args: argparse.Namespace) -> int:
                     "upload it first"
                 )
         previous = await latest(backend, ark)
-        erc = _erc(args, ark, default_what, previous.erc if previous else None)
+        erc = erc_options.new_erc(args, ark, default_what, previous.erc if previous else None)
         return await backend.bind(manifest, erc, args.message)
 
     v = run_on_target(args, job, create=True)

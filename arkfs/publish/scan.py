@@ -28,11 +28,11 @@ from arkfs.archive.manifest import (
 from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import check_filename
 from arkfs.ark.version_qualifier import version_of_name
+from arkfs.publish import VERSION_NAMES_OPTION
 from arkfs.publish.index import StatKey
 from arkfs.publish.progress import Progress
 
 INFLECTIONS = ("?info", "??")  # THUMP: a name ending so is read as its base's record
-VERSION_NAMES_OPTION = "--allow-version-names"
 
 
 class ScanError(Exception):

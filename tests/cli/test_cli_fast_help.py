@@ -42,20 +42,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-# Not there yet: their modules (being reworked on other branches) import the publisher, the
-# Python API and rich at the top; strict, so each is noticed the day it passes.
-NOT_YET = {"publish", "bind"}
-
-
-@pytest.mark.parametrize(
-    "command",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="imports machinery"))
-        if c in NOT_YET
-        else c
-        for c in COMMAND_NAMES
-    ],
-)
+@pytest.mark.parametrize("command", COMMAND_NAMES)
 def test_help_imports_no_heavy_module(command: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", SHOW_HELP, command], capture_output=True, text=True, timeout=60

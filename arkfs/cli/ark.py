@@ -1,25 +1,20 @@
 """`arkfs ark ...`: normalize, parse, check and mint ARK identifiers."""
 
+from __future__ import annotations
+
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from arkfs.ark import (
-    Ark,
-    ArkSyntaxError,
-    MintError,
-    check_character,
-    mint,
-    parse,
-    parse_shoulder,
-    verify,
-)
 from arkfs.cli.common import EXIT_FAILURE, EXIT_OK, BadInput
 
+if TYPE_CHECKING:  # the ARK layer loads when an action runs: --help starts at once
+    from arkfs.ark import Ark
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `arkfs ark` and its actions."""
     p = sub.add_parser(
         "ark",
@@ -106,6 +101,10 @@ def _normalize(args: argparse.Namespace) -> int:
 
 def _parse(args: argparse.Namespace) -> int:
     """Print the parts of one ARK as a JSON object."""
+    from dataclasses import asdict
+
+    from arkfs.ark import verify
+
     ark = _ark(args.ark)
     shared = ark.shared_naan
     parts = {
@@ -136,6 +135,8 @@ def _parse(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     """Exit 0 if the check character is right; else print the expected one and exit 1."""
+    from arkfs.ark import check_character
+
     zone = _ark(args.ark).check_zone
     expected = check_character(zone[:-1])
     if zone[-1] == expected:
@@ -147,6 +148,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _mint(args: argparse.Namespace) -> int:
     """Print count new ARKs under the shoulder, avoiding those in --existing."""
+    from arkfs.ark import ArkSyntaxError, MintError, mint, parse_shoulder
+
     try:
         shoulder = parse_shoulder(args.shoulder)
     except ArkSyntaxError as exc:
@@ -176,6 +179,8 @@ def _existing(path: Path) -> set[str]:
 
 def _ark(text: str, where: str = "") -> Ark:
     """Parse text as an ARK; a malformed one is bad input naming the problem."""
+    from arkfs.ark import ArkSyntaxError, parse
+
     try:
         return parse(text)
     except ArkSyntaxError as exc:

@@ -12,10 +12,11 @@ from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ErcError
 from arkfs.ark.metadata import check_orcid, parse_creator, parse_related
 from arkfs.server.pages import rich_json_ld
-from tests.publish.test_publish_incremental import ARK, WRITE, make_tree, publish, snapshot
-from tests.publish.test_publish_incremental import target as target
+from tests.publish.test_publish_incremental import ARK, make_tree, publish, snapshot
 from tests.support.cli import run_arkfs
 from tests.support.mount import arkfs_mount
+from tests.support.targets import WRITE
+from tests.support.targets import target as target
 
 ORCID = "0000-0002-1825-0097"  # ORCID's own example iD
 

@@ -4,7 +4,7 @@ Retry-After per request, EIO from the mount in bounded time, and recovery once i
 import errno
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -15,7 +15,7 @@ from tests.support.cli import run_arkfs
 from tests.support.hfxet import upload_files
 from tests.support.mount import arkfs_mount, pread_in_child
 from tests.support.server import Server, free_port
-from tests.support.services import PostgreSQL, ScaledPlace, SeaweedFS, new_place, running
+from tests.support.services import PostgreSQL, ScaledPlace, SeaweedFS, new_place
 
 pytestmark = pytest.mark.slow
 BACK_WITHIN = 60.0  # seconds from a restart until requests succeed again
@@ -68,13 +68,6 @@ def test_serve_says_in_one_line_what_it_cannot_reach(
         assert "Traceback" not in done.stderr
 
 
-@pytest.fixture
-def own_postgresql() -> Iterator[PostgreSQL]:
-    """A PostgreSQL of this test alone, to stop and start."""
-    with running(PostgreSQL()) as pg:
-        yield pg
-
-
 def serve_options(place: ScaledPlace, tmp_path: Path) -> tuple[str, ...]:
     """The options of an open-read server on place that takes writes from `writer`."""
     (tmp_path / "tokens").write_text("writer write\n")
@@ -108,13 +101,6 @@ def test_database_down_is_503_with_retry_after_then_recovers(
         own_postgresql.start()
         wait_until(lambda: httpx.get(cas, timeout=30).status_code == 200, "the CAS")
         assert httpx.get(nma, timeout=30).status_code == 200
-
-
-@pytest.fixture
-def own_seaweedfs() -> Iterator[SeaweedFS]:
-    """A SeaweedFS of this test alone, to stop and start."""
-    with running(SeaweedFS()) as weed:
-        yield weed
 
 
 def test_bucket_down_mid_read_is_eio_then_recovers(

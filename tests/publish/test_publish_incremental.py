@@ -5,34 +5,13 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from arkfs.publish.index import index_path
 from tests.support.cli import run_arkfs
-from tests.support.server import arkfs_server
+from tests.support.targets import target as target
 
 ARK = "ark:12345/x6np1wh8k"
-WRITE = "w-token"
-
-
-@pytest.fixture(params=["embedded", "serve"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[list[str], Path]]:
-    """The options that name the target, and the directory its bytes are stored in."""
-    store = tmp_path / "store"
-    if request.param == "embedded":
-        yield ["--store", str(store)], store
-        return
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{WRITE} write\n")
-    os.environ["ARKFS_TOKEN"] = WRITE
-    try:
-        with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
-            yield ["--server", url], store
-    finally:
-        del os.environ["ARKFS_TOKEN"]
 
 
 def make_tree(root: Path) -> Path:

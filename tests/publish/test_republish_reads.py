@@ -4,35 +4,14 @@ not the bytes the tree index knew; on the embedded store and on `arkfs serve`.""
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from arkfs.publish.index import RACY_NS
 from tests.support.cli import run_arkfs
-from tests.support.server import arkfs_server
+from tests.support.targets import target as target
 
 ARK = "ark:12345/x6np1wh8k"
-WRITE = "w-token"
 DAY_NS = 86_400 * 10**9
-
-
-@pytest.fixture(params=["embedded", "serve"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[str]]:
-    """The options that name the target."""
-    store = tmp_path / "store"
-    if request.param == "embedded":
-        yield ["--store", str(store)]
-        return
-    tokens = tmp_path / "tokens"
-    tokens.write_text(f"{WRITE} write\n")
-    os.environ["ARKFS_TOKEN"] = WRITE
-    try:
-        with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
-            yield ["--server", url]
-    finally:
-        del os.environ["ARKFS_TOKEN"]
 
 
 def old_tree(root: Path) -> Path:
@@ -56,30 +35,34 @@ def publish(tree: Path, where: list[str], *extra: str) -> tuple[str, str]:
 
 
 def test_immediate_republish_reads_no_file_and_the_summary_says_so(
-    tmp_path: Path, target: list[str]
+    tmp_path: Path, target: tuple[list[str], Path]
 ) -> None:
     tree = old_tree(tmp_path / "tree")
-    _, first = publish(tree, target)
+    _, first = publish(tree, target[0])
     assert ": 3 files, 196.1 KiB, 196.1 KiB read, " in first, first
-    out, again = publish(tree, target)
+    out, again = publish(tree, target[0])
     assert out.startswith("nothing changed since v1"), out
     assert ": 3 files, 196.1 KiB, 0 B read (196.1 KiB unchanged since the last publish: not " in (
         again
     ), again
     assert "hashed" not in again, again
-    record = json.loads(publish(tree, target, "--json", "-q")[0])
+    record = json.loads(publish(tree, target[0], "--json", "-q")[0])
     assert record["read_bytes"] == 0 and record["changed"] is False, record
 
 
-def test_a_touched_file_is_read_again_and_counted(tmp_path: Path, target: list[str]) -> None:
+def test_a_touched_file_is_read_again_and_counted(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
     tree = old_tree(tmp_path / "tree")
-    publish(tree, target)
+    publish(tree, target[0])
     os.utime(tree / "c3" / "a.bin")  # a new mtime: the index cannot vouch for it
-    _, again = publish(tree, target)
+    _, again = publish(tree, target[0])
     assert ", 97.7 KiB read (98.4 KiB unchanged since the last publish: not read), " in again, again
 
 
-def test_an_unchanged_hard_link_republishes_unread(tmp_path: Path, target: list[str]) -> None:
+def test_an_unchanged_hard_link_republishes_unread(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
     """The first name of a hard-linked file taken from the index still gives its content
     to the other names: the tree is unchanged, nothing is read."""
     tree = tmp_path / "tree"
@@ -87,7 +70,7 @@ def test_an_unchanged_hard_link_republishes_unread(tmp_path: Path, target: list[
     (tree / "a.bin").write_bytes(os.urandom(50_000))
     os.link(tree / "a.bin", tree / "b.bin")
     time.sleep(2 * RACY_NS / 1e9)  # not a timing assert: the index trusts only settled files
-    publish(tree, target)
-    record = json.loads(publish(tree, target, "--json", "-q")[0])
+    publish(tree, target[0])
+    record = json.loads(publish(tree, target[0], "--json", "-q")[0])
     assert record["changed"] is False and record["read_bytes"] == 0, record
     assert record["files"] == 2 and record["bytes"] == 100_000, record

@@ -2,7 +2,7 @@
 of its pool only while the database is down."""
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.haproxy import haproxy
 from tests.support.server import Server, arkfs_server
-from tests.support.services import PostgreSQL, SeaweedFS, new_place, running
+from tests.support.services import PostgreSQL, SeaweedFS, new_place
 
 WITHIN = 60.0  # seconds a change of the pool may take
 
@@ -28,13 +28,6 @@ def test_directory_store_is_alive_and_ready(tmp_path: Path) -> None:
     assert (alive.status_code, alive.text) == (200, "ok\n")
     assert (ready.status_code, ready.text) == (200, "ready\n")
     assert ready.headers["cache-control"] == "no-store"
-
-
-@pytest.fixture
-def own_postgresql() -> Iterator[PostgreSQL]:
-    """A PostgreSQL of this test alone, to stop and start."""
-    with running(PostgreSQL()) as pg:
-        yield pg
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ client's 10 s deadline, and a publish started during a 5 s stop rides it out."""
 import random
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,18 +13,11 @@ from arkfs.xet.hashing import chunk_hash, hash_to_string
 from tests.support.archive import PERSISTENCE, WHAT, WHO
 from tests.support.cli import ARKFS
 from tests.support.server import Server
-from tests.support.services import PostgreSQL, SeaweedFS, new_place, running
+from tests.support.services import PostgreSQL, SeaweedFS, new_place
 
 pytestmark = pytest.mark.slow
 CLIENT_DEADLINE = 10.0  # seconds arkfs (and hf_xet) retry a read within
 OUTAGE = 5.0
-
-
-@pytest.fixture
-def own_postgresql() -> Iterator[PostgreSQL]:
-    """A PostgreSQL of this test alone, to stop and start."""
-    with running(PostgreSQL()) as pg:
-        yield pg
 
 
 def test_publish_rides_out_a_five_second_database_stop(

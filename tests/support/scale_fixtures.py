@@ -23,6 +23,20 @@ def postgresql() -> Iterator[PostgreSQL]:
 
 
 @pytest.fixture
+def own_postgresql() -> Iterator[PostgreSQL]:
+    """A PostgreSQL of this test alone, to stop and start."""
+    with running(PostgreSQL()) as pg:
+        yield pg
+
+
+@pytest.fixture
+def own_seaweedfs() -> Iterator[SeaweedFS]:
+    """A SeaweedFS of this test alone, to stop and start."""
+    with running(SeaweedFS()) as weed:
+        yield weed
+
+
+@pytest.fixture
 def scaled_place(seaweedfs: SeaweedFS, postgresql: PostgreSQL) -> ScaledPlace:
     """A new bucket and database for one test."""
     return new_place(seaweedfs, postgresql)

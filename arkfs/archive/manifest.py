@@ -48,6 +48,7 @@ from arkfs.ark.filenames import filename_text, filename_to_qualifier, qualifier_
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.version_qualifier import split_version
+from arkfs.util.msgpack_file import FileSlice, read_map
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 
@@ -660,13 +661,30 @@ class Manifest:
 
     @classmethod
     def from_msgpack(cls, data: bytes | memoryview) -> "Manifest":
-        if len(data) > MAX_MANIFEST_SIZE:
-            raise ManifestError(f"manifest of {len(data)} bytes is over {MAX_MANIFEST_SIZE}")
+        _check_size(len(data))
         try:
             obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
         except (ValueError, msgpack.UnpackException) as exc:
             raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
+        return cls._from_document(obj)
+
+    @classmethod
+    def from_msgpack_file(cls, data: FileSlice) -> "Manifest":
+        """from_msgpack of bytes in a file, each column read straight into the object that
+        keeps it: the parse never holds the whole document besides its columns."""
+        _check_size(data.size)
+        try:
+            found = read_map(data.file, data.start, data.size)
+            obj = {k: v.read() if isinstance(v, FileSlice) else v for k, v in found.items()}
+        except ValueError as exc:
+            raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
+        return cls._from_document(obj)
+
+    @classmethod
+    def _from_document(cls, obj: object) -> "Manifest":
+        """The manifest of a decoded msgpack document."""
         head = _head(obj)
+        assert isinstance(obj, dict)
         if obj.get("root") is not None:
             head["root"] = _packed_root(obj["root"])
         if obj["version"] >= 2:
@@ -711,6 +729,11 @@ class Manifest:
                 raise ManifestError(f"manifest entry {i} has a malformed hash") from None
             entries.append(_entry(item, i))
         return cls(entries=entries, **head)
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_MANIFEST_SIZE:
+        raise ManifestError(f"manifest of {size} bytes is over {MAX_MANIFEST_SIZE}")
 
 
 def _head(obj: object) -> dict[str, Any]:

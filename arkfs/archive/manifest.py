@@ -273,9 +273,9 @@ class Entries(Sequence[Entry]):
                 bad = next(i for i, v in enumerate(column) if v < 0 or (top and v > top))
                 raise ManifestError(f"{self._where(bad)}: size, mode or mtime out of range")
         parents, dirs = array("i", bytes(4 * count)), {b"": -1}
-        paths, ends, kinds, previous, start = self._paths, self._ends, self._kinds, b"", 0
-        for i in range(count):
-            path = paths[start : ends[i]]
+        paths, previous, start = self._paths, b"", 0
+        for i, (end, kind) in enumerate(zip(self._ends, self._kinds, strict=True)):
+            path = paths[start:end]
             if i and path <= previous:
                 raise ManifestError(
                     f"{self._where(i)}: entries must be sorted by path, without repeats"
@@ -287,26 +287,39 @@ class Entries(Sequence[Entry]):
             if parent is None:
                 raise ManifestError(f"{self._where(i)}: its parent directory is not listed")
             parents[i] = parent
-            if kinds[i] == _DIR:
+            if kind == _DIR:
                 dirs[path] = i
-            previous, start = path, ends[i]
-        for i, kind in enumerate(kinds):
-            if kind != _FILE and self._xet[32 * i : 32 * i + 32] != _ZERO:
+            previous, start = path, end
+        self._check_slots()
+        del dirs[b""]
+        return parents, dirs
+
+    def _check_slots(self) -> None:
+        """Raise ManifestError unless only files have an XET hash and a SHA-256 (flagged, else
+        zeros) and only symlinks a target: whole columns at a time, then the first entry
+        at fault (a per-entry loop was most of the time a mount takes to load a manifest)."""
+        kinds, has_sha, count = self._kinds, self._has_sha, len(self._kinds)
+        files = kinds.translate(_IS_FILE)
+        for i in _positions(files, 0):  # not a file: no XET hash
+            if self._xet[32 * i : 32 * i + 32] != _ZERO:
                 raise ManifestError(
                     f"{self._where(i)}: a file, and only a file, has a 32-byte XET hash"
                 )
-            if self._has_sha[i] > (kind == _FILE) or (
-                not self._has_sha[i] and self._sha[32 * i : 32 * i + 32] != _ZERO
-            ):
+        flags = int.from_bytes(has_sha, "little")
+        if has_sha.translate(None, b"\x00\x01") or flags & ~int.from_bytes(files, "little"):
+            bad = next(i for i in range(count) if has_sha[i] > files[i])
+            raise ManifestError(f"{self._where(bad)}: SHA-256 must be 32 bytes, on a file")
+        for i in _positions(has_sha, 0):  # no SHA-256: its slot is zeros
+            if self._sha[32 * i : 32 * i + 32] != _ZERO:
                 raise ManifestError(f"{self._where(i)}: SHA-256 must be 32 bytes, on a file")
-            if (kind == _SYMLINK) != (i in self._targets):
-                raise ManifestError(
-                    f"{self._where(i)}: a symlink, and only a symlink, has a target"
-                )
-        if any(not 0 <= i < count for i in self._targets):
-            raise ManifestError("manifest 'targets' names a position past the entries")
-        del dirs[b""]
-        return parents, dirs
+        targets = self._targets
+        if kinds.count(_SYMLINK) != len(targets) or not all(
+            0 <= i < count and kinds[i] == _SYMLINK for i in targets
+        ):
+            bad = next((i for i in range(count) if (kinds[i] == _SYMLINK) != (i in targets)), None)
+            if bad is None:
+                raise ManifestError("manifest 'targets' names a position past the entries")
+            raise ManifestError(f"{self._where(bad)}: a symlink, and only a symlink, has a target")
 
     def _check_extras(self, links: Sequence[Sequence[int]]) -> None:
         """Raise ManifestError unless each link group is files in path order with one
@@ -469,10 +482,7 @@ class Entries(Sequence[Entry]):
 
     def files(self) -> Iterator[int]:
         """Positions of the files, in path order."""
-        start = 0
-        while (i := self._kinds.find(_FILE_BYTE, start)) >= 0:
-            yield i
-            start = i + 1
+        return _positions(self._kinds, _FILE)
 
     def file_hashes(self) -> Iterator[tuple[int, bytes, int, bytes | None]]:
         """(position, XET hash, size, SHA-256 or None) of each file, from the columns
@@ -515,6 +525,17 @@ _ATTRS = dict(
         strict=True,
     )
 )
+
+
+_IS_FILE = bytes(int(code == _FILE) for code in range(256))  # kinds.translate: 1 for a file
+
+
+def _positions(column: bytes, value: int) -> Iterator[int]:
+    """Positions of a byte column that hold value, in order."""
+    needle, start = bytes([value]), 0
+    while (i := column.find(needle, start)) >= 0:
+        yield i
+        start = i + 1
 
 
 def _array(code: str, data: bytes) -> "array[int]":

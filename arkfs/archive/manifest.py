@@ -212,13 +212,15 @@ class Entries(Sequence[Entry]):
         columns: dict[str, Any] = {}
         for name, code in _COLUMNS.items():
             data = obj.get(name)
-            if not isinstance(data, bytes):
+            if not isinstance(data, bytes | FileSlice):
                 raise ManifestError(f"manifest column {name!r} must be binary")
             width = 32 if code == "32" else (1 if code == "B" else array(code).itemsize)
             if name != "paths" and len(data) != count * width:
                 raise ManifestError(
                     f"manifest column {name!r} holds {len(data)} bytes, not {count * width}"
                 )
+            if isinstance(data, FileSlice):  # read here, one column's bytes at a time
+                data = _read(data)
             columns[name] = data if code in ("B", "32") else _array(code, data)
         pairs = obj.get("targets")
         if not isinstance(pairs, list) or not all(
@@ -316,10 +318,10 @@ class Entries(Sequence[Entry]):
         if kinds.count(_SYMLINK) != len(targets) or not all(
             0 <= i < count and kinds[i] == _SYMLINK for i in targets
         ):
-            bad = next((i for i in range(count) if (kinds[i] == _SYMLINK) != (i in targets)), None)
-            if bad is None:
+            odd = next((i for i in range(count) if (kinds[i] == _SYMLINK) != (i in targets)), None)
+            if odd is None:
                 raise ManifestError("manifest 'targets' names a position past the entries")
-            raise ManifestError(f"{self._where(bad)}: a symlink, and only a symlink, has a target")
+            raise ManifestError(f"{self._where(odd)}: a symlink, and only a symlink, has a target")
 
     def _check_extras(self, links: Sequence[Sequence[int]]) -> None:
         """Raise ManifestError unless each link group is files in path order with one
@@ -538,6 +540,14 @@ def _positions(column: bytes, value: int) -> Iterator[int]:
         start = i + 1
 
 
+def _read(data: FileSlice) -> bytes:
+    """A column's bytes from the file that holds the manifest."""
+    try:
+        return data.read()
+    except ValueError as exc:
+        raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
+
+
 def _array(code: str, data: bytes) -> "array[int]":
     """A column from its little-endian bytes."""
     column = array(code, data)
@@ -691,12 +701,11 @@ class Manifest:
 
     @classmethod
     def from_msgpack_file(cls, data: FileSlice) -> "Manifest":
-        """from_msgpack of bytes in a file, each column read straight into the object that
-        keeps it: the parse never holds the whole document besides its columns."""
+        """from_msgpack of bytes in a file, each column read as it is made: the parse never
+        holds the whole document, nor more than one column's bytes, besides its columns."""
         _check_size(data.size)
         try:
-            found = read_map(data.file, data.start, data.size)
-            obj = {k: v.read() if isinstance(v, FileSlice) else v for k, v in found.items()}
+            obj = read_map(data.file, data.start, data.size)  # columns stay in the file
         except ValueError as exc:
             raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
         return cls._from_document(obj)

@@ -27,7 +27,10 @@ from arkfs.xet.trust import named_footer, verify_terms
 from arkfs.xet.xorb import XorbFooter
 
 SHA256_SIZE = 32
-FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
+# Footers kept, in chunks: 145 bytes each in memory, so about 9.5 MB, the footers of 8 full
+# xorbs (a shard's intake or a file's reconstruction uses a few at a time). 256 Ki chunks
+# held 37 MB of a server receiving a 1M-file publish, whose peak budget is 300 MiB.
+FOOTER_CACHE_CHUNKS = 64 * 1024
 _T = TypeVar("_T")
 # Where a binding's manifest is: in memory, or (given to bind) in a file.
 M = TypeVar("M", bound=bytes | FileSlice, covariant=True)

@@ -99,3 +99,20 @@ def test_the_local_store_copies_no_bound_manifest(tmp_path: Path) -> None:
     grown = int(out.stdout.split()[-1])
     # At most the page cache's share of it: no whole copy besides.
     assert grown < 1.5 * 48 * MIB, f"{grown / MIB:.0f} MiB for a 48 MiB manifest"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xc1not msgpack",
+        msgpack.packb([1, 2]),
+        msgpack.packb({"manifest": "text, not bytes", "erc": "x"}),
+        msgpack.packb({"manifest": b"x" * 100, "erc": "x"}, use_bin_type=True)[:-20],
+        msgpack.packb({"manifest": b"not a manifest", "erc": ERC.to_anvl()}, use_bin_type=True),
+    ],
+)
+def test_a_malformed_spooled_bind_body_is_a_400(tmp_path: Path, tokens: Path, body: bytes) -> None:
+    with arkfs_server(tmp_path / "store", "--tokens", str(tokens)) as (url, _):
+        reply = httpx.put(f"{url}/{ARK}", content=body, headers={"Authorization": "Bearer w"})
+    assert reply.status_code == 400, reply.text
+    assert "bind" in reply.text or "manifest" in reply.text

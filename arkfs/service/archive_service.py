@@ -93,18 +93,10 @@ class ArchiveService:
         self._dedup_secret = dedup_secret
         self._archives: LRU[tuple[str, int], Archive] = LRU(ARCHIVE_CACHE)  # by ARK, version
         self._lock = threading.Lock()  # guards _archives: callers run in many threads
-        # One shard or manifest intake at a time: each holds its parse (a CAS shard of 500,000
-        # chunks ~130 MB, a 1M-file manifest ~140 MB), so together they would add up.
-        self._intake = threading.Lock()
 
     # --- archives ---------------------------------------------------------------------------
 
     def bind(self, ark: str, manifest: bytes | FileSlice, erc: str, message: str = "") -> Archive:
-        """_bind, one intake at a time."""
-        with self._intake:
-            return self._bind(ark, manifest, erc, message)
-
-    def _bind(self, ark: str, manifest: bytes | FileSlice, erc: str, message: str) -> Archive:
         """Bind the next version of ark (a normalized ark:NAAN/Name) to manifest (msgpack,
         or where a file holds it), erc (ANVL text) and message; the earlier versions stay
         as they are.
@@ -350,9 +342,8 @@ class ArchiveService:
         agrees with the stored xorbs; False if it was already there. Rejected otherwise."""
         if len(data) > MAX_SHARD_SIZE:
             raise Rejected(f"shard of {len(data)} bytes exceeds the {MAX_SHARD_SIZE}-byte limit")
-        with self._intake:
-            records, dedup = self._shard_records(data)
-            return self.store.put_shard(blake3.blake3(data).digest(), data, records, dedup)
+        records, dedup = self._shard_records(data)
+        return self.store.put_shard(blake3.blake3(data).digest(), data, records, dedup)
 
     def _shard_records(self, body: bytes) -> tuple[list[FileRecord], list[DedupEntry]]:
         """The file records and dedup entries of a shard once shard_problem finds none; the

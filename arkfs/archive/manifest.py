@@ -48,6 +48,7 @@ from arkfs.ark.filenames import filename_text, filename_to_qualifier, qualifier_
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.version_qualifier import split_version
+from arkfs.util.msgpack_file import FileSlice, read_map
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 
@@ -211,13 +212,15 @@ class Entries(Sequence[Entry]):
         columns: dict[str, Any] = {}
         for name, code in _COLUMNS.items():
             data = obj.get(name)
-            if not isinstance(data, bytes):
+            if not isinstance(data, bytes | FileSlice):
                 raise ManifestError(f"manifest column {name!r} must be binary")
             width = 32 if code == "32" else (1 if code == "B" else array(code).itemsize)
             if name != "paths" and len(data) != count * width:
                 raise ManifestError(
                     f"manifest column {name!r} holds {len(data)} bytes, not {count * width}"
                 )
+            if isinstance(data, FileSlice):  # read here, one column's bytes at a time
+                data = _read(data)
             columns[name] = data if code in ("B", "32") else _array(code, data)
         pairs = obj.get("targets")
         if not isinstance(pairs, list) or not all(
@@ -272,9 +275,9 @@ class Entries(Sequence[Entry]):
                 bad = next(i for i, v in enumerate(column) if v < 0 or (top and v > top))
                 raise ManifestError(f"{self._where(bad)}: size, mode or mtime out of range")
         parents, dirs = array("i", bytes(4 * count)), {b"": -1}
-        paths, ends, kinds, previous, start = self._paths, self._ends, self._kinds, b"", 0
-        for i in range(count):
-            path = paths[start : ends[i]]
+        paths, previous, start = self._paths, b"", 0
+        for i, (end, kind) in enumerate(zip(self._ends, self._kinds, strict=True)):
+            path = paths[start:end]
             if i and path <= previous:
                 raise ManifestError(
                     f"{self._where(i)}: entries must be sorted by path, without repeats"
@@ -286,26 +289,39 @@ class Entries(Sequence[Entry]):
             if parent is None:
                 raise ManifestError(f"{self._where(i)}: its parent directory is not listed")
             parents[i] = parent
-            if kinds[i] == _DIR:
+            if kind == _DIR:
                 dirs[path] = i
-            previous, start = path, ends[i]
-        for i, kind in enumerate(kinds):
-            if kind != _FILE and self._xet[32 * i : 32 * i + 32] != _ZERO:
+            previous, start = path, end
+        self._check_slots()
+        del dirs[b""]
+        return parents, dirs
+
+    def _check_slots(self) -> None:
+        """Raise ManifestError unless only files have an XET hash and a SHA-256 (flagged, else
+        zeros) and only symlinks a target: whole columns at a time, then the first entry
+        at fault (a per-entry loop was most of the time a mount takes to load a manifest)."""
+        kinds, has_sha, count = self._kinds, self._has_sha, len(self._kinds)
+        files = kinds.translate(_IS_FILE)
+        for i in _positions(files, 0):  # not a file: no XET hash
+            if self._xet[32 * i : 32 * i + 32] != _ZERO:
                 raise ManifestError(
                     f"{self._where(i)}: a file, and only a file, has a 32-byte XET hash"
                 )
-            if self._has_sha[i] > (kind == _FILE) or (
-                not self._has_sha[i] and self._sha[32 * i : 32 * i + 32] != _ZERO
-            ):
+        flags = int.from_bytes(has_sha, "little")
+        if has_sha.translate(None, b"\x00\x01") or flags & ~int.from_bytes(files, "little"):
+            bad = next(i for i in range(count) if has_sha[i] > files[i])
+            raise ManifestError(f"{self._where(bad)}: SHA-256 must be 32 bytes, on a file")
+        for i in _positions(has_sha, 0):  # no SHA-256: its slot is zeros
+            if self._sha[32 * i : 32 * i + 32] != _ZERO:
                 raise ManifestError(f"{self._where(i)}: SHA-256 must be 32 bytes, on a file")
-            if (kind == _SYMLINK) != (i in self._targets):
-                raise ManifestError(
-                    f"{self._where(i)}: a symlink, and only a symlink, has a target"
-                )
-        if any(not 0 <= i < count for i in self._targets):
-            raise ManifestError("manifest 'targets' names a position past the entries")
-        del dirs[b""]
-        return parents, dirs
+        targets = self._targets
+        if kinds.count(_SYMLINK) != len(targets) or not all(
+            0 <= i < count and kinds[i] == _SYMLINK for i in targets
+        ):
+            odd = next((i for i in range(count) if (kinds[i] == _SYMLINK) != (i in targets)), None)
+            if odd is None:
+                raise ManifestError("manifest 'targets' names a position past the entries")
+            raise ManifestError(f"{self._where(odd)}: a symlink, and only a symlink, has a target")
 
     def _check_extras(self, links: Sequence[Sequence[int]]) -> None:
         """Raise ManifestError unless each link group is files in path order with one
@@ -468,10 +484,7 @@ class Entries(Sequence[Entry]):
 
     def files(self) -> Iterator[int]:
         """Positions of the files, in path order."""
-        start = 0
-        while (i := self._kinds.find(_FILE_BYTE, start)) >= 0:
-            yield i
-            start = i + 1
+        return _positions(self._kinds, _FILE)
 
     def file_hashes(self) -> Iterator[tuple[int, bytes, int, bytes | None]]:
         """(position, XET hash, size, SHA-256 or None) of each file, from the columns
@@ -514,6 +527,25 @@ _ATTRS = dict(
         strict=True,
     )
 )
+
+
+_IS_FILE = bytes(int(code == _FILE) for code in range(256))  # kinds.translate: 1 for a file
+
+
+def _positions(column: bytes, value: int) -> Iterator[int]:
+    """Positions of a byte column that hold value, in order."""
+    needle, start = bytes([value]), 0
+    while (i := column.find(needle, start)) >= 0:
+        yield i
+        start = i + 1
+
+
+def _read(data: FileSlice) -> bytes:
+    """A column's bytes from the file that holds the manifest."""
+    try:
+        return data.read()
+    except ValueError as exc:
+        raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
 
 
 def _array(code: str, data: bytes) -> "array[int]":
@@ -660,13 +692,29 @@ class Manifest:
 
     @classmethod
     def from_msgpack(cls, data: bytes | memoryview) -> "Manifest":
-        if len(data) > MAX_MANIFEST_SIZE:
-            raise ManifestError(f"manifest of {len(data)} bytes is over {MAX_MANIFEST_SIZE}")
+        _check_size(len(data))
         try:
             obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
         except (ValueError, msgpack.UnpackException) as exc:
             raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
+        return cls._from_document(obj)
+
+    @classmethod
+    def from_msgpack_file(cls, data: FileSlice) -> "Manifest":
+        """from_msgpack of bytes in a file, each column read as it is made: the parse never
+        holds the whole document, nor more than one column's bytes, besides its columns."""
+        _check_size(data.size)
+        try:
+            obj = read_map(data.file, data.start, data.size)  # columns stay in the file
+        except ValueError as exc:
+            raise ManifestError(f"manifest is not valid msgpack: {exc}") from None
+        return cls._from_document(obj)
+
+    @classmethod
+    def _from_document(cls, obj: object) -> "Manifest":
+        """The manifest of a decoded msgpack document."""
         head = _head(obj)
+        assert isinstance(obj, dict)
         if obj.get("root") is not None:
             head["root"] = _packed_root(obj["root"])
         if obj["version"] >= 2:
@@ -711,6 +759,11 @@ class Manifest:
                 raise ManifestError(f"manifest entry {i} has a malformed hash") from None
             entries.append(_entry(item, i))
         return cls(entries=entries, **head)
+
+
+def _check_size(size: int) -> None:
+    if size > MAX_MANIFEST_SIZE:
+        raise ManifestError(f"manifest of {size} bytes is over {MAX_MANIFEST_SIZE}")
 
 
 def _head(obj: object) -> dict[str, Any]:

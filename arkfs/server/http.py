@@ -6,10 +6,11 @@ app.py, in the format of the route's face.
 
 import hashlib
 import re
-from collections.abc import Callable
+import tempfile
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from email.utils import formatdate, parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import trio
 from starlette.requests import Request
@@ -26,6 +27,7 @@ from arkfs.xet.hashing import string_to_hash
 _RANGE = re.compile(r"bytes=([0-9]*)-([0-9]*)$")
 _DIGITS = 18  # a number with more significant digits is past the end of any object
 T = TypeVar("T")
+SPOOL_WRITE = 1 << 20  # bytes of a spooled body written to its file at a time
 IMMUTABLE = "max-age=31536000, immutable"  # content named by its hash or its version
 LATEST_MAX_AGE = 60  # seconds a cache may keep what the latest version of an ARK answered
 
@@ -108,19 +110,42 @@ def parse_range(header: str | None, size: int, what: str) -> tuple[int, int]:
         raise HttpError(416, str(exc), unsatisfiable) from None
 
 
-async def read_body(request: Request, limit: int, what: str) -> bytes:
-    """The request body, refusing (413) anything over limit bytes before reading it all."""
+async def _body_parts(request: Request, limit: int, what: str) -> AsyncIterator[bytes]:
+    """The request body's parts, refusing (413) anything over limit bytes before reading
+    it all."""
     declared = request.headers.get("content-length", "")
     if declared.isascii() and declared.isdigit() and _number(declared) > limit:
         raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
-    parts = []
     size = 0
     async for part in request.stream():
         size += len(part)
         if size > limit:
             raise HttpError(413, f"{what} exceeds the {limit}-byte limit")
-        parts.append(part)
-    return b"".join(parts)
+        yield part
+
+
+async def read_body(request: Request, limit: int, what: str) -> bytes:
+    """The request body (up to limit bytes, else 413)."""
+    return b"".join([part async for part in _body_parts(request, limit, what)])
+
+
+async def spool_body(request: Request, limit: int, what: str) -> BinaryIO:
+    """The request body (up to limit bytes, else 413) in an anonymous temporary file, at
+    its start: a body of hundreds of MB is never in memory (the caller closes the file)."""
+    file = await trio.to_thread.run_sync(tempfile.TemporaryFile)
+    try:
+        pending = bytearray()
+        async for part in _body_parts(request, limit, what):
+            pending += part
+            if len(pending) >= SPOOL_WRITE:
+                await trio.to_thread.run_sync(file.write, pending)
+                pending.clear()
+        await trio.to_thread.run_sync(file.write, pending)
+        await trio.to_thread.run_sync(file.seek, 0)
+    except BaseException:
+        file.close()
+        raise
+    return file
 
 
 def cache_control(request: Request, immutable: bool) -> str:

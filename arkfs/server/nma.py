@@ -67,6 +67,7 @@ store, 503 store unavailable. (The CAS routes answer errors as JSON.)
 import json
 import logging
 import mimetypes
+import os
 import posixpath
 import re
 import time
@@ -75,10 +76,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Itera
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from email.utils import formatdate
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import quote, unquote
 
-import msgpack
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -111,7 +111,7 @@ from arkfs.server.http import (
     cache_control,
     not_modified,
     parse_range,
-    read_body,
+    spool_body,
     validated,
 )
 from arkfs.server.metrics import upload_route
@@ -129,6 +129,7 @@ from arkfs.server.signposting import LINKSET, MAX_HEADER_ITEMS, link_header, lin
 from arkfs.server.view import Site, View
 from arkfs.store.errors import StoreCorrupt
 from arkfs.store.files import read_file
+from arkfs.util.msgpack_file import FileSlice, read_map
 from arkfs.xet.hashing import hash_to_string
 
 log = logging.getLogger("arkfs.serve")
@@ -533,31 +534,38 @@ class NmaService(Face):
         self.auth.require_bind(request.headers.get("authorization"), ark.base)
         if ark.components or ark.variants:
             raise HttpError(400, f"bind archives at ark:NAAN/Name; {ark} names a part of one")
-        body = await read_body(request, MAX_BIND_BODY, "bind request")
-        manifest, erc, message = _bind_parts(body)
-        v = (await self.run(self.service.bind, str(ark), manifest, erc, message)).version
+        # Spooled: a 1,000,000-file manifest is parsed from the file and copied to the store
+        # from it, never held whole in memory besides its parse.
+        with await spool_body(request, MAX_BIND_BODY, "bind request") as body:
+            v = (await self.run(self._bind, str(ark), body)).version
         log.info("bound %s v%d: %d files, %d bytes", ark, v.version, v.files, v.bytes)
         return JSONResponse({"ark": str(ark), **v.to_json()})
 
+    def _bind(self, ark: str, body: BinaryIO) -> Archive:
+        """Bind ark to what a spooled bind body holds (blocking)."""
+        manifest, erc, message = _bind_parts(body)
+        return self.service.bind(ark, manifest, erc, message)
 
-def _bind_parts(body: bytes) -> tuple[bytes, str, str]:
-    """The manifest bytes, ERC text and message of a msgpack bind body; 400 if malformed."""
+
+def _bind_parts(body: BinaryIO) -> tuple[FileSlice, str, str]:
+    """Where the manifest is, and the ERC text and message, of a spooled msgpack bind body;
+    400 if malformed."""
     try:
-        obj = msgpack.unpackb(body, raw=False)
-    except (ValueError, msgpack.UnpackException):
-        obj = None
+        obj = read_map(body, 0, body.seek(0, os.SEEK_END))
+    except ValueError:
+        obj = {}
+    manifest, erc, message = obj.get("manifest"), obj.get("erc"), obj.get("message", "")
     if (
-        not isinstance(obj, dict)
-        or not isinstance(obj.get("manifest"), bytes)
-        or not isinstance(obj.get("erc"), str)
-        or not isinstance(obj.get("message", ""), str)
+        not isinstance(manifest, FileSlice)
+        or not isinstance(erc, str)
+        or not isinstance(message, str)
     ):
         raise HttpError(
             400,
             'bind body must be msgpack {"manifest": <manifest bytes>, "erc": <ANVL text>, '
             '"message": <text, optional>}',
         )
-    return obj["manifest"], obj["erc"], obj.get("message", "")
+    return manifest, erc, message
 
 
 @contextmanager

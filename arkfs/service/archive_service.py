@@ -31,6 +31,7 @@ from arkfs.store.errors import NotFound, OutOfRange, Rejected, StoreCorrupt
 from arkfs.store.files import check_file, file_sha256
 from arkfs.store.shards import EMPTY_SHA256, Progress, file_record, shard_problem
 from arkfs.util.lru import LRU
+from arkfs.util.msgpack_file import FileSlice
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import ZERO_HASH, hash_to_string
@@ -95,9 +96,10 @@ class ArchiveService:
 
     # --- archives ---------------------------------------------------------------------------
 
-    def bind(self, ark: str, manifest: bytes, erc: str, message: str = "") -> Archive:
-        """Bind the next version of ark (a normalized ark:NAAN/Name) to manifest (msgpack),
-        erc (ANVL text) and message; the earlier versions stay as they are.
+    def bind(self, ark: str, manifest: bytes | FileSlice, erc: str, message: str = "") -> Archive:
+        """Bind the next version of ark (a normalized ark:NAAN/Name) to manifest (msgpack,
+        or where a file holds it), erc (ANVL text) and message; the earlier versions stay
+        as they are.
 
         Both must parse, the manifest must be of ark, and every file it lists must be
         stored with its size and, if it gives one, its SHA-256 (so every digest a binding
@@ -106,7 +108,10 @@ class ArchiveService:
         is hashed from the store here, once per bind.
         """
         try:
-            parsed = Manifest.from_msgpack(manifest)
+            if isinstance(manifest, FileSlice):  # never held whole besides its parse
+                parsed = Manifest.from_msgpack_file(manifest)
+            else:
+                parsed = Manifest.from_msgpack(manifest)
         except ArkError as exc:
             raise Rejected(f"bind {ark}: {exc}") from None
         if parsed.ark != ark:

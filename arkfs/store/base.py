@@ -13,11 +13,12 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from arkfs.archive.record import VersionInfo
 from arkfs.store.errors import NotFound, Rejected, StoreCorrupt
 from arkfs.util.lru import LRU
+from arkfs.util.msgpack_file import FileSlice
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
@@ -26,9 +27,14 @@ from arkfs.xet.trust import named_footer, verify_terms
 from arkfs.xet.xorb import XorbFooter
 
 SHA256_SIZE = 32
-FOOTER_CACHE_CHUNKS = 256 * 1024  # about 40 MB of chunk hashes and offsets
+# Footers kept, in chunks: 145 bytes each in memory, so about 9.5 MB, the footers of 8 full
+# xorbs (a shard's intake or a file's reconstruction uses a few at a time). 256 Ki chunks
+# held 37 MB of a server receiving a 1M-file publish, whose peak budget is 300 MiB.
+FOOTER_CACHE_CHUNKS = 64 * 1024
 UNINDEXED = "unindexed object"  # how check() starts a line about an orphan: no damage
 _T = TypeVar("_T")
+# Where a binding's manifest is: in memory, or (given to bind) in a file.
+M = TypeVar("M", bound=bytes | FileSlice, covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +63,7 @@ class ChunkLocation(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Binding:
+class Binding(Generic[M]):
     """One version of an ARK (normalized key): its manifest (opaque msgpack) and ERC (ANVL).
 
     bind() assigns version and follows (the version it appends to, None for v1): a caller
@@ -66,7 +72,7 @@ class Binding:
     """
 
     ark: str
-    manifest: bytes
+    manifest: M  # bind() copies a FileSlice to the store in pieces; stores return bytes
     erc: str
     updated: float  # Unix time the version was made
     version: int = 0
@@ -74,6 +80,9 @@ class Binding:
     follows: int | None = None
     files: int = 0
     bytes: int = 0
+
+
+NewBinding = Binding[bytes | FileSlice]  # what bind() takes
 
 
 @dataclass(frozen=True)
@@ -176,11 +185,11 @@ class Store(Protocol):
         """Every stored location of a global-dedup chunk; empty if none."""
         ...
 
-    def bind(self, binding: Binding) -> int:
+    def bind(self, binding: NewBinding) -> int:
         """Append a new version of binding.ark and return its number; nothing is replaced."""
         ...
 
-    def get_binding(self, ark: str, version: int | None = None) -> Binding:
+    def get_binding(self, ark: str, version: int | None = None) -> Binding[bytes]:
         """The given version of an ARK (normalized key); its latest when version is None."""
         ...
 
@@ -228,13 +237,13 @@ class Store(Protocol):
         ...
 
 
-def binding_problem(binding: Binding) -> str | None:
+def binding_problem(binding: NewBinding) -> str | None:
     """What makes a binding unfit to become a new version, or None."""
     b = binding
     if not (isinstance(b.ark, str) and b.ark):
         return f"an ARK binding needs a non-empty ARK string, got {b.ark!r}"
     if not (
-        isinstance(b.manifest, bytes)
+        isinstance(b.manifest, bytes | FileSlice)
         and isinstance(b.erc, str)
         and isinstance(b.updated, int | float)
         and isinstance(b.message, str)

@@ -31,6 +31,7 @@ from arkfs.store.base import (
     FileRecord,
     FooterCache,
     FooterOf,
+    NewBinding,
     StoreStats,
     binding_problem,
     checked_footers,
@@ -49,6 +50,7 @@ from arkfs.store.gc import GcReport, kept_shards, kept_xorbs
 from arkfs.store.identity import verify
 from arkfs.store.postgres import COUNTERS, Cursor, Index
 from arkfs.store.shards import stored_shard_problem
+from arkfs.util.msgpack_file import whole
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 from arkfs.xet.reconstruction import Term
@@ -321,12 +323,13 @@ class ScaledStore:
 
     # ARK versions
 
-    def bind(self, binding: Binding) -> int:
+    def bind(self, binding: NewBinding) -> int:
         """Append a new version of binding.ark in one transaction and return its number."""
         problem = binding_problem(binding)
         if problem:
             raise Rejected(problem)
         b = binding
+        manifest = whole(b.manifest)
         with self.index.transaction("bind a version") as cur:
             # One binder per ARK at a time, across every server sharing the database.
             cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (b.ark,))
@@ -335,7 +338,7 @@ class ScaledStore:
             cur.execute(
                 f"INSERT INTO versions (ark, {_BINDING_COLUMNS}) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (b.ark, b.manifest, b.erc, b.updated, version, b.message, latest, b.files, b.bytes),
+                (b.ark, manifest, b.erc, b.updated, version, b.message, latest, b.files, b.bytes),
             )
         return version
 
@@ -345,7 +348,7 @@ class ScaledStore:
         row = cur.fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
-    def get_binding(self, ark: str, version: int | None = None) -> Binding:
+    def get_binding(self, ark: str, version: int | None = None) -> Binding[bytes]:
         """The given version of an ARK, its latest when None; NotFound if there is none."""
         with self.index.transaction("read a binding") as cur:
             latest = self._latest(cur, ark)

@@ -7,8 +7,9 @@ not pass through `serve` at the shard POST, so the check cannot be skipped or mo
 the request; it is kept, and taken out of the request's time instead (rather than
 verifying in the background after answering: a version is never bound on files whose
 SHA-256 nobody checked yet). A POST of a shard whose intake is under way joins it rather
-than starting the work again, so a retry costs nothing; a finished intake's answer is kept
-for KEEP_DONE seconds, so a retry gets the same answer, and the shard is registered once.
+than starting the work again, so a retry costs nothing and the shard is registered once. A
+finished intake's answer is kept for KEEP_DONE seconds for polls; a POST after it finished
+is answered "already there" (result 0), as XET's Upload Shard answers a shard it holds.
 
 A request that outwaits the intake is answered 503 with `Retry-After: 1` (hf_xet and every
 client retry that), or, when it asked `Prefer: respond-async` (RFC 7240), 202 Accepted with
@@ -72,6 +73,8 @@ class Intakes:
         just done); Pending if it takes longer than wait seconds."""
         self._forget_old()
         intake = self._intakes.get(name)
+        if intake is not None and intake.done.is_set() and intake.error is None:
+            return False  # registered before this request came: it inserted nothing
         if intake is None or intake.error is not None:  # a failure is tried again
             intake = self._intakes[name] = Intake()
             trio.lowlevel.spawn_system_task(self._intake, intake, register, name=f"shard {name}")

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -80,13 +79,14 @@ class Failed:
 
 
 def attempt(what: str, run: Callable[[], T]) -> T | Failed:
-    """run(), or a Failed saying why (the traceback goes to stderr), so one failure
+    """run(), or a Failed saying why (that one line goes to stderr too), so one failure
     costs one measurement, not the whole report."""
     try:
         return run()
     except Exception as exc:
-        traceback.print_exc()
-        return Failed(f"{what}: {type(exc).__name__}: {exc}"[:400])
+        failed = Failed(f"{what}: {type(exc).__name__}: {exc}"[:400])
+        print(f"bench: failed: {failed.why}", file=sys.stderr)
+        return failed
 
 
 class Spread(float):

@@ -8,15 +8,11 @@ PostgreSQL on this machine); prints the chunk bytes held in more than one xorb.
 import argparse
 import random
 import shutil
-import subprocess
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
-from arkfs.store.scaled import ScaledStore
-from tests.support.archive import PERSISTENCE, WHAT, WHO
-from tests.support.cli import ARKFS
+from tests.support.concurrent import chunk_census, start_publish
 from tests.support.server import Server
 from tests.support.services import PostgreSQL, ScaledPlace, SeaweedFS, new_place, running
 
@@ -40,17 +36,7 @@ def trees(root: Path, publishers: int, shared_mib: int) -> list[Path]:
 
 def duplicates(place: ScaledPlace) -> tuple[int, int]:
     """(chunk bytes in every xorb, of them the bytes of chunks held in more than one)."""
-    with ScaledStore.open(place.location, place.endpoint, place.index) as store:
-        with store.index.transaction("list the xorbs") as cur:
-            cur.execute("SELECT hash FROM xorbs")
-            hashes = [bytes(r[0]) for r in cur.fetchall()]
-        held: Counter[bytes] = Counter()
-        size: dict[bytes, int] = {}
-        for h in hashes:
-            footer = store.xorb_footer(h)
-            for chunk, n in zip(footer.chunk_hashes, footer.chunk_sizes(), strict=True):
-                held[chunk] += 1
-                size[chunk] = n
+    held, size = chunk_census(place)
     total = sum(size[c] * k for c, k in held.items())
     return total, sum(size[c] * k for c, k in held.items() if k > 1)
 
@@ -63,11 +49,7 @@ def run(weed: SeaweedFS, pg: PostgreSQL, work: Path, made: list[Path], at_once: 
     with Server(place.location, *place.serve_args()[2:], *extra) as server:
         procs = []
         for i, tree in enumerate(made):
-            argv = [
-                ARKFS, "publish", str(tree), "--ark", f"ark:12345/x6c{i}", "--server", server.url,
-                "--token", "writer", "--who", WHO, "--what", WHAT, "--persistence", PERSISTENCE,
-            ]  # fmt: skip
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            proc = start_publish(tree, i, server.url)
             procs.append(proc)
             if not at_once:
                 proc.wait()

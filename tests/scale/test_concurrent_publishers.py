@@ -2,15 +2,12 @@
 from them (xorb_cuts.py), and a xorb named by its hash is stored once."""
 
 import random
-import subprocess
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from arkfs.store.scaled import ScaledStore
-from tests.support.archive import MIB, PERSISTENCE, WHAT, WHO
-from tests.support.cli import ARKFS
+from tests.support.archive import MIB
+from tests.support.concurrent import chunk_census, start_publish
 from tests.support.server import Server
 from tests.support.services import ScaledPlace
 
@@ -22,17 +19,7 @@ OWN = MIB  # a file of each tree's own, met first
 
 def stored_chunk_bytes(place: ScaledPlace) -> tuple[int, int]:
     """(chunk bytes in every xorb, chunk bytes counting each distinct chunk once)."""
-    held: Counter[bytes] = Counter()
-    size: dict[bytes, int] = {}
-    with ScaledStore.open(place.location, place.endpoint, place.index) as store:
-        with store.index.transaction("list the xorbs") as cur:
-            cur.execute("SELECT hash FROM xorbs")
-            hashes = [bytes(r[0]) for r in cur.fetchall()]
-        for h in hashes:
-            footer = store.xorb_footer(h)
-            for chunk, n in zip(footer.chunk_hashes, footer.chunk_sizes(), strict=True):
-                held[chunk] += 1
-                size[chunk] = n
+    held, size = chunk_census(place)
     return sum(size[c] * k for c, k in held.items()), sum(size.values())
 
 
@@ -52,13 +39,7 @@ def test_four_concurrent_publishers_store_shared_bytes_about_once(
     (tmp_path / "tokens").write_text("writer write\n")
     extra = ("--open-read", "--tokens", str(tmp_path / "tokens"))
     with Server(scaled_place.location, *scaled_place.serve_args()[2:], *extra) as server:
-        procs = []
-        for i, tree in enumerate(trees):
-            argv = [
-                ARKFS, "publish", str(tree), "--ark", f"ark:12345/x6c{i}", "--server", server.url,
-                "--token", "writer", "--who", WHO, "--what", WHAT, "--persistence", PERSISTENCE,
-            ]  # fmt: skip
-            procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        procs = [start_publish(tree, i, server.url) for i, tree in enumerate(trees)]
         for proc in procs:
             _, err = proc.communicate(timeout=600)
             assert proc.returncode == 0, err.decode()

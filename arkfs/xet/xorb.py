@@ -178,9 +178,15 @@ class XorbBuilder:
         self.max_bytes, self.max_chunks = max_bytes, max_chunks
         self.chunks: list[tuple[bytes, bytes]] = []
         self._bytes = footer_size(0) + 4
+        self._data = 0
 
     def __len__(self) -> int:
         return len(self.chunks)
+
+    @property
+    def chunk_bytes(self) -> int:
+        """Bytes of chunk data collected so far."""
+        return self._data
 
     def fits(self, data: bytes) -> bool:
         """Would adding this chunk keep the xorb within both limits (Size Constraints)?"""
@@ -193,6 +199,7 @@ class XorbBuilder:
             raise ValueError("chunk does not fit in this xorb")
         self.chunks.append((h, data))
         self._bytes += len(data) + self._OVERHEAD_PER_CHUNK
+        self._data += len(data)
         return len(self.chunks) - 1
 
     def build(self, compression: Compression | None = None) -> SerializedXorb:

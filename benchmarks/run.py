@@ -4,8 +4,9 @@ Each figure compares arkfs with a reference measured in the same run on the same
 Corpora are built from fixed seeds under $ARKFS_BENCH_DIR (default: a temporary
 directory; set it to keep the corpora between runs). ARKFS_BENCH_QUICK=1 shrinks them.
 ARKFS_BENCH_ONLY=name[,name] runs only those benchmarks (the names of WORKDIR_BENCHES and
-MOUNT_BENCHES). A benchmark that fails is reported as missing, with its error; the others
-still run. Each figure keeps the highest load average seen around its benchmark.
+MOUNT_BENCHES; those in ON_REQUEST run only when named). A benchmark that fails is
+reported as missing, with its error; the others still run. Each figure keeps the highest
+load average seen around its benchmark.
 """
 
 import os
@@ -25,6 +26,7 @@ from benchmarks.common import Failed, Figure, attempt
 from benchmarks.corpora import Corpora
 from benchmarks.fio import bench_fio
 from benchmarks.hashing import bench_hash
+from benchmarks.intake import bench_intake
 from benchmarks.metadata import bench_metadata
 from benchmarks.mountbench import (
     WARM_CACHE,
@@ -48,7 +50,9 @@ WORKDIR_BENCHES: dict[str, Callable[[Path, Corpora], list[Figure]]] = {
     "ingest": lambda workdir, _: bench_publish(workdir),
     "scale": lambda workdir, _: bench_scale(workdir),
     "republish": lambda workdir, _: bench_republish(workdir),
+    "intake": lambda workdir, _: bench_intake(workdir),
 }
+ON_REQUEST = {"intake"}  # too long for every run (issue 28's ten rounds: 25 GiB through S3)
 # Benchmarks through mounts of the corpora, published once on one server.
 MOUNT_BENCHES: dict[str, Callable[[Archive], list[Figure]]] = {
     "cold-random": lambda a: bench_cold(a, a.corpora.random, "random", WARM_CACHE),
@@ -68,7 +72,7 @@ def chosen() -> set[str]:
     known = [*WORKDIR_BENCHES, *MOUNT_BENCHES]
     only = os.environ.get(ONLY_ENV)
     if not only:
-        return set(known)
+        return set(known) - ON_REQUEST
     names = {n.strip() for n in only.split(",") if n.strip()}
     unknown = sorted(names - set(known))
     if unknown:

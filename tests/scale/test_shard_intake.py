@@ -6,7 +6,6 @@ retried one joins it, is answered the same and registered once."""
 import random
 import re
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -16,7 +15,8 @@ from arkfs.store.scaled import ScaledStore
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.shard import FileBlock, Shard, serialize_upload
 from tests.store.factory import file_of, random_xorb
-from tests.support.archive import MIB, publish
+from tests.support.archive import publish
+from tests.support.intake_shapes import Shape, one_block, small_files, zeros
 from tests.support.server import Server
 from tests.support.services import ScaledPlace
 
@@ -34,30 +34,9 @@ def shard_posts(server: Server) -> tuple[float, int]:
     return found.get("sum", 0.0), int(found.get("count", 0))
 
 
-def zeros(tree: Path, salt: int) -> None:
-    """100 MiB of zeros, then the round's number: a new file each round."""
-    with open(tree / "zeros.bin", "wb") as f:
-        f.truncate(100 * MIB)
-        f.seek(0, 2)
-        f.write(salt.to_bytes(8, "little"))
-
-
-def one_block(tree: Path, salt: int) -> None:
-    """A file repeating one random 64 KiB block, new in each round."""
-    block = random.Random(salt).randbytes(64 * 1024)
-    (tree / "repeated.bin").write_bytes(block * 512)  # 32 MiB
-
-
-def small_files(tree: Path, salt: int) -> None:
-    """2,000 files of 4 KiB, new in each round."""
-    rng = random.Random(salt)
-    for i in range(2000):
-        (tree / f"f{i:04d}.bin").write_bytes(rng.randbytes(4096))
-
-
 @pytest.mark.parametrize("make", [zeros, one_block, small_files], ids=lambda f: f.__name__)
 def test_shapes_that_outlasted_the_client_publish_every_time(
-    make: Callable[[Path, int], None], scaled_place: ScaledPlace, tmp_path: Path
+    make: Shape, scaled_place: ScaledPlace, tmp_path: Path
 ) -> None:
     (tmp_path / "tokens").write_text("writer write\n")
     extra = ("--open-read", "--tokens", str(tmp_path / "tokens"))

@@ -5,12 +5,13 @@ from collections.abc import Callable, Mapping
 from typing import cast
 
 from arkfs.store.base import FileRecord, FooterOf, Store, file_problem, footer_problem
-from arkfs.store.files import WholeXorbs, file_sha256
+from arkfs.store.files import XorbWindows, file_sha256
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import ZERO_HASH
 from arkfs.xet.shard import FileBlock, Shard, parse_shard, verify_cas_block, verify_file_block
 
 EMPTY_SHA256 = hashlib.sha256(b"").digest()
+LOCAL_WINDOW = 16 << 20  # bytes of a local xorb read at once by the SHA-256 check
 
 
 def file_record(block: FileBlock) -> FileRecord:
@@ -47,10 +48,10 @@ def shard_problem(
             verify_cas_block(cas, footer, store.xorb_size(cas.xorb_hash))
         except XetError as exc:
             return f"cas block {i}: {exc}"
-    # SHA-256 checks read each xorb whole, once, where every read is a request (S3); a local
-    # store's reads are preads, and whole xorbs would only cost the publish's memory.
-    remote = getattr(store, "remote_reads", False)
-    whole = cast(Store, WholeXorbs(store)) if remote else store
+    # SHA-256 checks read xorbs in windows (XorbWindows): whole where every read is a
+    # request (S3); a local store's reads are preads, and whole xorbs would only cost memory.
+    window = None if getattr(store, "remote_reads", False) else LOCAL_WINDOW
+    windows = cast(Store, XorbWindows(store, window))
     for i, block in enumerate(shard.files):
         record = file_record(block)
         problem = file_problem(record, footer_of)
@@ -65,7 +66,7 @@ def shard_problem(
             progress(i, len(shard.files))
         known = (stored or {}).get(record.file_hash)
         if record.sha256 is not None and known != (record.size, record.sha256):  # MetadataExt
-            actual = file_sha256(whole, record)
+            actual = file_sha256(windows, record)
             if actual != record.sha256:
                 return (
                     f"file {i}: metadata ext SHA-256 is {record.sha256.hex()}, "

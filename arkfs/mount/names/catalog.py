@@ -91,6 +91,10 @@ class Catalog:
             seen.update((id(b), b) for b in self._discovery.backends)
         return list(seen.values())
 
+    def _configured(self) -> list[Backend]:
+        """The backends the user configured (not found by discovery)."""
+        return [*self._general, *(b for group in self._by_naan.values() for b in group)]
+
     def backends_for(self, naan: str) -> list[Backend]:
         """The backends that answer for a NAAN, in the order they are asked."""
         return self._by_naan.get(naan) or self._general
@@ -373,14 +377,16 @@ class Catalog:
                 self._latest_on_disk[key] = version
         except OSError as exc:
             log.error("cannot cache %s on disk: %s", key, exc)
-        reads = self._reads_from(archive, backend, backend.name)
+        reads = await self._reads_from(archive, backend, backend.name)
         return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
 
-    def _reads_from(self, archive: Archive, backend: Backend, source: str) -> Backend:
+    async def _reads_from(self, archive: Archive, backend: Backend, source: str) -> Backend:
         """Where an archive's files are read: the CAS its manifest names (token_url's base,
         else cas_url) when that is not the server it came from (source: a server fills in
         its own URL, which a copy cached on disk keeps after that URL changed), else
-        backend."""
+        backend. A CAS named by an archive from a discovered server is a URL the network
+        gave: it must lead to a public address, as registry targets and redirects must
+        (resolver.destinations); one a configured server names is trusted as that server."""
         manifest = archive.manifest
         token_url = (manifest.token_url or "").rstrip("/")
         if token_url.endswith(TOKEN_ROUTE):  # the token route says where the CAS is
@@ -391,6 +397,9 @@ class Catalog:
             return backend
         if not named or named == source:
             return backend
+        if self._discovery is not None and backend not in self._configured():
+            what = f"the CAS that {archive.manifest.ark}'s manifest names"
+            await self._discovery.resolver.destinations.check(named, what)
         if named not in self._cas:
             log.info("%s reads its files from the CAS at %s", archive.manifest.ark, named)
             self._cas[named] = self._remote(named)
@@ -408,7 +417,7 @@ class Catalog:
                 backend = configured[0]
             else:  # found by discovery in an earlier mount: its service, as it was
                 backend = self._discovery.named(source)
-        reads = self._reads_from(archive, backend, source)
+        reads = await self._reads_from(archive, backend, source)
         return await trio.to_thread.run_sync(IndexedArchive.build, archive, reads)
 
     async def aclose(self) -> None:

@@ -452,7 +452,8 @@ class Publisher:
 
     async def add_new(self, chunk: Chunk, first: bool, uploads: trio.Nursery) -> Placed:
         """Put a chunk into the xorb being built."""
-        if not self._builder.fits(chunk.data) or cuts_before(chunk.hash, self._builder.chunk_bytes, first):
+        builder = self._builder
+        if not builder.fits(chunk.data) or cuts_before(chunk.hash, builder.chunk_bytes, first):
             await self._seal(uploads)
         index = self._builder.add(chunk.hash, chunk.data)
         if first:

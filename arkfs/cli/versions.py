@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from arkfs.ark.filenames import filename_text
 from arkfs.cli.target import add_target, archive_ark, run_on_target
 
 if TYPE_CHECKING:  # imported when the command runs: its --help starts at once
@@ -57,6 +58,8 @@ async def _history(backend: Backend, ark: str) -> History:
 
 
 def _text(ark: str, history: History) -> list[str]:
+    """The listing for people; a path's bytes that are not UTF-8 read %XX (filename_text),
+    here and in the JSON, never raw bytes or lone surrogates."""
     lines = [f"{ark}: {len(history)} version{'s' * (len(history) != 1)}, the latest first"]
     for v, c, metadata in reversed(history):
         lines.append(v.summary())
@@ -66,7 +69,7 @@ def _text(ark: str, history: History) -> list[str]:
             only = "" if c.added or c.removed or c.changed else " only"
             lines.append(f"    metadata change{only}: {', '.join(metadata)}")
         for kind, paths in (("+", c.added), ("-", c.removed), ("~", c.changed)):
-            lines += [f"    {kind} {p}" for p in paths[:SHOWN_PATHS]]
+            lines += [f"    {kind} {filename_text(p)}" for p in paths[:SHOWN_PATHS]]
             if len(paths) > SHOWN_PATHS:
                 lines.append(f"    {kind} ... and {len(paths) - SHOWN_PATHS} more (--json)")
     return lines
@@ -74,7 +77,9 @@ def _text(ark: str, history: History) -> list[str]:
 
 def _json(ark: str, history: History) -> dict[str, Any]:
     listed = [
-        v.to_json() | {k: list(p) for k, p in asdict(c).items()} | {"metadata": m}
+        v.to_json()
+        | {k: list(map(filename_text, p)) for k, p in asdict(c).items()}
+        | {"metadata": m}
         for v, c, m in history
     ]
     return {"ark": ark, "versions": listed}

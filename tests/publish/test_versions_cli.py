@@ -2,6 +2,7 @@
 lists them with what each changed: on the embedded store and on `arkfs serve` alike."""
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,3 +150,17 @@ def test_versions_errors_are_one_line(target: list[str], tmp_path: Path) -> None
         done = run_arkfs(*args)
         assert done.returncode == code, (args, done.stderr)
         assert words in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_versions_spells_a_non_utf8_name_as_the_server_does(
+    target: list[str], tmp_path: Path
+) -> None:
+    ark = ARK + "bytes"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / os.fsdecode(b"caf\xe9.txt")).write_text("latin-1 name\n")
+    arkfs("publish", str(tree), "--ark", ark, *target)
+    done = run_arkfs("versions", ark, *target)
+    assert done.returncode == 0 and "    + caf%E9.txt" in done.stdout.splitlines(), done.stdout
+    listing = json.loads(arkfs("versions", ark, "--json", *target))
+    assert listing["versions"][0]["added"] == ["caf%E9.txt"]

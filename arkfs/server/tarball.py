@@ -43,9 +43,12 @@ def _padded(size: int) -> int:
     return size + -size % BLOCK
 
 
-def _header(name: str, kind: Kind, mode: int, mtime: float, size: int, target: str) -> bytes:
+def _header(
+    name: str, kind: Kind, mode: int, mtime: float, size: int, target: str, hard: bool = False
+) -> bytes:
+    """A member's header blocks; hard: a hard link to the member named target."""
     info = tarfile.TarInfo(name)
-    info.type = _TYPES[kind]
+    info.type = tarfile.LNKTYPE if hard else _TYPES[kind]
     info.mode, info.mtime = mode & PERMISSIONS, int(mtime)
     info.size, info.linkname = size, target
     return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
@@ -58,11 +61,18 @@ def members(manifest: Manifest, path: str, top: str, mtime: float) -> list[Membe
     mode, mtime = (d.mode, d.mtime_ns / 1e9) if d else (DIR_MODE, mtime)
     out = [Member(_header(top, Kind.DIR, mode, mtime, 0, ""), None)]
     prefix = path + "/" if path else ""
+    linked: dict[str, str] = {}  # a hard-link group (its first path) -> its member's name here
     for e in manifest.entries:
         if not e.path.startswith(prefix):
             continue
-        size = e.size if e.kind is Kind.FILE else 0
         name = f"{top}/{e.path[len(prefix) :]}"
+        if e.link is not None and e.link in linked:  # the bytes are in the tar already
+            hard = _header(name, e.kind, e.mode, e.mtime_ns / 1e9, 0, linked[e.link], hard=True)
+            out.append(Member(hard, None))
+            continue
+        if e.link is not None:  # the group's first name in this tar (its first may be outside)
+            linked[e.link] = name
+        size = e.size if e.kind is Kind.FILE else 0
         header = _header(name, e.kind, e.mode, e.mtime_ns / 1e9, size, e.target or "")
         out.append(Member(header, e if e.kind is Kind.FILE else None))
     return out

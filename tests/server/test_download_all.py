@@ -148,3 +148,27 @@ def test_the_tar_clears_setuid_setgid_and_sticky_bits_as_git_archive_does(tmp_pa
     assert os.getuid() != 0 or all(  # as root, tar -x keeps the modes it is given
         stat.S_IMODE((out / rel).stat().st_mode) == mode & 0o777 for rel, mode in modes.items()
     )
+
+
+def test_hard_links_unpack_as_hard_links_of_one_copy(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "a.bin").write_bytes(os.urandom(200_000))
+    os.link(src / "a.bin", src / "d" / "b.bin")
+    os.link(src / "a.bin", src / "d" / "c.bin")
+    store = tmp_path / "store"
+    publish(src, ARK, "--store", str(store))
+    with arkfs_server(store, "--open-read") as (url, _):
+        whole = httpx.get(f"{url}/{ARK}?tar", timeout=60).content
+        out = unpacked(f"{url}/{ARK}?tar", tmp_path / "out") / "t4r9z-v1"
+        sub = unpacked(f"{url}/{ARK}/d?tar", tmp_path / "sub") / "d"
+    same_tree(src, out)
+    assert len(whole) < 2 * 200_000  # the bytes once, then two links
+    with tarfile.open(fileobj=io.BytesIO(whole)) as tar:
+        links = {m.name: m.linkname for m in tar.getmembers() if m.islnk()}
+    assert links == {"t4r9z-v1/d/b.bin": "t4r9z-v1/a.bin", "t4r9z-v1/d/c.bin": "t4r9z-v1/a.bin"}
+    inodes = {(out / rel).stat().st_ino for rel in ("a.bin", "d/b.bin", "d/c.bin")}
+    assert len(inodes) == 1 and (out / "a.bin").stat().st_nlink == 3
+    # a directory's tar, whose group's first file is outside it: its first there has the bytes
+    assert (sub / "b.bin").read_bytes() == (src / "a.bin").read_bytes()
+    assert (sub / "b.bin").stat().st_ino == (sub / "c.bin").stat().st_ino

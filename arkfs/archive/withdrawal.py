@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from arkfs.archive.manifest import Manifest
-from arkfs.archive.record import VersionInfo
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc, Segment
 
 WITHDRAWN = "withdrawn"
@@ -88,3 +88,11 @@ def with_withdrawal(erc: Erc, withdrawal: Withdrawal) -> Erc:
     kept = [(label, v) for label, v in support.other if label not in (WITHDRAWN, REASON)]
     extra = [(WITHDRAWN, withdrawal.when), (REASON, withdrawal.reason)]
     return replace(erc, support=replace(support, other=[*kept, *extra]))
+
+
+def as_withdrawn(archive: Archive, withdrawal: Withdrawal) -> Archive:
+    """A version a withdrawal covers as every reader sees it: no entries (its content is
+    gone) and its ERC record with the withdrawal, as the tombstone itself shows."""
+    manifest = archive.manifest
+    empty = Manifest(manifest.ark, [], created=manifest.created, root=manifest.root)
+    return Archive(empty, with_withdrawal(archive.erc, withdrawal), archive.version)

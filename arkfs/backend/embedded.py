@@ -14,6 +14,7 @@ import trio
 
 from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
+from arkfs.archive.withdrawal import as_withdrawn
 from arkfs.ark.erc import Erc
 from arkfs.backend.base import BadReply, NotBound, Refused, Unreachable
 from arkfs.service.archive_service import ArchiveService
@@ -72,7 +73,8 @@ class EmbeddedBackend:
     # --- versions ------------------------------------------------------------------------
 
     async def archive(self, ark: str, version: int | None = None) -> Archive:
-        return await self._run(self.service.archive, ark, version)
+        archive, _, withdrawn = await self._run(self.service.resolve, ark, version)
+        return archive if withdrawn is None else as_withdrawn(archive, withdrawn)
 
     async def versions(self, ark: str) -> list[VersionInfo]:
         return await self._run(self.service.versions, ark)

@@ -23,6 +23,7 @@ import trio
 
 from arkfs.archive.manifest import Manifest
 from arkfs.archive.record import Archive, VersionInfo
+from arkfs.archive.withdrawal import as_withdrawn, withdrawal_in
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ErcError, ManifestError, VersionError
 from arkfs.ark.identifier import Ark
@@ -255,6 +256,9 @@ class RemoteBackend:
         resp = await self._nma("GET", f"{self.name}/{exact}", {"Accept": MANIFEST_TYPE})
         if resp.status_code == 404:
             raise NotBound(f"{server_message(resp)} ({self.name})")
+        withdrawn = withdrawal_in(erc, found.version)
+        if resp.status_code == 410 and withdrawn is not None:  # its ?info says why
+            return as_withdrawn(Archive(Manifest(ark, [], found.created), erc, found), withdrawn)
         raise_for_status(resp, what)
         kind = resp.headers.get("content-type", "").split(";")[0].strip()
         if kind != MANIFEST_TYPE:

@@ -302,15 +302,9 @@ class NmaService(Face):
     def _resolve(
         self, ark: str, version: int | None, at_root: bool
     ) -> tuple[Archive, list[VersionInfo], Withdrawal | None]:
-        """The version of ark asked for (None: the latest), every version when the latest
-        or an archive root is asked for, and the withdrawal that covers it; in a worker
-        thread.
-
-        The list is read first and the latest taken from it, so the two agree.
-        """
-        every = self.service.versions(ark)
-        archive = self.service.archive(ark, every[-1].version if version is None else version)
-        withdrawn = self.service.withdrawal(ark, archive.version.version, every)
+        """service.resolve, with every version only when the latest or an archive root is
+        asked for; in a worker thread."""
+        archive, every, withdrawn = self.service.resolve(ark, version)
         return archive, every if version is None or at_root else [], withdrawn
 
     def gone(self, request: Request, view: View, withdrawn: Withdrawal) -> Response:

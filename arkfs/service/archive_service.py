@@ -221,6 +221,16 @@ class ArchiveService:
             self._archives.put((ark, version), archive)
         return archive
 
+    def resolve(
+        self, ark: str, version: int | None
+    ) -> tuple[Archive, list[VersionInfo], Withdrawal | None]:
+        """The version of ark asked for (None: the latest), every version, and the withdrawal
+        that covers it. The list is read first and the latest taken from it, so the two
+        agree."""
+        every = self.versions(ark)
+        archive = self.archive(ark, every[-1].version if version is None else version)
+        return archive, every, self.withdrawal(ark, archive.version.version, every)
+
     def withdrawal(self, ark: str, version: int, versions: list[VersionInfo]) -> Withdrawal | None:
         """The tombstone that withdraws version of ark (it or a later one), if any; versions
         is every version of ark (withdrawal.py)."""

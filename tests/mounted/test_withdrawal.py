@@ -101,6 +101,9 @@ def test_the_mount_shows_the_archive_empty_with_its_record(
         assert PERSISTENCE in os.getxattr(folder, "user.ark.erc").decode()
         record = (folder.parent / (folder.name + "?info")).read_text()
         assert REASON in record and PERSISTENCE in record
+        for older in ("@v1", "@v2"):  # the versions it covers are empty too, and say why
+            assert os.listdir(folder / older) == []
+            assert REASON in os.getxattr(folder / older, "user.ark.withdrawn").decode()
 
 
 def test_publishing_again_reinstates_it_as_a_new_version(withdrawn: tuple[str, Path]) -> None:
@@ -130,3 +133,8 @@ def test_withdraw_works_on_the_embedded_store_and_says_so_twice(tmp_path: Path) 
     assert first.returncode == 0 and "v2" in first.stdout, first.stderr
     again = run_arkfs("withdraw", ARK, "--reason", REASON, "--store", store)
     assert again.returncode == 0 and "already withdrawn" in again.stdout
+    # the embedded mount shows v1 as the server does: empty, with the withdrawal
+    with arkfs_mount(tmp_path / "mnt", "--store", store, "--cache-dir", str(tmp_path / "c")) as m:
+        older = m.path / ARK / "@v1"
+        assert os.listdir(older) == [] and not (older / "f").exists()
+        assert REASON in os.getxattr(older, "user.ark.withdrawn").decode()

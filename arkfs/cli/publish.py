@@ -328,6 +328,16 @@ def _scan(args: argparse.Namespace, progress: Progress) -> Scanned:
     return scanned
 
 
+def _check(scanned: Scanned) -> None:
+    """Refuse, before any hashing, a tree the manifest would refuse: one line, exit 2."""
+    from arkfs.publish.scan import ScanError, check_publishable
+
+    try:
+        check_publishable(scanned)
+    except ScanError as exc:
+        raise BadInput(str(exc)) from None
+
+
 def _publish(
     args: argparse.Namespace, given: Ark | None, scanned: Scanned, progress: Progress
 ) -> Summary:
@@ -367,6 +377,7 @@ def _publish(
             root=scanned.root,
             tree_index=tree_index,
             allow_empty=args.allow_empty,
+            check=lambda: _check(scanned),
         )
         return summary
 

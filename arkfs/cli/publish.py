@@ -205,6 +205,8 @@ def run_publish(args: argparse.Namespace) -> int:
     from arkfs.cli.publish_progress import shown
     from arkfs.publish.progress import Progress
 
+    if args.server:  # as open_backend: loaded before the progress shows
+        import arkfs.backend.remote  # noqa: F401
     given = _ark_to_bind(args.ark) if args.ark else None
     given_erc = erc_options.fields(args) or erc_options.rich(args)  # checked before a scan
     changing = bool(given_erc or args.persistence or args.erc)

@@ -3,11 +3,8 @@
 import os
 from pathlib import Path
 
-import httpx
-
 from arkfs.backend.base import Backend, BackendError
 from arkfs.backend.embedded import EmbeddedBackend
-from arkfs.backend.remote import RemoteBackend
 from arkfs.store.errors import NotFound, StoreError
 from arkfs.store.local import LocalStore
 from arkfs.util.paths import data_dir
@@ -35,7 +32,11 @@ def open_backend(
         raise BadTarget(
             "give either a server URL (--server) or a store directory (--store), not both"
         )
-    if server is not None:
+    if server is not None:  # httpx and the remote backend only then: 0.3 s of imports
+        import httpx
+
+        from arkfs.backend.remote import RemoteBackend
+
         try:
             url = httpx.URL(server)
         except httpx.InvalidURL:

@@ -205,6 +205,8 @@ def run_publish(args: argparse.Namespace) -> int:
     from arkfs.cli.publish_progress import shown
     from arkfs.publish.progress import Progress
 
+    if args.server:  # as open_backend: loaded before the progress shows
+        import arkfs.backend.remote  # noqa: F401
     given = _ark_to_bind(args.ark) if args.ark else None
     given_erc = erc_options.fields(args) or erc_options.rich(args)  # checked before a scan
     changing = bool(given_erc or args.persistence or args.erc)
@@ -328,6 +330,16 @@ def _scan(args: argparse.Namespace, progress: Progress) -> Scanned:
     return scanned
 
 
+def _check(scanned: Scanned) -> None:
+    """Refuse, before any hashing, a tree the manifest would refuse: one line, exit 2."""
+    from arkfs.publish.scan import ScanError, check_publishable
+
+    try:
+        check_publishable(scanned)
+    except ScanError as exc:
+        raise BadInput(str(exc)) from None
+
+
 def _publish(
     args: argparse.Namespace, given: Ark | None, scanned: Scanned, progress: Progress
 ) -> Summary:
@@ -367,6 +379,7 @@ def _publish(
             root=scanned.root,
             tree_index=tree_index,
             allow_empty=args.allow_empty,
+            check=lambda: _check(scanned),
         )
         return summary
 

@@ -11,17 +11,19 @@ size and times unchanged (git's "racily clean" entries).
 """
 
 import hashlib
-import json
 import os
 import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+import msgpack
 
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
-FORMAT = 1
-_PACKED = struct.Struct("<QqqQ32s32s")  # a row recorded: size, mtime, ctime, inode, hashes
+FORMAT = 2  # 1 was JSON with hex hashes: 100,000 rows took 0.3 s to parse, ~450 B each
+_KEY = struct.Struct("<QqqQ")  # a row starts with its stat key: size, mtime, ctime, inode
+_PACKED = struct.Struct("<QqqQ32s32s")  # a row: the stat key, the XET hash and SHA-256
 
 
 class StatKey(NamedTuple):
@@ -57,19 +59,19 @@ def state_dir() -> Path:
 def index_path(target: str, tree: Path) -> Path:
     """Where the index of tree, published to target (a server URL or a store), is kept."""
     key = f"{target}\n{os.path.abspath(tree)}"
-    return state_dir() / "publish-index" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
-
-
-Row = list[Any]  # size, mtime_ns, ctime_ns, inode, XET hash (hex), SHA-256 (hex)
+    name = hashlib.sha256(key.encode()).hexdigest()[:32] + ".msgpack"
+    return state_dir() / "publish-index" / name
 
 
 class TreeIndex:
-    """Path -> (stat key, hashes), loaded from and saved to one file."""
+    """Path -> (stat key, hashes), loaded from and saved to one msgpack file: a map of each
+    path (UTF-8 bytes) to its row, _PACKED (a bytes object per file, compared and carried
+    forward as it is, never decoded whole)."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._old: dict[str, Row] = {}
-        self._new: dict[str, Row | bytes] = {}  # rows kept, and rows recorded (packed)
+        self._old: dict[str, bytes] = {}
+        self._new: dict[str, bytes] = {}  # rows kept, and rows recorded
         self._recorded = False
         if path is not None:
             self._old = _load(path)
@@ -77,14 +79,11 @@ class TreeIndex:
     def lookup(self, rel: str, key: StatKey | None) -> Known | None:
         """The hashes of rel if it was recorded with exactly this stat key."""
         row = self._old.get(rel)
-        if key is None or type(row) is not list or len(row) != 6:  # rows are checked here,
+        if key is None or row is None or len(row) != _PACKED.size:  # rows are checked here,
             return None  # one at a time, not all at load
-        if tuple(row[:4]) != key:
+        if row[: _KEY.size] != _KEY.pack(*key):
             return None
-        try:
-            return Known(bytes.fromhex(row[4]), bytes.fromhex(row[5]))
-        except (TypeError, ValueError):
-            return None
+        return Known(row[_KEY.size : _KEY.size + 32], row[_KEY.size + 32 :])
 
     def keep(self, rel: str) -> None:
         """Carry rel's entry, found unchanged by lookup, into the next index."""
@@ -93,42 +92,38 @@ class TreeIndex:
     def record(self, rel: str, key: StatKey, known: Known, read_began_ns: int) -> None:
         """Record what rel hashed to, read from read_began_ns with this stat before and
         after; a file changed too recently to be told apart from a later write is not."""
-        if key.ctime_ns < read_began_ns - RACY_NS:  # packed: 1,000,000 of them are kept
+        if key.ctime_ns < read_began_ns - RACY_NS:
             self._new[rel] = _PACKED.pack(*key, known.xet_hash, known.sha256)
             self._recorded = True
 
     def save(self) -> None:
         """Write the entries kept and recorded in this publish, atomically (not at all if
         they are the entries loaded)."""
-        if self.path is None or (not self._recorded and self._new.keys() == self._old.keys()):
-            return
+        if self.path is None or (not self._recorded and len(self._new) == len(self._old)):
+            return  # nothing recorded: every row kept is an old one, so all were kept
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        rows = {rel: _row(row) for rel, row in self._new.items()}
-        body = json.dumps({"format": FORMAT, "files": rows}, separators=(",", ":"))
+        rows = {rel.encode("utf-8", "surrogateescape"): row for rel, row in self._new.items()}
+        body = msgpack.packb({"format": FORMAT, "files": rows}, use_bin_type=True)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with tmp.open("w", encoding="utf-8") as f:
+        with tmp.open("wb") as f:
             f.write(body)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
 
 
-def _row(row: Row | bytes) -> Row:
-    """A row as the index file holds it: the stat key, then both hashes in hex."""
-    if not isinstance(row, bytes):
-        return row
-    *key, xet, sha = _PACKED.unpack(row)
-    return [*key, xet.hex(), sha.hex()]
-
-
-def _load(path: Path) -> dict[str, Row]:
+def _load(path: Path) -> dict[str, bytes]:
     """The rows of an index file; none if it is missing or not one this version wrote (an
     index only saves reading: when in doubt, read). lookup checks each row it uses."""
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
+        body = msgpack.unpackb(path.read_bytes(), raw=False)
         files = body["files"] if body.get("format") == FORMAT else {}
-        return files if isinstance(files, dict) else {}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {
+            rel.decode("utf-8", "surrogateescape"): row
+            for rel, row in files.items()
+            if type(rel) is bytes and type(row) is bytes
+        }
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException):
         return {}
 
 

@@ -145,12 +145,16 @@ class Publisher:
         skipped: list[str] | None = None,
         root: Entry | None = None,
         allow_empty: bool = False,
+        check: Callable[[], None] | None = None,
     ) -> Summary:
         """Upload the files of found, bind the next version of ark to their manifest, erc and
         message, and say what it did. previous is the latest version (None if unbound): its
         chunks are known to be stored already. root is the tree's root directory (mode,
         mtime, attributes). If manifest and erc equal previous's, nothing is bound unless
-        allow_empty."""
+        allow_empty. check (the scan's check_publishable) runs before the first file is
+        read, so a tree the manifest would refuse is refused before any hashing; when no
+        file is to be read it runs only if building the manifest, which checks the same,
+        fails (it cost 0.9 s of an unchanged republish of 100,000 files)."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
         self.progress.files = sum(1 for f in found if f.entry.kind is Kind.FILE)
         self.progress.begin("hash")
@@ -176,6 +180,8 @@ class Publisher:
         copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
         files = [f for f in files if f.entry.link in (None, f.entry.path)]
         files = [f for f in files if not self._known(f, entries, linked)]
+        if files and check is not None:
+            check()
         async with trio.open_nursery() as uploads:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
@@ -231,7 +237,9 @@ class Publisher:
         placements.clear()  # blocks and entries hold what the shards and the manifest need
         try:
             self.manifest = build(ark, entries, time.time(), root=root)
-        except ManifestError as exc:  # scan checked what it found: not these entries
+        except ManifestError as exc:
+            if check is not None:  # the scan's message, for what the scan finds
+                check()
             raise PublishError(f"the manifest cannot be built: {exc}") from None
         entries.clear()  # the manifest's columns hold them now
         self.tree_index.save()
@@ -715,6 +723,7 @@ async def publish_tree(
     root: Entry | None = None,
     tree_index: TreeIndex | None = None,
     allow_empty: bool = False,
+    check: Callable[[], None] | None = None,
 ) -> tuple[Summary, Manifest]:
     """Publish scanned entries as the next version of ark (resuming from journal, if one is
     given); return the summary and the manifest of the version bound (the one sent, not
@@ -729,6 +738,7 @@ async def publish_tree(
         skipped=skipped,
         root=root,
         allow_empty=allow_empty,
+        check=check,
     )
     assert publisher.manifest is not None
     return summary, publisher.manifest

@@ -3,8 +3,10 @@
 Everything that would make the tree unpublishable, or that the mount would show other than
 the tree says, is found here, before any hashing: names no ARK can carry, a root entry
 named like a version, attributes inside arkfs's own namespaces, and entries the manifest
-would refuse (check_publishable). What is published but worth a word (a real `x?info`
-beside `x`, symlinks that leave the tree or dangle) comes back as warnings.
+would refuse (check_publishable, which the publisher runs before it reads a file; when
+the tree index knows every file, building the manifest checks the same). What is
+published but worth a word (a real `x?info` beside `x`, symlinks that leave the tree or
+dangle) comes back as warnings.
 """
 
 import errno
@@ -133,8 +135,7 @@ def scan(
             f"{len(scanned.outside_links)} symlinks leave the tree or dangle (published as "
             f"they are): {', '.join(_shown(link) for link in scanned.outside_links)}"
         )
-    check_publishable(scanned)
-    return scanned
+    return scanned  # check_publishable is the publisher's to run, when it reads a file
 
 
 def _name(item: os.DirEntry[str]) -> str:

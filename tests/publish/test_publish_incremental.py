@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import msgpack
+
 from arkfs.publish.index import index_path
 from tests.support.cli import run_arkfs
 from tests.support.targets import target as target
@@ -116,12 +118,12 @@ def test_an_index_gone_wrong_is_not_trusted(tmp_path: Path, target: tuple[list[s
     tree = make_tree(tmp_path / "tree")
     publish(tree, where)
     path = index_path(where[1] if where[0] == "--server" else os.path.abspath(store), tree)
-    body = json.loads(path.read_text())
-    rows = body["files"]
-    rows["top.csv"][5] = "00" * 32  # a wrong SHA-256
-    rows["a/f1.bin"][4] = rows["a/f2.bin"][4]  # another file's XET hash, with its own SHA-256
-    rows["a/f1.bin"][5] = rows["a/f2.bin"][5]
-    path.write_text(json.dumps(body))
+    body = msgpack.unpackb(path.read_bytes())
+    rows = body["files"]  # path -> stat key (32 bytes), XET hash, SHA-256
+    rows[b"top.csv"] = rows[b"top.csv"][:64] + bytes(32)  # a wrong SHA-256
+    # another file's XET hash, with its own SHA-256
+    rows[b"a/f1.bin"] = rows[b"a/f1.bin"][:32] + rows[b"a/f2.bin"][32:]
+    path.write_bytes(msgpack.packb(body))
     again = publish(tree, where)
     assert again["changed"] is False
     assert (

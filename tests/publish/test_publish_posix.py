@@ -5,16 +5,21 @@ found at scan, before any hashing: one line and exit 2, or one warning line."""
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 import trio
 
 from arkfs.archive.manifest import Kind
+from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.backend.embedded import EmbeddedBackend
+from arkfs.publish import publisher
+from arkfs.publish.index import RACY_NS, TreeIndex
 from arkfs.publish.publisher import PublishError, publish_tree
-from arkfs.publish.scan import scan
+from arkfs.publish.scan import Found, scan
 from arkfs.store.local import LocalStore
 from tests.support.archive import bound
 from tests.support.cli import run_arkfs
@@ -181,3 +186,62 @@ def test_hard_links_are_read_once_and_counted_as_stored_once(tmp_path: Path) -> 
     assert (record["new_bytes"], record["dedup_bytes"]) == (300_000, 300_000)
     a, b = (bound(tmp_path / "store", ARK)[0].entry(p) for p in "ab")
     assert a is not None and b is not None and a.xet_hash == b.xet_hash and b.link == "a"
+
+
+class _Refused(Exception):
+    """What the check below raises when asked to (the CLI's raises BadInput: exit 2)."""
+
+
+def test_the_scan_check_runs_before_any_read_and_only_on_failure_when_no_file_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest checks (check_publishable) run before the first file is read; when
+    the tree index knows every file nothing is read, and they run only if building the
+    manifest fails, so its one-line message is still the one given."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a").write_bytes(b"one file\n")
+    time.sleep(2 * RACY_NS / 1e9)  # older than the index's racy window: recorded
+    opened: list[str] = []
+
+    def source(path: str) -> BinaryIO:
+        opened.append(path)
+        return open(path, "rb")  # the publisher closes it
+
+    monkeypatch.setattr(publisher, "open_source", source)
+    checks: list[int] = []  # files opened when each check ran
+    refuse = [False]
+
+    def check() -> None:
+        checks.append(len(opened))
+        if refuse[0]:
+            raise _Refused("refused")
+
+    scanned = scan(tree)
+    where = tmp_path / "index"
+    erc = Erc(who="w", what="x", when="2026", where=ARK)
+
+    async def main() -> None:
+        backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
+
+        async def again(found: list[Found], previous: Archive | None) -> None:
+            index = TreeIndex(where)
+            await publish_tree(
+                backend, ARK, found, erc, previous=previous, root=scanned.root,
+                tree_index=index, check=check,
+            )  # fmt: skip
+
+        try:
+            await again(scanned.found, None)
+            assert checks == [0] and len(opened) == 1  # checked, then read
+            previous = await backend.archive(ARK)
+            await again(scanned.found, previous)
+            assert checks == [0] and len(opened) == 1  # nothing read, nothing checked
+            refuse[0] = True
+            with pytest.raises(_Refused):  # the manifest refuses it: the check says why
+                await again(scanned.found * 2, previous)
+            assert checks == [0, 1] and len(opened) == 1
+        finally:
+            await backend.aclose()
+
+    trio.run(main)

@@ -64,7 +64,7 @@ def test_a_file_that_keeps_changing_is_refused(
 def test_index_is_kept_per_target_and_trusts_only_an_exact_old_stat(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     assert index_path("http://a", tree) != index_path("http://b", tree)
-    where = tmp_path / "idx.json"
+    where = tmp_path / "idx.msgpack"
     key = StatKey(5, 10, 20, 7)
     known = Known(b"\1" * 32, b"\2" * 32)
     index = TreeIndex(where)
@@ -76,5 +76,5 @@ def test_index_is_kept_per_target_and_trusts_only_an_exact_old_stat(tmp_path: Pa
     assert again.lookup("old", key) == known
     assert again.lookup("racy", key) is None
     assert again.lookup("old", StatKey(5, 10, 21, 7)) is None
-    where.write_text("{not json")
+    where.write_text("{not msgpack")
     assert TreeIndex(where).lookup("old", key) is None

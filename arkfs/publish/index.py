@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import msgpack
 
+from arkfs.util.atomic import write_atomic
+
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
 FORMAT = 2  # 1 was JSON with hex hashes: 100,000 rows took 0.3 s to parse, ~450 B each
 _KEY = struct.Struct("<QqqQ")  # a row starts with its stat key: size, mtime, ctime, inode
@@ -104,12 +106,8 @@ class TreeIndex:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         rows = {rel.encode("utf-8", "surrogateescape"): row for rel, row in self._new.items()}
         body = msgpack.packb({"format": FORMAT, "files": rows}, use_bin_type=True)
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, body)
+        self.path.with_suffix(".json").unlink(missing_ok=True)  # format 1's index, replaced
 
 
 def _load(path: Path) -> dict[str, bytes]:

@@ -65,13 +65,14 @@ def test_index_is_kept_per_target_and_trusts_only_an_exact_old_stat(tmp_path: Pa
     tree = tmp_path / "tree"
     assert index_path("http://a", tree) != index_path("http://b", tree)
     where = tmp_path / "idx.msgpack"
+    (tmp_path / "idx.json").write_text('{"format": 1}')  # the index before format 2
     key = StatKey(5, 10, 20, 7)
     known = Known(b"\1" * 32, b"\2" * 32)
     index = TreeIndex(where)
     index.record("old", key, known, read_began_ns=20 + RACY_NS + 1)
     index.record("racy", key, known, read_began_ns=20 + RACY_NS)  # ctime too close to the read
     index.save()
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp")) and not (tmp_path / "idx.json").exists()
     again = TreeIndex(where)
     assert again.lookup("old", key) == known
     assert again.lookup("racy", key) is None

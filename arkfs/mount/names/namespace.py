@@ -18,7 +18,8 @@ inodes of its own, equivalent spellings of an ARK (hyphens, NAAN case, `ark:/`) 
 inode, and an inode the kernel forgot comes back with the same number. Below an archive's
 root a name is exact: only the bytes published name an entry. The table holds a Node only
 while the kernel counts lookups of it or a handle is open on it, so memory follows the
-kernel's cache, not the tree's size.
+kernel's cache, not the tree's size; an entry readdir hands out is held as a 4-byte count
+in its version view (EntryView) until its inode is asked for.
 
 The archive root keeps its inode and shows whichever version LatestVersions finds latest.
 What the kernel caches of the latest (names in the root, the root's `?info`) it keeps only

@@ -14,7 +14,7 @@ import pyfuse3
 
 from arkfs.archive.manifest import entry_erc
 from arkfs.mount.names.indexed import IndexedArchive
-from arkfs.mount.names.namespace import Namespace, Node, NodeKind
+from arkfs.mount.names.namespace import EntryView, Namespace, Node, NodeKind
 
 BLOCK_SIZE = 1 << 20  # st_blksize and f_bsize: large, so readers ask for large reads
 TIMEOUT = 3600.0  # entry and attribute timeout of what never changes
@@ -58,11 +58,11 @@ class Attributes:
         self._uid, self._gid = self.owner.uid, self.owner.gid
         self._keep_bits = ~self.owner.umask
 
-    def _base(self, node: Node, mode: int, size: int, mtime_ns: int) -> pyfuse3.EntryAttributes:
+    def _base(self, ino: int, mode: int, size: int, mtime_ns: int) -> pyfuse3.EntryAttributes:
         """Attributes of node, cached for TIMEOUT; one link (a new EntryAttributes has
         generation 0, st_rdev 0 and st_nlink 1: readdir makes one per entry)."""
         a = pyfuse3.EntryAttributes()
-        a.st_ino = pyfuse3.InodeT(node.ino)
+        a.st_ino = pyfuse3.InodeT(ino)
         a.entry_timeout = a.attr_timeout = TIMEOUT
         a.st_mode = pyfuse3.ModeT(mode & self._keep_bits)
         a.st_uid = self._uid
@@ -93,22 +93,22 @@ class Attributes:
     def at_hand(self, node: Node, provisional: bool = False) -> pyfuse3.EntryAttributes | None:
         """The attributes of node when they need no wait (all but a loaded archive root's),
         else None: readdir and lookup answer from memory without awaiting."""
-        if node.kind is NodeKind.ENTRY:  # first: the per-entry path of readdir
+        if node.kind is NodeKind.ENTRY:  # first: a lookup's path
             assert node.archive is not None
-            a = self._of_entry(node, node.archive)
+            a = self._of_entry(node.ino, node.archive, node.index)
             if node.follows_latest:
                 a.entry_timeout = self.ns.latest.time_left(node.key)
             return a
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL, NodeKind.NAAN):
-            return self._base(node, DIR_MODE, 0, self.started_ns)
+            return self._base(node.ino, DIR_MODE, 0, self.started_ns)
         if node.obj is not None:  # may change at its responder: asked again after a while
-            a = self._base(node, INFO_MODE, node.obj.size, self.started_ns)
+            a = self._base(node.ino, INFO_MODE, node.obj.size, self.started_ns)
             a.entry_timeout = a.attr_timeout = OBJECT_TIMEOUT
             return a
         if node.kind is NodeKind.ARCHIVE:
             if node.archive is not None or not provisional:
                 return None
-            a = self._base(node, DIR_MODE, 0, self.started_ns)
+            a = self._base(node.ino, DIR_MODE, 0, self.started_ns)
             a.attr_timeout = 0
             return a
         assert node.archive is not None, node
@@ -119,25 +119,34 @@ class Attributes:
 
     def _of_loaded(self, node: Node, archive: IndexedArchive) -> pyfuse3.EntryAttributes:
         if node.kind is NodeKind.INFO:
-            return self._base(node, INFO_MODE, len(info_record(node)), self._mtime(node))
+            return self._base(node.ino, INFO_MODE, len(info_record(node)), self._mtime(node))
         if node.kind in (NodeKind.ARCHIVE, NodeKind.VERSION):
             root = archive.manifest.root  # None in manifests written before it was kept
             if root is None:
-                a = self._base(node, DIR_MODE, 0, self._mtime(node))
+                a = self._base(node.ino, DIR_MODE, 0, self._mtime(node))
             else:
-                a = self._base(node, stat.S_IFDIR | root.mode, 0, root.mtime_ns)
+                a = self._base(node.ino, stat.S_IFDIR | root.mode, 0, root.mtime_ns)
             a.st_nlink = 2 + archive.subdirs("")
             return a
-        return self._of_entry(node, archive)
+        return self._of_entry(node.ino, archive, node.index)
 
-    def _of_entry(self, node: Node, archive: IndexedArchive) -> pyfuse3.EntryAttributes:
+    def in_view(self, view: EntryView, index: int) -> pyfuse3.EntryAttributes:
+        """The attributes of entry index of view, without a Node (readdir's per-entry path);
+        a name in the archive root follows the latest (as Node.follows_latest says)."""
+        archive = view.archive
+        a = self._of_entry(view.base + 1 + index, archive, index)
+        if not view.pinned and archive.entries.at_top(index):
+            a.entry_timeout = self.ns.latest.time_left(view.key)
+        return a
+
+    def _of_entry(self, ino: int, archive: IndexedArchive, index: int) -> pyfuse3.EntryAttributes:
         """An entry's attributes, from the manifest's columns (no Entry is made)."""
-        mode, size, mtime_ns = archive.entries.stat(node.index)
-        a = self._base(node, mode, size, mtime_ns)
+        mode, size, mtime_ns = archive.entries.stat(index)
+        a = self._base(ino, mode, size, mtime_ns)
         if stat.S_ISDIR(mode):
-            a.st_nlink = 2 + archive.subdirs(archive.entries.path(node.index))
+            a.st_nlink = 2 + archive.subdirs(archive.entries.path(index))
         elif archive.entries.has_links and stat.S_ISREG(mode):
-            a.st_nlink = archive.entries.link_count(node.index)  # hard links: their group's size
+            a.st_nlink = archive.entries.link_count(index)  # hard links: their group's size
         return a
 
     def _mtime(self, node: Node) -> int:

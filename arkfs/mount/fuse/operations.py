@@ -279,9 +279,17 @@ class ArkOperations(ReadOnlyOperations):
             dotdot = self.attrs.dot(self.ns.parent_ino(handle.node))
             if not pyfuse3.readdir_reply(token, DOTDOT, dotdot, 2):
                 return
-        names, make, remember = listing.names, listing.make, self.ns.inodes.remember
-        at_hand = self.attrs.at_hand
-        for i in range(max(start_id - DOTS, 0), len(names)):
+        names, view, first = listing.names, listing.view, max(start_id - DOTS, 0)
+        if view is not None:  # a directory of an archive: no Node per entry
+            positions, in_view, counted = listing.positions, self.attrs.in_view, self.ns.inodes
+            for i in range(first, len(names)):
+                index = positions[i]
+                if not pyfuse3.readdir_reply(token, names[i], in_view(view, index), i + 1 + DOTS):
+                    return
+                counted.remember_entry(view, index)  # readdirplus: a lookup per entry
+            return
+        make, remember, at_hand = listing.make, self.ns.inodes.remember, self.attrs.at_hand
+        for i in range(first, len(names)):
             child = make(i)
             attrs = at_hand(child, True) or await self.attrs.of(child, provisional=True)
             if not pyfuse3.readdir_reply(token, names[i], attrs, i + 1 + DOTS):

@@ -18,7 +18,8 @@ inodes of its own, equivalent spellings of an ARK (hyphens, NAAN case, `ark:/`) 
 inode, and an inode the kernel forgot comes back with the same number. Below an archive's
 root a name is exact: only the bytes published name an entry. The table holds a Node only
 while the kernel counts lookups of it or a handle is open on it, so memory follows the
-kernel's cache, not the tree's size.
+kernel's cache, not the tree's size; an entry readdir hands out is held as a 4-byte count
+in its version view (EntryView) until its inode is asked for.
 
 The archive root keeps its inode and shows whichever version LatestVersions finds latest.
 What the kernel caches of the latest (names in the root, the root's `?info`) it keeps only
@@ -33,7 +34,8 @@ import enum
 import errno
 import logging
 import os
-from collections.abc import Callable, Collection
+from array import array
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import pyfuse3
@@ -139,37 +141,94 @@ class Node:
         return self.index < 0 or self.archive is None or self.archive.entries.at_top(self.index)
 
 
+@dataclass(eq=False, slots=True)
+class EntryView:
+    """One version view's entries as readdir hands them out: no Node each, only a lookup
+    count per manifest position (4 bytes an entry); InodeTable makes an entry's Node when
+    it is asked for by inode, so memory and time per listed entry stay small."""
+
+    base: int  # the view's slot base: entry i is inode base + 1 + i
+    naan: str
+    key: str
+    archive: IndexedArchive
+    pinned: bool
+    counts: "array[int]"
+
+    def ino(self, index: int) -> int:
+        return self.base + 1 + index
+
+
 @dataclass(frozen=True)
 class Listing:
     """A directory's children as readdir sees them: names (bytes, as the kernel gets them),
-    and a maker of each child."""
+    and a maker of each child; for a directory of an archive, its view and the manifest
+    position (its inode's) of each child instead."""
 
     names: list[bytes]
     make: Callable[[int], Node]
+    view: EntryView | None = None
+    positions: Sequence[int] = ()
 
 
 class InodeTable:
     """The live inodes: a Node is held while the kernel counts lookups of it or a handle
-    is open on it."""
+    is open on it; an entry handed out by readdir is held as a count in its EntryView
+    until its Node is asked for."""
 
     def __init__(self) -> None:
         self._nodes: dict[int, Node] = {
             ROOT_INODE: Node(ROOT_INODE, NodeKind.ROOT, lookups=1),
             LABEL_INODE: Node(LABEL_INODE, NodeKind.LABEL, lookups=1),
         }
-        # find(ino): the live node of ino, if any (the dict's own get: readdir asks per entry)
-        self.find: Callable[[int], Node | None] = self._nodes.get
-        self.entries = 0  # how many live nodes are manifest entries (statfs counts them)
+        self._views: dict[int, EntryView] = {}  # slot base -> its view's counts
+        self._counted = 0  # entries held as a count in a view, not as a Node
+        self.entries = 0  # how many live inodes are manifest entries (statfs counts them)
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return len(self._nodes) + self._counted
+
+    def view(
+        self, base: int, naan: str, key: str, archive: IndexedArchive, pinned: bool
+    ) -> EntryView:
+        """The view of archive whose entries start at inode base."""
+        found = self._views.get(base)
+        if found is None:
+            counts = array("I", bytes(4 * len(archive.entries)))
+            found = self._views[base] = EntryView(base, naan, key, archive, pinned, counts)
+        return found
+
+    def find(self, ino: int) -> Node | None:
+        """The live node of ino, if any (made now for an entry readdir handed out)."""
+        return self._nodes.get(ino) or self._from_view(ino)
 
     def get(self, ino: int) -> Node:
         """The node of a live inode; ENOENT (stale) otherwise."""
-        node = self._nodes.get(ino)
+        node = self.find(ino)
         if node is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return node
+
+    def _from_view(self, ino: int) -> Node | None:
+        """The Node of an entry held as a count, entered with that count; else None."""
+        view = self._views.get(ino >> SLOT_SHIFT << SLOT_SHIFT)
+        index = ino - (ino >> SLOT_SHIFT << SLOT_SHIFT) - 1
+        if view is None or not 0 <= index < len(view.counts) or not view.counts[index]:
+            return None
+        node = Node(ino, NodeKind.ENTRY, view.naan, view.key, index, view.archive, view.pinned)
+        return self._live(node)
+
+    def _take(self, ino: int) -> int:
+        """The lookups of ino held as a count in its view, no longer held there."""
+        view = self._views.get(ino >> SLOT_SHIFT << SLOT_SHIFT)
+        if view is None:
+            return 0
+        index = ino - view.base - 1
+        if not 0 <= index < len(view.counts) or not view.counts[index]:
+            return 0
+        count, view.counts[index] = view.counts[index], 0
+        self._counted -= 1
+        self.entries -= 1
+        return count
 
     def _live(self, node: Node) -> Node:
         """The table's node for node.ino, entering node if there is none. (Two concurrent
@@ -177,7 +236,9 @@ class InodeTable:
         live = self._nodes.get(node.ino)
         if live is None:
             live = self._nodes[node.ino] = node
-            self.entries += node.kind is NodeKind.ENTRY
+            if node.kind is NodeKind.ENTRY:
+                node.lookups += self._take(node.ino)
+                self.entries += 1
         live.archive = live.archive or node.archive
         return live
 
@@ -185,10 +246,30 @@ class InodeTable:
         """The kernel got node (lookup or readdirplus): count it."""
         self._live(node).lookups += 1
 
+    def remember_entry(self, view: EntryView, index: int) -> None:
+        """The kernel got entry index of view (readdirplus): count it, without a Node."""
+        node = self._nodes.get(view.base + 1 + index)
+        if node is not None:
+            node.lookups += 1
+            return
+        counts = view.counts
+        if not counts[index]:
+            self._counted += 1
+            self.entries += 1
+        counts[index] += 1
+
     def forget(self, ino: int, count: int) -> None:
         """The kernel dropped count lookups of ino; drop the node at zero unless open."""
         node = self._nodes.get(ino)
-        if node is None or node.kind in (NodeKind.ROOT, NodeKind.LABEL):
+        if node is None:
+            left = max(self._take(ino) - count, 0)
+            if left:  # back into its view, as it was
+                view = self._views[ino >> SLOT_SHIFT << SLOT_SHIFT]
+                view.counts[ino - view.base - 1] = left
+                self._counted += 1
+                self.entries += 1
+            return
+        if node.kind in (NodeKind.ROOT, NodeKind.LABEL):
             return
         node.lookups = max(node.lookups - count, 0)
         self._drop_if_unused(node)
@@ -475,7 +556,12 @@ class Namespace:
             self._hand(node.key, node.ino, list(map(name, positions)))
         base = self._view(node.key, archive.version, node.pinned)
         names = list(map(archive.entries.file_name, positions))
-        return Listing(names, lambda i: self._entry_at(base, node, archive, positions[i]))
+        view = self.inodes.view(base, node.naan, node.key, archive, node.pinned)
+        if archive.entries.has_links:  # hard links are one inode, their group's first entry's
+            positions = list(map(archive.entries.inode_position, positions))
+        return Listing(
+            names, lambda i: self._entry_at(base, node, archive, positions[i]), view, positions
+        )
 
 
 def _naan(text: str) -> str:

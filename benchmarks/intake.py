@@ -85,7 +85,7 @@ def bench_intake(workdir: Path) -> list[Figure]:
                     stack.enter_context(running(PostgreSQL())),
                 )
                 server = stack.enter_context(
-                    arkfs_server(place.location, tokens, *place.serve_args()[2:])
+                    arkfs_server(place.location, tokens, *place.serve_args()[2:], "--open-read")
                 )
                 before = sum(map(len, seconds.values()))
                 _round(scratch, server.url, salt, seconds, failures)

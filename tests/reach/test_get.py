@@ -133,3 +133,26 @@ def test_the_chunk_cache_is_filled_and_used_and_no_cache_leaves_none(
     assert (tmp_path / "two").read_bytes() == (reach_archive.tables / "big.bin").read_bytes()
     assert (tmp_path / "three").read_bytes() == (tmp_path / "two").read_bytes()
     assert not (tmp_path / "xdg").exists()
+
+
+def test_the_digest_is_fed_from_the_bytes_written_not_read_back(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A get's own pieces feed the SHA-256 as they land: the part file is never read."""
+    from arkfs.api import Client
+    from arkfs.download import GetProgress
+    from arkfs.download import get as download
+
+    read_back: list[str] = []
+    pread = os.pread
+
+    def watched(fd: int, n: int, at: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".arkfs-part"):
+            read_back.append(f"{n}@{at}")
+        return pread(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", watched)
+    with Client(reach_archive.url, token=TOKEN, cache_dir=tmp_path / "cache") as client:
+        out = download(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", GetProgress(), 4)
+    assert out.read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
+    assert read_back == []

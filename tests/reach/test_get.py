@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -156,3 +157,30 @@ def test_the_digest_is_fed_from_the_bytes_written_not_read_back(
         out = download(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", GetProgress(), 4)
     assert out.read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
     assert read_back == []
+
+
+GET_AND_LIST_MODULES = """
+import json, sys
+from arkfs.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(json.dumps(sorted(name for name, module in sys.modules.items() if module)))
+"""
+
+
+def test_a_get_imports_no_command_line_of_httpx(reach_archive: Published, tmp_path: Path) -> None:
+    """httpx's own CLI (click, pygments) is not loaded on the way to a download."""
+    args = [f"{ARK}/data/big.bin", str(tmp_path / "big.bin"), *where(reach_archive, "server")]
+    done = subprocess.run(
+        [sys.executable, "-c", GET_AND_LIST_MODULES, "get", *args, "-q", "--no-cache"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stdout.splitlines()[-1])
+    assert (tmp_path / "big.bin").read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
+    assert "httpx" in modules
+    assert [m for m in ("httpx._main", "click", "pygments") if m in modules] == []

@@ -170,8 +170,11 @@ print(json.dumps(sorted(name for name, module in sys.modules.items() if module))
 """
 
 
-def test_a_get_imports_no_command_line_of_httpx(reach_archive: Published, tmp_path: Path) -> None:
-    """httpx's own CLI (click, pygments) is not loaded on the way to a download."""
+def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    """What a download from a server does not need is not imported: httpx's own command
+    line (click, pygments), the embedded store and its archive service."""
     args = [f"{ARK}/data/big.bin", str(tmp_path / "big.bin"), *where(reach_archive, "server")]
     done = subprocess.run(
         [sys.executable, "-c", GET_AND_LIST_MODULES, "get", *args, "-q", "--no-cache"],
@@ -183,4 +186,5 @@ def test_a_get_imports_no_command_line_of_httpx(reach_archive: Published, tmp_pa
     modules = json.loads(done.stdout.splitlines()[-1])
     assert (tmp_path / "big.bin").read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
     assert "httpx" in modules
-    assert [m for m in ("httpx._main", "click", "pygments") if m in modules] == []
+    unneeded = ("httpx._main", "click", "pygments", "arkfs.backend.embedded", "arkfs.store.local")
+    assert [m for m in unneeded if m in modules] == []

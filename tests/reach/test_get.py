@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -133,3 +134,57 @@ def test_the_chunk_cache_is_filled_and_used_and_no_cache_leaves_none(
     assert (tmp_path / "two").read_bytes() == (reach_archive.tables / "big.bin").read_bytes()
     assert (tmp_path / "three").read_bytes() == (tmp_path / "two").read_bytes()
     assert not (tmp_path / "xdg").exists()
+
+
+def test_the_digest_is_fed_from_the_bytes_written_not_read_back(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A get's own pieces feed the SHA-256 as they land: the part file is never read."""
+    from arkfs.api import Client
+    from arkfs.download import GetProgress
+    from arkfs.download import get as download
+
+    read_back: list[str] = []
+    pread = os.pread
+
+    def watched(fd: int, n: int, at: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".arkfs-part"):
+            read_back.append(f"{n}@{at}")
+        return pread(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", watched)
+    with Client(reach_archive.url, token=TOKEN, cache_dir=tmp_path / "cache") as client:
+        out = download(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", GetProgress(), 4)
+    assert out.read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
+    assert read_back == []
+
+
+GET_AND_LIST_MODULES = """
+import json, sys
+from arkfs.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(json.dumps(sorted(name for name, module in sys.modules.items() if module)))
+"""
+
+
+def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    """What a download from a server does not need is not imported: httpx's own command
+    line (click, pygments), the embedded store and its archive service."""
+    args = [f"{ARK}/data/big.bin", str(tmp_path / "big.bin"), *where(reach_archive, "server")]
+    done = subprocess.run(
+        [sys.executable, "-c", GET_AND_LIST_MODULES, "get", *args, "-q", "--no-cache"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    modules = json.loads(done.stdout.splitlines()[-1])
+    assert (tmp_path / "big.bin").read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
+    assert "httpx" in modules
+    unneeded = ("httpx._main", "click", "pygments", "arkfs.backend.embedded", "arkfs.store.local")
+    assert [m for m in unneeded if m in modules] == []

@@ -99,7 +99,7 @@ def bench_intake(workdir: Path) -> list[Figure]:
     figures = [
         Figure(
             f"shard intake under load, {name}: publishes that succeeded, of {ROUNDS}",
-            "",
+            "publishes",
             float(len(times)),
             None,
             "",
@@ -114,7 +114,9 @@ def bench_intake(workdir: Path) -> list[Figure]:
     ]
     mean = post_sum / post_count if post_count else 0.0
     figures.append(
-        Figure("shard intake under load: mean shard POST (s)", "s", mean, None, "", None, INGEST)
+        Figure("shard intake under load: mean shard POST", "s", mean, None, "", None, INGEST)
     )
-    figures.append(Figure("shard intake under load: server peak RSS", "MiB", rss, None, "", None))
+    figures.append(
+        Figure("shard intake under load: server peak RSS", "MiB", rss, None, "", None, INGEST)
+    )
     return figures

@@ -494,6 +494,17 @@ class Entries(Sequence[Entry]):
             at = 32 * i
             yield i, xet[at : at + 32], sizes[i], sha[at : at + 32] if has_sha[i] else None
 
+    def same_files(self, other: "Entries") -> bool:
+        """Whether other lists the same files at the same positions: kinds, sizes, XET
+        hashes and SHA-256s alike, compared column by column (no Entry is made)."""
+        return (
+            self._kinds == other._kinds
+            and self._sizes == other._sizes
+            and self._xet == other._xet
+            and self._has_sha == other._has_sha
+            and self._sha == other._sha
+        )
+
     @property
     def file_count(self) -> int:
         return self._kinds.count(_FILE_BYTE)

@@ -123,6 +123,35 @@ class ArchiveService:
         if not message.startswith(TOMBSTONE_MESSAGE):  # publishing again reinstates
             record = without_withdrawal(record)
             erc = record.to_anvl()
+        if not self._checked_before(ark, parsed):
+            self._check_files(ark, parsed)
+        created, count, size = time.time(), parsed.file_count, parsed.total_size
+        binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
+        number = self.store.bind(binding)
+        # Versions are numbered without gaps, each following the one before (version_problems).
+        follows = number - 1 if number > 1 else None
+        archive = Archive(
+            parsed, record, VersionInfo(ark, number, created, message, follows, count, size)
+        )
+        with self._lock:
+            self._archives.put((ark, number), archive)
+        return archive
+
+    def _checked_before(self, ark: str, parsed: Manifest) -> bool:
+        """Whether the latest version of ark lists the same files: a metadata-only version,
+        whose files were checked when that version was bound (and the files of a bound
+        version are never collected). Counts and sizes are compared before any manifest is
+        loaded, so a publish with new files parses nothing more."""
+        try:
+            latest = self.versions(ark)[-1]
+        except NotFound:
+            return False
+        if (latest.files, latest.bytes) != (parsed.file_count, parsed.total_size):
+            return False
+        return self.archive(ark, latest.version).manifest.entries.same_files(parsed.entries)
+
+    def _check_files(self, ark: str, parsed: Manifest) -> None:
+        """Rejected unless every file parsed lists is stored with its size and SHA-256."""
         digests: dict[bytes, bytes] = {}
         for batch in _batched(parsed.entries.file_hashes(), BIND_BATCH):
             stored = self._file_sizes([xet_hash for _, xet_hash, _, _ in batch])
@@ -152,17 +181,6 @@ class ArchiveService:
                 if problem is not None:
                     path = parsed.entries.path(i)
                     raise Rejected(f"bind {ark}: entry {path!r}: {problem}")
-        created, count, size = time.time(), parsed.file_count, parsed.total_size
-        binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
-        number = self.store.bind(binding)
-        # Versions are numbered without gaps, each following the one before (version_problems).
-        follows = number - 1 if number > 1 else None
-        archive = Archive(
-            parsed, record, VersionInfo(ark, number, created, message, follows, count, size)
-        )
-        with self._lock:
-            self._archives.put((ark, number), archive)
-        return archive
 
     def _file_sizes(self, hashes: list[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
         """Size and SHA-256 of the stored files among hashes (the empty file needs none)."""

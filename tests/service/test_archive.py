@@ -2,13 +2,13 @@
 rotation, the archive cache, what counts as damage, the range rule and the intake limits."""
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from arkfs.archive.manifest import build
+from arkfs.archive.manifest import Kind, build
 from arkfs.service.archive_service import (
     DEDUP_KEY_TTL,
     MAX_SHARD_SIZE,
@@ -196,3 +196,29 @@ def test_a_bind_verifies_every_sha256_it_is_given(store: LocalStore) -> None:
     assert service.list_archives() == []
     service.bind(manifest.ark, with_sha256("data/g", None), erc)  # no digest claims none
     assert service.bind(manifest.ark, manifest.to_msgpack(), erc).manifest == manifest
+
+
+def test_a_metadata_only_bind_checks_no_file_again_and_any_other_bind_does(
+    store: LocalStore,
+) -> None:
+    service, content = filled(store)
+    manifest = manifest_of(content.files)
+    erc = erc_of().to_anvl()
+    service.bind(manifest.ark, manifest.to_msgpack(), erc)
+    asked: list[int] = []
+    file_sizes = store.file_sizes
+
+    def counted(hashes: Sequence[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
+        asked.append(len(hashes))
+        return file_sizes(hashes)
+
+    store.file_sizes = counted  # type: ignore[method-assign]
+    renamed = [replace(e, path=e.path.replace("data/", "data/x")) for e in manifest.entries]
+    service.bind(manifest.ark, build(manifest.ark, renamed, created=2.0).to_msgpack(), erc)
+    assert asked == []  # the same files at the same places: checked when v1 was bound
+    # the same count and total size, but another file: checked, and refused
+    other = build_content({"f": random.Random(9).randbytes(300_000)}).files["f"].hash
+    swapped = [replace(e, xet_hash=other) if e.kind is Kind.FILE else e for e in manifest.entries]
+    with pytest.raises(Rejected, match="is not in the test store"):
+        service.bind(manifest.ark, build(manifest.ark, swapped, created=3.0).to_msgpack(), erc)
+    assert asked == [1]

@@ -154,9 +154,6 @@ class EntryView:
     pinned: bool
     counts: "array[int]"
 
-    def ino(self, index: int) -> int:
-        return self.base + 1 + index
-
 
 @dataclass(frozen=True)
 class Listing:
@@ -208,27 +205,36 @@ class InodeTable:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return node
 
-    def _from_view(self, ino: int) -> Node | None:
-        """The Node of an entry held as a count, entered with that count; else None."""
-        view = self._views.get(ino >> SLOT_SHIFT << SLOT_SHIFT)
-        index = ino - (ino >> SLOT_SHIFT << SLOT_SHIFT) - 1
+    def _counted_at(self, ino: int) -> tuple[EntryView, int] | None:
+        """The view and position of ino when it is held there as a count, else None."""
+        base = ino >> SLOT_SHIFT << SLOT_SHIFT
+        view, index = self._views.get(base), ino - base - 1
         if view is None or not 0 <= index < len(view.counts) or not view.counts[index]:
             return None
+        return view, index
+
+    def _from_view(self, ino: int) -> Node | None:
+        """The Node of an entry held as a count, entered with that count; else None."""
+        at = self._counted_at(ino)
+        if at is None:
+            return None
+        view, index = at
         node = Node(ino, NodeKind.ENTRY, view.naan, view.key, index, view.archive, view.pinned)
         return self._live(node)
 
-    def _take(self, ino: int) -> int:
-        """The lookups of ino held as a count in its view, no longer held there."""
-        view = self._views.get(ino >> SLOT_SHIFT << SLOT_SHIFT)
-        if view is None:
+    def _take(self, ino: int, count: int | None = None) -> int:
+        """Drop count (None: all) of the lookups of ino held as a count in its view; how
+        many were held."""
+        at = self._counted_at(ino)
+        if at is None:
             return 0
-        index = ino - view.base - 1
-        if not 0 <= index < len(view.counts) or not view.counts[index]:
-            return 0
-        count, view.counts[index] = view.counts[index], 0
-        self._counted -= 1
-        self.entries -= 1
-        return count
+        view, index = at
+        held = view.counts[index]
+        view.counts[index] = 0 if count is None else max(held - count, 0)
+        if not view.counts[index]:
+            self._counted -= 1
+            self.entries -= 1
+        return held
 
     def _live(self, node: Node) -> Node:
         """The table's node for node.ino, entering node if there is none. (Two concurrent
@@ -262,12 +268,7 @@ class InodeTable:
         """The kernel dropped count lookups of ino; drop the node at zero unless open."""
         node = self._nodes.get(ino)
         if node is None:
-            left = max(self._take(ino) - count, 0)
-            if left:  # back into its view, as it was
-                view = self._views[ino >> SLOT_SHIFT << SLOT_SHIFT]
-                view.counts[ino - view.base - 1] = left
-                self._counted += 1
-                self.entries += 1
+            self._take(ino, count)
             return
         if node.kind in (NodeKind.ROOT, NodeKind.LABEL):
             return

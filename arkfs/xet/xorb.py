@@ -173,33 +173,28 @@ class XorbBuilder:
 
     # Room left for headers, footer and LZ4 expansion when checking the size limit.
     _OVERHEAD_PER_CHUNK = CHUNK_HEADER_SIZE + HASH_SIZE + 8 + 64
+    _EMPTY = footer_size(0) + 4  # an empty xorb's footer and its length
 
     def __init__(self, max_bytes: int = MAX_XORB_SIZE, max_chunks: int = MAX_XORB_CHUNKS) -> None:
         self.max_bytes, self.max_chunks = max_bytes, max_chunks
         self.chunks: list[tuple[bytes, bytes]] = []
-        self._bytes = footer_size(0) + 4
-        self._data = 0
+        self.chunk_bytes = 0  # bytes of chunk data collected so far
 
     def __len__(self) -> int:
         return len(self.chunks)
 
-    @property
-    def chunk_bytes(self) -> int:
-        """Bytes of chunk data collected so far."""
-        return self._data
-
     def fits(self, data: bytes) -> bool:
         """Would adding this chunk keep the xorb within both limits (Size Constraints)?"""
-        grown = self._bytes + len(data) + self._OVERHEAD_PER_CHUNK
-        return len(self.chunks) < self.max_chunks and grown <= self.max_bytes
+        count = len(self.chunks) + 1
+        grown = self._EMPTY + self.chunk_bytes + len(data) + count * self._OVERHEAD_PER_CHUNK
+        return count <= self.max_chunks and grown <= self.max_bytes
 
     def add(self, h: bytes, data: bytes) -> int:
         """Add a chunk that fits; return its index in the xorb."""
         if not self.fits(data):
             raise ValueError("chunk does not fit in this xorb")
         self.chunks.append((h, data))
-        self._bytes += len(data) + self._OVERHEAD_PER_CHUNK
-        self._data += len(data)
+        self.chunk_bytes += len(data)
         return len(self.chunks) - 1
 
     def build(self, compression: Compression | None = None) -> SerializedXorb:

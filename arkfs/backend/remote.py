@@ -256,9 +256,11 @@ class RemoteBackend:
         resp = await self._nma("GET", f"{self.name}/{exact}", {"Accept": MANIFEST_TYPE})
         if resp.status_code == 404:
             raise NotBound(f"{server_message(resp)} ({self.name})")
-        withdrawn = withdrawal_in(erc, found.version)
-        if resp.status_code == 410 and withdrawn is not None:  # its ?info says why
-            return as_withdrawn(Archive(Manifest(ark, [], found.created), erc, found), withdrawn)
+        if resp.status_code == 410:  # withdrawn, if its ?info says so (and why)
+            withdrawn = withdrawal_in(erc, found.version)
+            if withdrawn is not None:
+                empty = Archive(Manifest(ark, [], found.created), erc, found)
+                return as_withdrawn(empty, withdrawn)
         raise_for_status(resp, what)
         kind = resp.headers.get("content-type", "").split(";")[0].strip()
         if kind != MANIFEST_TYPE:

@@ -239,7 +239,7 @@ def bench_cold(archive: Archive, local: Path, kind: str, cache: str) -> list[Fig
             mbps,
             value(got["hf_xet file"], "mbps"),
             "hf_xet download to a file",
-            ">= 1.0",
+            None,
             SEQUENTIAL,
         ),
         compare(
@@ -252,7 +252,13 @@ def bench_cold(archive: Archive, local: Path, kind: str, cache: str) -> list[Fig
             SEQUENTIAL,
         ),
         compare(
-            name, "MB/s", mbps, value(got["curl"], "mbps"), "curl of the ARK URL", None, SEQUENTIAL
+            name,
+            "MB/s",
+            mbps,
+            value(got["curl"], "mbps"),
+            "curl of the ARK URL",
+            ">= 0.9",  # issue 31: a verified read within 10% of a raw download
+            SEQUENTIAL,
         ),
         compare(
             f"read amplification, sequential, {label}",
@@ -331,7 +337,7 @@ def bench_warm_hot(archive: Archive, local: Path) -> list[Figure]:
             warm,
             value(got["trivialfs"], "cold"),
             "trivial pyfuse3 FS from memory",
-            None,
+            ">= 0.6",
             SEQUENTIAL,
         ),
         compare(
@@ -340,7 +346,7 @@ def bench_warm_hot(archive: Archive, local: Path) -> list[Figure]:
             warm,
             value(got["local"], "cold"),
             "local file, cold",
-            ">= 1.0",
+            None,  # information only: it measures this machine's disk, not arkfs
             SEQUENTIAL,
         ),
         compare(
@@ -433,7 +439,7 @@ def bench_latency(archive: Archive, local: Path) -> list[Figure]:
             value(got["mount"], "ms"),
             value(got["hf_xet"], "ms"),
             "hf_xet ranged stream of that byte",
-            "<= 1.5",
+            "<= 1.0",
             LATENCY,
         ),
         compare(

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arkfs.xet.chunking import Chunker, chunk_stream, reference_chunk_lengths
-from arkfs.xet.constants import MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
+import arkfs.xet._gearcut as _gearcut
+from arkfs.xet.chunking import _TABLE_BYTES, Chunker, chunk_stream, reference_chunk_lengths
+from arkfs.xet.constants import GEAR_MASK, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE
 from tests.support.corpus import corpus
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
@@ -67,3 +68,28 @@ def test_any_split_gives_reference_boundaries(seed: int, size: int, cuts: list[i
     bounds = sorted({0, size, *(c for c in cuts if c <= size)})
     pieces = [data[a:b] for a, b in itertools.pairwise(bounds)]
     assert [len(c) for c in chunk_stream(pieces)] == reference_chunk_lengths(data)
+
+
+def test_interleaved_scan_agrees_with_the_one_lane_scan() -> None:
+    # Pieces of 16 KiB and more are hashed in four interleaved stretches; smaller ones in one.
+    rng = random.Random(11)
+    data = b"".join(
+        rng.randbytes(rng.randrange(1, 300_000)) if k % 2 else bytes([k]) * rng.randrange(1, 90_000)
+        for k in range(40)
+    )
+    assert lengths_fed_in(data, len(data)) == lengths_fed_in(data, 8191)
+    assert lengths_fed_in(data, 3 * (1 << 20) + 17) == lengths_fed_in(data, 8191)
+
+
+def test_every_position_a_candidate_cuts_at_min_size() -> None:
+    # mask 0 passes every window: 3 MiB of candidates, each chunk ends at its first allowed byte.
+    data = random.Random(12).randbytes(3 << 20)
+    cuts, _, pos = _gearcut.scan(_TABLE_BYTES, data, 0, 100, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE, 0)
+    first = MIN_CHUNK_SIZE - 100
+    assert cuts == list(range(first, len(data) + 1, MIN_CHUNK_SIZE))
+    assert pos == len(data) - cuts[-1]
+
+
+def test_min_size_below_the_window_is_refused() -> None:
+    with pytest.raises(ValueError, match="64 <= min_size"):
+        _gearcut.scan(_TABLE_BYTES, b"abc", 0, 0, 63, MAX_CHUNK_SIZE, GEAR_MASK)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from contextlib import nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from arkfs.cli.common import EXIT_OK, EXIT_USAGE
 
@@ -51,7 +52,7 @@ def run_hash(args: argparse.Namespace) -> int:
             lines.append(f"  {c.offset}  {c.size}  {hash_to_string(c.hash)}")
 
         try:
-            with nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb") as f:
+            with nullcontext(_stdin()) if path == "-" else open(path, "rb") as f:
                 digest = digest_stream(f, sha256=False, on_chunk=on_chunk if args.chunks else None)
         except OSError as exc:
             print(f"arkfs: {path}: {exc.strerror or exc}", file=sys.stderr)
@@ -61,3 +62,8 @@ def run_hash(args: argparse.Namespace) -> int:
         for line in chunk_lines:
             print(line)
     return status
+
+
+def _stdin() -> io.BufferedReader:
+    """Standard input as the binary file it is (typeshed calls it BinaryIO: no readinto)."""
+    return cast(io.BufferedReader, sys.stdin.buffer)

@@ -17,12 +17,12 @@ entry, and with a TreeIndex that still knows its stat it is not even read. A pub
 manifest and ERC equal the previous version's binds nothing (unless allow_empty).
 """
 
+import io
 import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO
 
 import trio
 
@@ -648,7 +648,7 @@ def _digest_small(paths: list[str]) -> list[tuple[list[Chunk], FileDigest, StatK
     return out
 
 
-def open_source(path: str) -> BinaryIO:
+def open_source(path: str) -> io.BufferedReader:
     """A file of the tree, opened to be hashed."""
     return open(path, "rb")
 

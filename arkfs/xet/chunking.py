@@ -10,12 +10,16 @@ from arkfs.xet.gear_table import GEAR_TABLE
 _TABLE_BYTES = struct.pack("=256Q", *GEAR_TABLE)
 _U64 = 0xFFFFFFFFFFFFFFFF
 
+Piece = bytes | memoryview  # a chunk: a view of the data fed, or a copy
+
 
 class Chunker:
     """Streaming chunker: feed() bytes in pieces of any size, then finish().
 
-    Each call returns the chunks completed so far as bytes. Only the open chunk (at most
-    MAX_CHUNK_SIZE bytes) is kept between calls, so a file of any size streams through.
+    Each call returns the chunks completed so far. A chunk that lies within the data just
+    fed is a view of it (no copy: valid while that data is), one that began in an earlier
+    feed is bytes. Only the open chunk (at most MAX_CHUNK_SIZE bytes) is kept between
+    calls, as a copy, so a file of any size streams through.
     """
 
     def __init__(self) -> None:
@@ -23,13 +27,13 @@ class Chunker:
         self._pos = 0
         self._open: list[bytes] = []
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Piece]:
         """Add data; return the chunks it completes, in order."""
         cuts, self._h, self._pos = _gearcut.scan(
             _TABLE_BYTES, data, self._h, self._pos, MIN_CHUNK_SIZE, MAX_CHUNK_SIZE, GEAR_MASK
         )
         view = memoryview(data)
-        chunks = []
+        chunks: list[Piece] = []
         start = 0
         for cut in cuts:
             if self._open:
@@ -37,13 +41,13 @@ class Chunker:
                 chunks.append(b"".join(self._open))
                 self._open.clear()
             else:
-                chunks.append(bytes(view[start:cut]))
+                chunks.append(view[start:cut])
             start = cut
         if start < len(view):
             self._open.append(bytes(view[start:]))
         return chunks
 
-    def finish(self) -> list[bytes]:
+    def finish(self) -> list[Piece]:
         """End of input: return the last, possibly short, chunk (none for empty input)."""
         last = b"".join(self._open)
         self._open.clear()
@@ -51,7 +55,7 @@ class Chunker:
         return [last] if last else []
 
 
-def chunk_stream(pieces: Iterable[bytes]) -> Iterator[bytes]:
+def chunk_stream(pieces: Iterable[bytes]) -> Iterator[Piece]:
     """Chunks of the concatenation of pieces."""
     chunker = Chunker()
     for piece in pieces:

@@ -59,7 +59,8 @@ def build_content(files: dict[str, bytes], max_chunks: int = 6) -> Content:
     eligible: set[bytes] = set()
     for name, data in files.items():
         layout = []
-        for i, piece in enumerate(chunk_stream([data])):
+        for i, view in enumerate(chunk_stream([data])):
+            piece = bytes(view)
             h = chunk_hash(piece)
             if is_global_dedup_eligible(h, i == 0):
                 eligible.add(h)

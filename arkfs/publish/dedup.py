@@ -2,8 +2,8 @@
 
 A publish session learns chunk locations from three places: the xorbs it builds itself
 (Local Session Deduplication), the xorbs of the archive's previous version, and the keyed
-shards of Global Deduplication answers. A run of known chunks is only referenced when it is
-long enough (Fragmentation Prevention); a short run is uploaded again instead.
+shards of Global Deduplication answers. A short run of known chunks in a file already cut
+into many short ranges is uploaded again instead of referenced (Fragmentation Prevention).
 """
 
 import time
@@ -18,7 +18,7 @@ from arkfs.xet.xorb import XorbFooter
 MIN_RUN_CHUNKS = 8
 MIN_RUN_BYTES = 1 << 20
 WINDOW = 128  # ranges of a file over which the chunks-per-range average is taken
-LOW_FACTOR = 0.5  # hysteresis: stop referencing short runs below MIN_RUN_CHUNKS * LOW_FACTOR
+LOW_FACTOR = 0.5  # hysteresis: the floor of the average once short runs are referenced again
 
 
 class XorbRef:
@@ -131,17 +131,23 @@ def long_enough(chunks: int, size: int) -> bool:
 
 
 class Fragmentation:
-    """Fragmentation Prevention for one file: the chunks per range of its recent ranges.
+    """Fragmentation Prevention for one file, as xet-core's DefragPrevention decides it
+    (deduplication/src/defrag_prevention.rs, allow_dedup_on_next_range, the defaults of
+    hf_xet 1.8: 128 ranges, 8 chunks a range, hysteresis 0.5).
 
-    A short run of known chunks is still referenced while the file's average stays high;
-    once the average drops below MIN_RUN_CHUNKS * LOW_FACTOR, short runs are uploaded again
-    until it is back at MIN_RUN_CHUNKS (hysteresis, so the decision does not flap). Runs
-    that are long enough on their own are always referenced.
+    The estimate is the average chunks per range over the file's last WINDOW ranges, and
+    there is none until the file has that many: before, every run is referenced (a file
+    of a few ranges is read in a few terms whatever they hold). Then a run shorter than
+    the average is uploaded again while the average is below the floor; the floor is
+    MIN_RUN_CHUNKS * LOW_FACTOR until a run is refused, and MIN_RUN_CHUNKS from then until
+    the average reaches it (hysteresis, so the decision does not flap). A run long enough
+    on its own (long_enough) is always referenced: xet-core refuses none either, since it
+    refuses only runs shorter than an average under MIN_RUN_CHUNKS.
     """
 
     def __init__(self) -> None:
         self.ranges: deque[int] = deque(maxlen=WINDOW)
-        self.low = False
+        self.strict = False  # the floor is MIN_RUN_CHUNKS, not MIN_RUN_CHUNKS * LOW_FACTOR
 
     def placed(self, extends: bool) -> None:
         """A chunk was placed, extending the current range or starting a new one."""
@@ -152,9 +158,13 @@ class Fragmentation:
 
     def accept(self, chunks: int, size: int) -> bool:
         """Should a run of known chunks that ended short be referenced?"""
-        if long_enough(chunks, size):
+        if long_enough(chunks, size) or len(self.ranges) < WINDOW:
             return True
-        average = (sum(self.ranges) + chunks) / (len(self.ranges) + 1)
-        floor = MIN_RUN_CHUNKS if self.low else MIN_RUN_CHUNKS * LOW_FACTOR
-        self.low = average < floor
-        return not self.low
+        average = sum(self.ranges) / len(self.ranges)
+        if average >= (MIN_RUN_CHUNKS if self.strict else MIN_RUN_CHUNKS * LOW_FACTOR):
+            self.strict = False
+            return True
+        if chunks < average:
+            self.strict = True
+            return False
+        return True

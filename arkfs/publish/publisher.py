@@ -589,9 +589,7 @@ class _FilePlacer:
         """The run of known chunks ended: reference it, or upload its chunks again."""
         if not self.pending:
             return
-        if not self.placed or self.fragmentation.accept(
-            len(self.pending), sum(c.size for c, _ in self.pending)
-        ):
+        if self.fragmentation.accept(len(self.pending), sum(c.size for c, _ in self.pending)):
             self._accept()
             return
         for c, _ in self.pending:

@@ -6,6 +6,7 @@ from arkfs.publish.dedup import (
     LOW_FACTOR,
     MIN_RUN_BYTES,
     MIN_RUN_CHUNKS,
+    WINDOW,
     ChunkIndex,
     Fragmentation,
     XorbRef,
@@ -52,20 +53,38 @@ def test_expired_keys_match_nothing() -> None:
     assert index.find(h) is None
 
 
-def test_fragmentation_keeps_long_ranges_with_hysteresis() -> None:
-    f = Fragmentation()
-    assert f.accept(MIN_RUN_CHUNKS, 0) and f.accept(1, MIN_RUN_BYTES)  # long on their own
-    for _ in range(3):
+def _ranges(f: Fragmentation, count: int, chunks: int) -> None:
+    """Place count ranges of that many chunks each."""
+    for _ in range(count):
         f.placed(extends=False)
-        for _ in range(15):
-            f.placed(extends=True)  # ranges of 16 chunks
-    assert f.accept(1, 1000)  # one short run among long ranges is fine
-    for _ in range(40):
-        f.placed(extends=False)  # many 1-chunk ranges drag the average down
-    assert not f.accept(3, 1000) and f.low
-    low = MIN_RUN_CHUNKS * LOW_FACTOR
-    for _ in range(6):
-        f.placed(extends=False)
-        for _ in range(int(low) + 1):
+        for _ in range(chunks - 1):
             f.placed(extends=True)
-    assert f.low and not f.accept(2, 1000)  # above the low mark, but not yet back at MIN
+
+
+def test_fragmentation_references_every_run_until_its_window_is_full() -> None:
+    """A file of fewer than WINDOW ranges keeps every run (hf_xet's DefragPrevention has no
+    estimate before): a small file changed in the middle re-sends only the change."""
+    f = Fragmentation()
+    _ranges(f, WINDOW - 1, 1)
+    assert f.accept(1, 1000)
+    _ranges(f, 1, 1)
+    _ranges(f, WINDOW, 2)  # the window now holds only ranges of 2 chunks
+    assert not f.accept(1, 1000)  # shorter than the average, which is under the floor
+    assert f.accept(3, 1000)  # longer than the average: it raises it
+    assert f.accept(MIN_RUN_CHUNKS, 0) and f.accept(1, MIN_RUN_BYTES)  # long on their own
+
+
+def test_fragmentation_has_hysteresis() -> None:
+    f = Fragmentation()
+    between = int(MIN_RUN_CHUNKS * (1 + LOW_FACTOR) / 2)  # over the low floor, under MIN
+    assert MIN_RUN_CHUNKS * LOW_FACTOR < between < MIN_RUN_CHUNKS
+    _ranges(f, WINDOW, between)
+    assert f.accept(1, 1000)  # the average is over the low floor: short runs are kept
+    _ranges(f, WINDOW, 2)
+    assert not f.accept(1, 1000)  # refused: the floor is MIN_RUN_CHUNKS from now on
+    _ranges(f, WINDOW, between)
+    assert not f.accept(between - 1, 1000)  # above the low floor, but not yet back at MIN
+    _ranges(f, WINDOW, MIN_RUN_CHUNKS)
+    assert f.accept(1, 1000)  # back at MIN: the low floor again
+    _ranges(f, WINDOW, between)
+    assert f.accept(1, 1000)

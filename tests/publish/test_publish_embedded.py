@@ -12,7 +12,7 @@ import pytest
 
 from arkfs.archive.manifest import Kind, Manifest
 from arkfs.ark.erc import Erc
-from arkfs.publish.dedup import LOW_FACTOR, MIN_RUN_BYTES, MIN_RUN_CHUNKS
+from arkfs.publish.dedup import MIN_RUN_BYTES, WINDOW
 from arkfs.store.files import read_file
 from arkfs.store.local import LocalStore
 from arkfs.xet.hashing import hash_to_string
@@ -118,10 +118,11 @@ def test_republish_uploads_only_the_changed_chunks(tmp_path: Path) -> None:
 
 
 def test_short_runs_of_known_chunks_are_not_referenced(tmp_path: Path) -> None:
-    """Fragmentation Prevention: a change every few chunks means uploading, not 1-chunk terms."""
+    """Fragmentation Prevention: once a file has WINDOW ranges, a change every few chunks
+    means uploading, not 1-chunk terms."""
     tree = tmp_path / "tree"
     tree.mkdir()
-    data = bytearray(random.Random(3).randbytes(8 * 1024 * 1024))
+    data = bytearray(random.Random(3).randbytes(40 * 1024 * 1024))
     (tree / "a.bin").write_bytes(data)
     (tree / "b.bin").write_bytes(data[:2_000_000])  # one long run of a.bin's chunks
     store_dir = tmp_path / "store"
@@ -131,7 +132,8 @@ def test_short_runs_of_known_chunks_are_not_referenced(tmp_path: Path) -> None:
         first = manifest.entry("a.bin")
         assert first is not None and first.xet_hash is not None
         old_xorbs = {t.xorb_hash for t in store.get_file(first.xet_hash).terms}
-    for off in range(100_000, 6_000_000, 200_000):  # a change every ~3 chunks, then unchanged
+    changes = range(100_000, 36_000_000, 130_000)  # a change every ~2 chunks, then unchanged
+    for off in changes:
         data[off : off + 8] = b"changed!"
     (tree / "a.bin").write_bytes(data)
     publish(tree, store_dir)
@@ -143,9 +145,9 @@ def test_short_runs_of_known_chunks_are_not_referenced(tmp_path: Path) -> None:
         assert b"".join(read_file(store, record)) == bytes(data)
         referenced = [t for t in record.terms if t.xorb_hash in old_xorbs]
         assert referenced, "the unchanged tail should be referenced"
-        # Referencing every short run would give about two chunks per term here.
-        chunks = sum(t.end - t.start for t in record.terms)
-        assert chunks / len(record.terms) >= MIN_RUN_CHUNKS * LOW_FACTOR
+        # Referencing every short run would give two terms a change (554 here); the first
+        # WINDOW ranges are all referenced, then short runs are sent again (160 terms).
+        assert WINDOW <= len(record.terms) < len(changes), len(record.terms)
 
 
 @pytest.mark.parametrize(

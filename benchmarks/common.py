@@ -377,6 +377,9 @@ def unmount(mountpoint: Path, pid: int | None) -> None:
         _wait_gone(pid, 10)
 
 
-def store_xorb_bytes(store: Path) -> int:
-    """Bytes of xorbs a store directory holds."""
-    return sum(p.stat().st_size for p in (store / "xorbs").rglob("*") if p.is_file())
+def store_cas_bytes(store: Path) -> int:
+    """Bytes of xorbs and shards a store directory holds: what a XET client uploads (an
+    arkfs manifest, which hf_xet has no counterpart of, is not counted)."""
+    return sum(
+        p.stat().st_size for d in ("xorbs", "shards") for p in (store / d).rglob("*") if p.is_file()
+    )

@@ -31,6 +31,8 @@ PART = ".arkfs-part"
 DONE = ".done"
 HASH_BLOCK = 1024 * 1024
 AHEAD = 16  # pieces held in memory for the digest, landed ahead of the next one it needs
+IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers one pwritev takes
+Parts = list[bytes | memoryview]  # a piece's bytes, as the read path hands them over
 
 
 class DownloadError(OSError):
@@ -175,7 +177,7 @@ class _FileJob:
         self.opened: io.BufferedReader | None = None
         self.written = {at for at in range(0, entry.size, PIECE)} - set(todo)
         self.hashed = 0  # bytes of the part file fed to the digest, from the start
-        self.ahead: dict[int, bytes] = {}  # pieces written, not yet fed (at most AHEAD)
+        self.ahead: dict[int, Parts] = {}  # pieces written, not yet fed (at most AHEAD)
         self.digest = hashlib.sha256()
         self.turn = threading.Lock()  # held by the one thread feeding the digest
 
@@ -192,11 +194,11 @@ class _FileJob:
     def piece(self, at: int) -> None:
         """Fetch, write and note the piece at offset at; complete the file after its last."""
         fd, raw = self._open()
-        data = raw.pread(at, PIECE) if self.entry.size else b""
-        _pwrite_all(fd, data, at)
+        data = raw.pread_parts(at, PIECE) if self.entry.size else []
+        n = _pwrite_all(fd, data, at)
         # Start writing the piece back now, so the fsync before the rename has little
         # left to wait for (it took 0.25-0.7 s at the end of a 1 GiB get, now ~0.01 s).
-        os.posix_fadvise(fd, at, len(data), os.POSIX_FADV_DONTNEED)
+        os.posix_fadvise(fd, at, n, os.POSIX_FADV_DONTNEED)
         with self.lock:
             with open(self.record, "a") as r:
                 r.write(f"{at}\n")
@@ -205,7 +207,7 @@ class _FileJob:
                 self.ahead[at] = data
             self.left -= 1
             last = self.left == 0
-        self.progress.add(len(data), len(data))
+        self.progress.add(n, n)
         self._feed(fd, wait=last)
         if last:
             assert self.opened is not None and self.hashed == self.entry.size
@@ -223,7 +225,8 @@ class _FileJob:
                     n = min(PIECE, self.entry.size - at)
                     with self.lock:
                         data = self.ahead.pop(at, None)
-                    self.digest.update(os.pread(fd, n, at) if data is None else data)
+                    for part in [os.pread(fd, n, at)] if data is None else data:
+                        self.digest.update(part)
                     self.hashed = at + n
             finally:
                 self.turn.release()
@@ -237,12 +240,19 @@ class _FileJob:
             return at if at < self.entry.size and at in self.written else None
 
 
-def _pwrite_all(fd: int, data: bytes, at: int) -> None:
-    """Write all of data at offset at (pwrite may write less than it is given)."""
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, at)
-        view, at = view[n:], at + n
+def _pwrite_all(fd: int, parts: Parts, at: int) -> int:
+    """Write parts one after another from offset at, straight from their buffers (pwritev
+    may write less than it is given, and takes IOV_MAX buffers at most); return the bytes."""
+    views = [memoryview(p) for p in parts if len(p)]
+    total = sum(map(len, views))
+    while views:
+        n = os.pwritev(fd, views[:IOV_MAX], at)
+        at += n
+        while views and n >= len(views[0]):
+            n -= len(views.pop(0))
+        if n:
+            views[0] = views[0][n:]
+    return total
 
 
 def _complete(fd: int, part: Path, record: Path, path: Path, entry: Entry, sha256: bytes) -> None:

@@ -159,6 +159,40 @@ def test_the_digest_is_fed_from_the_bytes_written_not_read_back(
     assert read_back == []
 
 
+def test_pieces_wait_for_a_slow_one_rather_than_be_read_back(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the first piece is slow, the others get at most AHEAD pieces ahead of the
+    digest: none is dropped from memory and read back from the part file."""
+    from arkfs import api, download
+    from arkfs.api import Client
+    from arkfs.download import GetProgress
+
+    monkeypatch.setattr(download, "PIECE", 256 * 1024)
+    monkeypatch.setattr(download, "AHEAD", 2)
+    pread_parts = api.ArkFile.pread_parts
+
+    def slow_first(self: api.ArkFile, offset: int, length: int) -> list[bytes | memoryview]:
+        if offset == 0:
+            time.sleep(1)
+        return pread_parts(self, offset, length)
+
+    monkeypatch.setattr(api.ArkFile, "pread_parts", slow_first)
+    read_back: list[int] = []
+    pread = os.pread
+
+    def watched(fd: int, n: int, at: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".arkfs-part"):
+            read_back.append(at)
+        return pread(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", watched)
+    with Client(reach_archive.url, token=TOKEN, cache_dir=tmp_path / "cache") as client:
+        out = download.get(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", GetProgress(), 4)
+    assert out.read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
+    assert read_back == []
+
+
 def test_pieces_are_written_from_the_chunk_buffers_whatever_pwritev_takes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -293,18 +293,28 @@ class ArkFile(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
-        data = self.pread(self._pos, len(view))
-        view[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
+        n = 0
+        for part in self.pread_parts(self._pos, len(view)):  # copied once, into buffer
+            view[n : n + len(part)] = part
+            n += len(part)
+        self._pos += n
+        return n
 
     def pread(self, offset: int, length: int) -> bytes:
         """Bytes [offset, offset + length) (fewer at the end), every one verified."""
+        return self._read(ContentReader.read, offset, length)
+
+    def pread_parts(self, offset: int, length: int) -> list[bytes | memoryview]:
+        """What pread gives, as the verified chunks' views in order, not joined (for
+        os.pwritev: no copy in memory)."""
+        return self._read(ContentReader.read_parts, offset, length)
+
+    def _read(self, how: Callable[..., Awaitable[T]], offset: int, length: int) -> T:
         if self.closed:
             raise ValueError("I/O operation on closed file")
         reader = self._client.reader
         return self._client.call(
-            reader.read, self._archive.backend, self._hash, self.size, offset, length, self
+            how, reader, self._archive.backend, self._hash, self.size, offset, length, self
         )
 
     def close(self) -> None:

@@ -47,7 +47,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run_get(args: argparse.Namespace) -> int:
     """Download; one line and exit 1 on a failure (not found, a wrong byte), 2 on bad input."""
-    from arkfs.api import Client
+    from arkfs.api import DEFAULT_CACHE_SIZE, Client
     from arkfs.ark.errors import ArkError
     from arkfs.cli.progress_display import shown
     from arkfs.download import GetProgress, get
@@ -58,7 +58,7 @@ def run_get(args: argparse.Namespace) -> int:
     logging.getLogger().addHandler(logging.NullHandler())
     cache_dir = args.cache_dir
     scratch = None
-    if args.no_cache:
+    if args.no_cache:  # a cache of size 0, in a directory of its own: nothing is written
         import tempfile
 
         scratch = tempfile.TemporaryDirectory(prefix="arkfs-get-")
@@ -67,6 +67,7 @@ def run_get(args: argparse.Namespace) -> int:
     try:
         client = Client(
             tuple(args.server), store=args.store, token=token, cache_dir=cache_dir,
+            cache_size=0 if args.no_cache else DEFAULT_CACHE_SIZE,
             registry=tuple(args.registry), allow_private=args.allow_private,
             config=args.config,
             fallback=fallback,

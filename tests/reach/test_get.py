@@ -159,6 +159,66 @@ def test_the_digest_is_fed_from_the_bytes_written_not_read_back(
     assert read_back == []
 
 
+def test_pieces_wait_for_a_slow_one_rather_than_be_read_back(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the first piece is slow, the others get at most AHEAD pieces ahead of the
+    digest: none is dropped from memory and read back from the part file."""
+    from arkfs import api, download
+    from arkfs.api import Client
+    from arkfs.download import GetProgress
+
+    monkeypatch.setattr(download, "PIECE", 256 * 1024)
+    monkeypatch.setattr(download, "AHEAD", 2)
+    pread_parts = api.ArkFile.pread_parts
+
+    def slow_first(self: api.ArkFile, offset: int, length: int) -> list[bytes | memoryview]:
+        if offset == 0:
+            time.sleep(1)
+        return pread_parts(self, offset, length)
+
+    monkeypatch.setattr(api.ArkFile, "pread_parts", slow_first)
+    read_back: list[int] = []
+    pread = os.pread
+
+    def watched(fd: int, n: int, at: int) -> bytes:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".arkfs-part"):
+            read_back.append(at)
+        return pread(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", watched)
+    with Client(reach_archive.url, token=TOKEN, cache_dir=tmp_path / "cache") as client:
+        out = download.get(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", GetProgress(), 4)
+    assert out.read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
+    assert read_back == []
+
+
+def test_pieces_are_written_from_the_chunk_buffers_whatever_pwritev_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A piece goes to disk as its parts, however few bytes and buffers each pwritev takes."""
+    from arkfs import download
+
+    calls: list[int] = []
+    pwritev = os.pwritev
+
+    def short(fd: int, buffers: list[memoryview], at: int) -> int:
+        calls.append(len(buffers))
+        return pwritev(fd, [bytes(b"".join(buffers)[:1000])], at)
+
+    monkeypatch.setattr(os, "pwritev", short)
+    monkeypatch.setattr(download, "IOV_MAX", 3)
+    parts: list[bytes | memoryview] = [os.urandom(n) for n in (700, 0, 2500, 1, 64 * 1024)]
+    parts.append(memoryview(os.urandom(5000))[17:4000])
+    fd = os.open(tmp_path / "out", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        assert download._pwrite_all(fd, parts, 10) == sum(map(len, parts))
+    finally:
+        os.close(fd)
+    assert (tmp_path / "out").read_bytes() == bytes(10) + b"".join(parts)
+    assert max(calls) == 3 and len(calls) == -(-sum(map(len, parts)) // 1000)
+
+
 GET_AND_LIST_MODULES = """
 import json, sys
 from arkfs.cli.main import main

@@ -504,11 +504,14 @@ class ChunkCache:
     def _write(
         self, key: bytes, data: bytes | Sequence[bytes], listed: Iterable[_Listed] = ()
     ) -> None:
-        """Write a file whole (data, or its parts) and index it; delete what that evicts."""
+        """Write a file whole (data, or its parts) and index it; delete what that evicts.
+        A file bigger than the whole cache is not written (with max_bytes 0, nothing is)."""
+        size = len(data) if isinstance(data, bytes) else sum(map(len, data))
+        if size > self.max_bytes:
+            return
         path = _path(self.root, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data, durable=False)
-        size = len(data) if isinstance(data, bytes) else sum(map(len, data))
         self._delete(self._index.add(key, size, list(listed)))
 
     def get_chunks(self, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
@@ -561,11 +564,9 @@ class ChunkCache:
         """Store (hash, verified data) pairs not yet stored, as one pack, evicting down
         to max_bytes."""
         new = dict((h, data) for h, data in chunks if not self._index.has(h))
-        if not new:
-            return
+        if not new or sum(map(len, new.values())) > self.max_bytes:
+            return  # too big for the cache (_write) before it is even packed
         parts, listed = _pack(list(new.items()))
-        if sum(map(len, parts)) > self.max_bytes:
-            return
         key = _PACK_TAG + blake3.blake3(b"".join(new)).digest()
         self._write(key, parts, listed)
 

@@ -103,6 +103,19 @@ class ContentReader:
         open file handle, so readers at different places in one file do not look random;
         by default every read of the file is one stream. Let go of it with end_stream().
         """
+        return _joined(await self.read_parts(backend, file_hash, size, offset, length, stream))
+
+    async def read_parts(
+        self,
+        backend: CasReader,
+        file_hash: bytes,
+        size: int,
+        offset: int,
+        length: int,
+        stream: Hashable | None = None,
+    ) -> list[bytes | memoryview]:
+        """What read() gives, not joined: views of the verified chunks, in order, so a
+        caller that writes them to a file (os.pwritev) never copies them in memory."""
         end = min(offset + length, size)
         return await self._counted(
             offset < end,
@@ -122,23 +135,30 @@ class ContentReader:
         """Exactly min(length, obj.size - offset) bytes of a plain HTTP object (b"" at or
         after EOF), fetched from source when not cached (object_loader.py)."""
         end = min(offset + length, obj.size)
-        return await self._counted(
-            offset < end,
-            lambda: self._objects.read(source, obj, offset, end, obj if stream is None else stream),
-        )
 
-    async def _counted(self, any_bytes: bool, read: Callable[[], Awaitable[bytes]]) -> bytes:
+        async def block() -> list[bytes | memoryview]:
+            return [
+                await self._objects.read(
+                    source, obj, offset, end, obj if stream is None else stream
+                )
+            ]
+
+        return _joined(await self._counted(offset < end, block))
+
+    async def _counted(
+        self, any_bytes: bool, read: Callable[[], Awaitable[list[bytes | memoryview]]]
+    ) -> list[bytes | memoryview]:
         """Run a read (when it asks for any bytes), counted in the stats."""
         self.stats.reads += 1
         if not any_bytes:
-            return b""
+            return []
         try:
-            data = await read()
+            parts = await read()
         except ReadError:
             self.stats.errors += 1
             raise
-        self.stats.bytes_read += len(data)
-        return data
+        self.stats.bytes_read += sum(map(len, parts))
+        return parts
 
     def around(
         self, file_hash: bytes, size: int, offset: int, end: int, page: int = 1
@@ -212,7 +232,7 @@ class ContentReader:
         offset: int,
         end: int,
         stream: Hashable,
-    ) -> bytes:
+    ) -> list[bytes | memoryview]:
         fmap = self._maps.find(file_hash, size)
         if fmap is None:
             fmap = await self._maps.load(
@@ -234,7 +254,7 @@ class ContentReader:
             missing = []
         if not missing:
             self._prefetch(backend, fmap, stream, offset, end)
-            return _assemble(fmap, first, chunks, offset, end)
+            return _parts(fmap, first, chunks, offset, end)
         pendings = self._chunks.claim(backend, fmap, missing)
         self._prefetch(backend, fmap, stream, offset, end)
         got: dict[bytes, bytes] = {}
@@ -242,7 +262,7 @@ class ContentReader:
             got.update(await p.wait())
         for i in missing:
             chunks[i - first] = got[fmap.chunk_hash(i)]
-        return _assemble(fmap, first, chunks, offset, end)
+        return _parts(fmap, first, chunks, offset, end)
 
     def _fill_at_hand(
         self, fmap: FileMap, first: int, missing: list[int], chunks: list[bytes]
@@ -296,13 +316,23 @@ class ContentReader:
         }
 
 
-def _assemble(fmap: FileMap, first: int, chunks: list[bytes], offset: int, end: int) -> bytes:
-    """Bytes [offset, end) of the file from its chunks first, first + 1, ..."""
+def _parts(
+    fmap: FileMap, first: int, chunks: list[bytes], offset: int, end: int
+) -> list[bytes | memoryview]:
+    """Bytes [offset, end) of the file from its chunks first, first + 1, ...: the chunks
+    whole, the first and last cut down as views (nothing is copied)."""
     start = fmap.start(first)
     if len(chunks) == 1:
-        return chunks[0][offset - start : end - start]
+        return [memoryview(chunks[0])[offset - start : end - start]]
     last_start = fmap.start(first + len(chunks) - 1)
     parts: list[bytes | memoryview] = [memoryview(chunks[0])[offset - start :]]
     parts += chunks[1:-1]
     parts.append(memoryview(chunks[-1])[: end - last_start])
+    return parts
+
+
+def _joined(parts: list[bytes | memoryview]) -> bytes:
+    """The parts of a read as one bytes (a whole bytes part as it is, not copied)."""
+    if len(parts) == 1 and isinstance(parts[0], bytes):
+        return parts[0]
     return b"".join(parts)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from arkfs.mount.data import chunk_cache
 from arkfs.mount.data.chunk_cache import ChunkCache, pack_bytes
 from arkfs.mount.data.eviction import EvictionPolicy
 from arkfs.mount.data.file_map import FileMap, build_map, pack_map
@@ -56,6 +57,21 @@ def test_put_get_and_layout(tmp_path: Path) -> None:
     assert cache.get_chunks([h for h, _ in items] + [other]) == dict(items)
     cache.put_chunks(items)  # already there: no second pack
     assert len(packs(tmp_path)) == 1
+
+
+def test_a_cache_of_size_zero_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """max_bytes 0 (`arkfs get --no-cache`): chunks, maps and blocks are not even written."""
+    written: list[Path] = []
+    monkeypatch.setattr(chunk_cache, "write_atomic", lambda path, *_, **__: written.append(path))
+    cache = ChunkCache(tmp_path, 0)
+    cache.scan()
+    items = chunks(3)
+    cache.put_chunks(items)
+    cache.put_map(file_map())
+    cache.put_block(bytes(32), b"data")
+    assert written == [] and len(cache) == 0 and not cache.has(items[0][0])
 
 
 def test_a_bad_chunk_drops_its_pack(tmp_path: Path) -> None:

@@ -81,6 +81,23 @@ def test_eof_and_empty_file(kind: str, published: Published, open_reader: OpenRe
     trio.run(main)
 
 
+def test_read_parts_are_the_chunks_unjoined(published: Published, open_reader: OpenReader) -> None:
+    """read_parts hands over views of the chunks a read spans, in order: joined, they are
+    read()'s bytes; a range inside one chunk is one part."""
+    f = published.files["random-5MiB"]
+
+    async def main() -> None:
+        async with open_reader("embedded") as (reader, backend):
+            for offset, length in [(12345, 3 * MIB), (0, f.size), (f.size - 7, 100), (5, 10)]:
+                parts = await reader.read_parts(backend, f.hash, f.size, offset, length)
+                assert b"".join(parts) == f.data[offset : offset + length]
+                assert await reader.read(backend, f.hash, f.size, offset, length) == b"".join(parts)
+                assert (len(parts) > 1) == (length > MAX_CHUNK_SIZE), (offset, length)
+            assert await reader.read_parts(backend, f.hash, f.size, f.size, 10) == []
+
+    trio.run(main)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_size_or_hash_that_do_not_match_fail(
     kind: str, published: Published, open_reader: OpenReader

@@ -380,6 +380,7 @@ def _publish(
             tree_index=tree_index,
             allow_empty=args.allow_empty,
             check=lambda: _check(scanned),
+            scan=scanned.digest,
         )
         return summary
 

@@ -8,6 +8,11 @@ file and renamed, so a crash leaves the old index or the new one, never half of 
 A file is recorded only if its ctime is older than the moment its read began by more than
 RACY_NS: a write in the same clock tick as the stat that was recorded could otherwise leave
 size and times unchanged (git's "racily clean" entries).
+
+Beside the rows, a small file remembers the digest of the last scan published (scan.Scanned)
+and the version it was published as (or found equal to): while that version is still the
+ARK's latest, a tree that scans to that digest again has nothing to publish, and no row
+needs to be read or looked up.
 """
 
 import hashlib
@@ -68,15 +73,47 @@ def index_path(target: str, tree: Path) -> Path:
 class TreeIndex:
     """Path -> (stat key, hashes), loaded from and saved to one msgpack file: a map of each
     path (UTF-8 bytes) to its row, _PACKED (a bytes object per file, compared and carried
-    forward as it is, never decoded whole)."""
+    forward as it is, never decoded whole). The rows are loaded when first needed."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._old: dict[str, bytes] = {}
+        self._loaded: dict[str, bytes] | None = None if path is not None else {}
         self._new: dict[str, bytes] = {}  # rows kept, and rows recorded
         self._recorded = False
-        if path is not None:
-            self._old = _load(path)
+
+    @property
+    def _old(self) -> dict[str, bytes]:
+        if self._loaded is None:
+            assert self.path is not None
+            self._loaded = _load(self.path)
+        return self._loaded
+
+    def published(self, digest: bytes) -> tuple[int, float] | None:
+        """The version (number and bind time) a tree scanned to digest was last published
+        as, or found equal to; None if it is not the last scan remembered."""
+        if self.path is None:
+            return None
+        try:
+            body = msgpack.unpackb(self._scan_path().read_bytes(), raw=False)
+            if body.get("format") == FORMAT and body["scan"] == digest:
+                return int(body["version"]), float(body["created"])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException):
+            pass  # when in doubt, look the files up
+        return None
+
+    def remember(self, digest: bytes | None, version: int, created: float) -> None:
+        """Remember, atomically, that a tree scanned to digest (None: a scan too recent to
+        trust, not remembered) is version, bound at created."""
+        if self.path is None or digest is None:
+            return
+        if self.published(digest) != (version, created):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            body = {"format": FORMAT, "scan": digest, "version": version, "created": created}
+            write_atomic(self._scan_path(), msgpack.packb(body, use_bin_type=True))
+
+    def _scan_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_suffix(".scan")
 
     def lookup(self, rel: str, key: StatKey | None) -> Known | None:
         """The hashes of rel if it was recorded with exactly this stat key."""

@@ -10,6 +10,7 @@ dangle) comes back as warnings.
 """
 
 import errno
+import hashlib
 import os
 import posixpath
 import stat
@@ -17,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
+
+import msgpack
 
 from arkfs.archive.manifest import (
     Entries,
@@ -31,10 +34,13 @@ from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import check_filename
 from arkfs.ark.version_qualifier import version_of_name
 from arkfs.publish import VERSION_NAMES_OPTION
-from arkfs.publish.index import StatKey
+from arkfs.publish.index import RACY_NS, StatKey, now_ns
 from arkfs.publish.progress import Progress
 
 INFLECTIONS = ("?info", "??")  # THUMP: a name ending so is read as its base's record
+# What the scan's digest takes from an entry: path, st_mode, size, mtime_ns, ctime_ns, inode,
+# link count, attributes and link target.
+_Seen = tuple[str, int, int, int, int, int, int, Xattrs, str | None]
 
 
 class ScanError(Exception):
@@ -58,10 +64,16 @@ class Found(NamedTuple):
 @dataclass
 class Scanned:
     """What scan found: the entries sorted by path, the root directory, what was skipped,
-    warning lines, and the symlinks that leave the tree or dangle: path, target, why."""
+    warning lines, and the symlinks that leave the tree or dangle: path, target, why.
+
+    digest stands for everything the scan saw (each path with its stat: type, mode, size,
+    mtime_ns, ctime_ns, inode, link count; link targets and attributes): a tree that scans
+    to the same digest publishes to the same manifest. It is None when an entry changed
+    too recently to be told apart from a later write (index.RACY_NS)."""
 
     found: list[Found]
     root: Entry
+    digest: bytes | None = None
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     outside_links: list[dict[str, str]] = field(default_factory=list)
@@ -76,10 +88,12 @@ def scan(
     1 there, and the entry only as `ARKDIR/@vN/@v1`."""
     if not root.is_dir():
         raise ScanError(f"{root} is not a directory: publish takes a directory")
+    began = now_ns()
     st = root.stat()
     mode, mtime = stat.S_IMODE(st.st_mode), st.st_mtime_ns
     top = Entry("", Kind.DIR, 0, mode, mtime, xattrs=_xattrs(str(root)))
     scanned = Scanned([], top)
+    seen = [_seen("", st, top.xattrs, None)]  # for the digest
     inodes: dict[tuple[int, int], list[int]] = {}  # (device, inode) of files linked elsewhere
     found = scanned.found
     base = str(root)
@@ -112,8 +126,10 @@ def scan(
                 entry = Entry(sub, Kind.DIR, 0, mode, mtime, xattrs=_xattrs(path))
                 found.append(Found(entry, base))
                 stack.append((sub, path))
+                seen.append(_seen(sub, st, entry.xattrs, None))
             elif stat.S_ISREG(st.st_mode):
                 entry = Entry(sub, Kind.FILE, size, mode, mtime, xattrs=_xattrs(path))
+                seen.append(_seen(sub, st, entry.xattrs, None))
                 if st.st_nlink > 1:
                     inodes.setdefault((st.st_dev, st.st_ino), []).append(len(found))
                 key = StatKey(size, mtime, st.st_ctime_ns, st.st_ino)  # ints shared with entry
@@ -126,9 +142,13 @@ def scan(
                 entry = Entry(sub, Kind.SYMLINK, len(target), mode, mtime, target=target)
                 found.append(Found(entry, base))
                 _check_symlink(scanned, root, sub, target)
+                seen.append(_seen(sub, st, (), target))
             else:
                 scanned.skipped.append(f"{sub}: not a regular file, directory or symlink")
     _link(scanned.found, inodes.values())
+    if max(row[4] for row in seen) < began - RACY_NS:  # row[4]: ctime_ns
+        packed = msgpack.packb(seen, unicode_errors="surrogateescape")  # names as on disk
+        scanned.digest = hashlib.blake2b(packed, digest_size=32).digest()
     scanned.found.sort(key=lambda f: path_order(f.entry))
     if scanned.outside_links:
         scanned.warnings.append(
@@ -136,6 +156,12 @@ def scan(
             f"they are): {', '.join(_shown(link) for link in scanned.outside_links)}"
         )
     return scanned  # check_publishable is the publisher's to run, when it reads a file
+
+
+def _seen(sub: str, st: os.stat_result, xattrs: Xattrs, target: str | None) -> _Seen:
+    """What the digest of a scan takes from one entry (in the order the walk meets them)."""
+    size, mtime, ctime = st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return (sub, st.st_mode, size, mtime, ctime, st.st_ino, st.st_nlink, xattrs, target)
 
 
 def _name(item: os.DirEntry[str]) -> str:

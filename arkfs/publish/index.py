@@ -19,7 +19,6 @@ import hashlib
 import os
 import struct
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -47,9 +46,9 @@ class StatKey(NamedTuple):
         return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-@dataclass(frozen=True, slots=True)
-class Known:
-    """The hashes a file had: its XET file hash and SHA-256."""
+class Known(NamedTuple):
+    """The hashes a file had: its XET file hash and SHA-256 (a tuple: one is made for
+    every file a republish looks up)."""
 
     xet_hash: bytes
     sha256: bytes

@@ -20,11 +20,14 @@ import os
 import struct
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgpack
 
 from arkfs.util.atomic import write_atomic
+
+if TYPE_CHECKING:
+    from arkfs.archive.record import VersionInfo
 
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
 FORMAT = 2  # 1 was JSON with hex hashes: 100,000 rows took 0.3 s to parse, ~450 B each
@@ -44,6 +47,19 @@ class StatKey(NamedTuple):
     @classmethod
     def of(cls, st: os.stat_result) -> "StatKey":
         return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+class Version(NamedTuple):
+    """A version as the tree index remembers it: its ARK, number and bind time (a version
+    bound again, in a store made anew, has another bind time)."""
+
+    ark: str
+    version: int
+    created: float
+
+    @classmethod
+    def of(cls, v: "VersionInfo") -> "Version":
+        return cls(v.ark, v.version, v.created)
 
 
 class Known(NamedTuple):
@@ -87,28 +103,27 @@ class TreeIndex:
             self._loaded = _load(self.path)
         return self._loaded
 
-    def published(self, digest: bytes) -> tuple[int, float] | None:
-        """The version (number and bind time) a tree scanned to digest was last published
-        as, or found equal to; None if it is not the last scan remembered."""
+    def published(self, digest: bytes) -> Version | None:
+        """The version a tree scanned to digest was last published as, or found equal to;
+        None if it is not the last scan remembered."""
         if self.path is None:
             return None
         try:
             body = msgpack.unpackb(self._scan_path().read_bytes(), raw=False)
             if body.get("format") == FORMAT and body["scan"] == digest:
-                return int(body["version"]), float(body["created"])
+                return Version(str(body["ark"]), int(body["version"]), float(body["created"]))
         except (OSError, ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException):
             pass  # when in doubt, look the files up
         return None
 
-    def remember(self, digest: bytes | None, version: int, created: float) -> None:
+    def remember(self, digest: bytes | None, version: Version) -> None:
         """Remember, atomically, that a tree scanned to digest (None: a scan too recent to
-        trust, not remembered) is version, bound at created."""
-        if self.path is None or digest is None:
+        trust, not remembered) is version."""
+        if self.path is None or digest is None or self.published(digest) == version:
             return
-        if self.published(digest) != (version, created):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            body = {"format": FORMAT, "scan": digest, "version": version, "created": created}
-            write_atomic(self._scan_path(), msgpack.packb(body, use_bin_type=True))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        body = {"format": FORMAT, "scan": digest, **version._asdict()}
+        write_atomic(self._scan_path(), msgpack.packb(body, use_bin_type=True))
 
     def _scan_path(self) -> Path:
         assert self.path is not None

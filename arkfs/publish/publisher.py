@@ -41,7 +41,7 @@ from arkfs.publish.dedup import (
     extends,
     long_enough,
 )
-from arkfs.publish.index import Known, StatKey, TreeIndex, now_ns
+from arkfs.publish.index import Known, StatKey, TreeIndex, Version, now_ns
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.scan import Found, Scanned
@@ -264,7 +264,7 @@ class Publisher:
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
-        self.tree_index.remember(scan, bound.version, bound.created)
+        self.tree_index.remember(scan, Version.of(bound))
         self.progress.bound(bound.version)
         summary = replace(summary, shards=shards, version=bound.version, follows=bound.follows)
         return self._counted(summary)
@@ -786,7 +786,7 @@ def unchanged_scan(
     if previous is None or scanned.digest is None or allow_empty:
         return None
     v = previous.version
-    if tree_index.published(scanned.digest) != (v.version, v.created) or previous.erc != erc:
+    if tree_index.published(scanned.digest) != Version.of(v) or previous.erc != erc:
         return None
     if journal is not None and journal.load():
         return None
@@ -808,7 +808,7 @@ def _nothing_changed(
     """Bind nothing: drop the journal, remember the scan as previous, say so in progress."""
     if journal is not None:
         journal.remove()
-    tree_index.remember(scan, previous.version.version, previous.version.created)
+    tree_index.remember(scan, Version.of(previous.version))
     progress.bound(previous.version.version, unchanged=True)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.publish.index import RACY_NS, TreeIndex
+from arkfs.publish.index import RACY_NS, TreeIndex, Version
 from arkfs.publish.scan import scan
 
 pytestmark = pytest.mark.unit
@@ -71,13 +71,15 @@ def test_a_fresh_change_gives_no_digest(tmp_path: Path) -> None:
 def test_the_index_remembers_a_scan_with_its_version(tmp_path: Path) -> None:
     where = tmp_path / "idx.msgpack"
     index = TreeIndex(where)
+    v3 = Version("ark:12345/x6np1wh8k", 3, 1234.5)
     assert index.published(b"d" * 32) is None
-    index.remember(b"d" * 32, 3, 1234.5)
-    assert TreeIndex(where).published(b"d" * 32) == (3, 1234.5)
+    index.remember(b"d" * 32, v3)
+    assert TreeIndex(where).published(b"d" * 32) == v3
+    assert TreeIndex(where).published(b"d" * 32) != v3._replace(ark="ark:12345/other")
     assert TreeIndex(where).published(b"e" * 32) is None
-    index.remember(None, 4, 99.0)  # a scan too recent to trust leaves the memo as it was
-    assert TreeIndex(where).published(b"d" * 32) == (3, 1234.5)
+    index.remember(None, v3._replace(version=4))  # a scan too recent to trust: not kept
+    assert TreeIndex(where).published(b"d" * 32) == v3
     where.with_suffix(".scan").write_bytes(b"\xc1 not msgpack")
     assert TreeIndex(where).published(b"d" * 32) is None
-    TreeIndex(None).remember(b"d" * 32, 1, 1.0)
+    TreeIndex(None).remember(b"d" * 32, v3)
     assert TreeIndex(None).published(b"d" * 32) is None

@@ -23,9 +23,10 @@ if TYPE_CHECKING:  # the publisher and its machinery load when a command runs: -
     from arkfs.archive.record import VersionInfo
     from arkfs.ark.identifier import Ark
     from arkfs.backend.base import Backend
+    from arkfs.publish.index import TreeIndex
     from arkfs.publish.progress import Progress
     from arkfs.publish.publisher import Summary
-    from arkfs.publish.scan import Scanned
+    from arkfs.publish.scan import Found, Scanned
 
 ERC_EPILOG = """\
 Metadata (ERC, shown by `?info` and as extended attributes in the mount) comes from
@@ -203,6 +204,7 @@ def run_publish(args: argparse.Namespace) -> int:
     from arkfs.backend.open import open_backend  # noqa: F401  loaded before the progress shows
     from arkfs.cli import erc_options
     from arkfs.cli.publish_progress import shown
+    from arkfs.publish.index import TreeIndex, index_path
     from arkfs.publish.progress import Progress
 
     if args.server:  # as open_backend: loaded before the progress shows
@@ -226,10 +228,11 @@ def run_publish(args: argparse.Namespace) -> int:
             raise BadInput(str(exc)) from None
         _assigned(shoulder, args.shoulder)
     progress = Progress()
+    tree_index = TreeIndex(None if args.rehash else index_path(_target_key(args), args.dir))
     try:
         with shown(progress, args.quiet):
-            scanned = _scan(args, progress)
-            s = _publish(args, given, scanned, progress)
+            scanned = _scan(args, progress, tree_index)
+            s = _publish(args, given, scanned, progress, tree_index)
     except BaseException as exc:  # KeyboardInterrupt, perhaps inside exception groups
         if not isinstance(first_error(exc), KeyboardInterrupt):
             raise
@@ -317,17 +320,32 @@ def _assigned(ark: Ark, text: str) -> None:
         raise BadInput(f"{text}: {exc}") from None
 
 
-def _scan(args: argparse.Namespace, progress: Progress) -> Scanned:
-    """Scan DIR, before any hashing; its warnings are printed (one line each) unless -q."""
+def _scan(args: argparse.Namespace, progress: Progress, tree_index: TreeIndex) -> Scanned:
+    """Scan DIR, before any hashing; its warnings are printed (one line each) unless -q.
+    Its entries are made now unless tree_index remembers the scan as it is (then they
+    may not be needed), so a tree refused at scan is refused before a store is opened."""
     from arkfs.publish.scan import ScanError, scan
 
     try:
         scanned = scan(args.dir, progress, args.allow_version_names)
     except ScanError as exc:
         raise BadInput(str(exc)) from None
+    if scanned.digest is None or tree_index.published(scanned.digest) is None:
+        _found(scanned)
     for line in [] if args.quiet else scanned.warnings:
         print(f"arkfs: warning: {line}", file=sys.stderr)
     return scanned
+
+
+def _found(scanned: Scanned) -> list[Found]:
+    """The entries of the scanned DIR (made the first time); an attribute the manifest
+    cannot carry is one line, exit 2."""
+    from arkfs.publish.scan import ScanError
+
+    try:
+        return scanned.found
+    except ScanError as exc:
+        raise BadInput(str(exc)) from None
 
 
 def _check(scanned: Scanned) -> None:
@@ -341,19 +359,21 @@ def _check(scanned: Scanned) -> None:
 
 
 def _publish(
-    args: argparse.Namespace, given: Ark | None, scanned: Scanned, progress: Progress
+    args: argparse.Namespace,
+    given: Ark | None,
+    scanned: Scanned,
+    progress: Progress,
+    tree_index: TreeIndex,
 ) -> Summary:
     """Publish the scanned DIR to the target, counting in progress."""
     from arkfs.ark.minter import mint, parse_shoulder
     from arkfs.cli import erc_options
-    from arkfs.publish.index import TreeIndex, index_path
     from arkfs.publish.journal import UploadJournal
-    from arkfs.publish.publisher import publish_tree
+    from arkfs.publish.publisher import publish_tree, unchanged_scan
 
     root: Path = args.dir
     default_what = root.resolve().name or str(root)
     journal = UploadJournal(_journal_path(args))
-    tree_index = TreeIndex(None if args.rehash else index_path(_target_key(args), root))
 
     async def job(backend: Backend) -> Summary:
         backend = from_bagit.checked(backend, args)
@@ -366,10 +386,22 @@ def _publish(
             ark = str(given)
             previous = await latest(backend, ark)
         erc = erc_options.new_erc(args, ark, default_what, previous.erc if previous else None)
+        summary = unchanged_scan(
+            ark,
+            scanned,
+            erc,
+            previous=previous,
+            tree_index=tree_index,
+            journal=journal,
+            progress=progress,
+            allow_empty=args.allow_empty,
+        )
+        if summary is not None:
+            return summary
         summary, _ = await publish_tree(
             backend,
             ark,
-            scanned.found,
+            _found(scanned),
             erc,
             previous=previous,
             message=args.message,
@@ -380,6 +412,7 @@ def _publish(
             tree_index=tree_index,
             allow_empty=args.allow_empty,
             check=lambda: _check(scanned),
+            scan=scanned.digest,
         )
         return summary
 

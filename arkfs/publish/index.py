@@ -8,19 +8,26 @@ file and renamed, so a crash leaves the old index or the new one, never half of 
 A file is recorded only if its ctime is older than the moment its read began by more than
 RACY_NS: a write in the same clock tick as the stat that was recorded could otherwise leave
 size and times unchanged (git's "racily clean" entries).
+
+Beside the rows, a small file remembers the digest of the last scan published (scan.Scanned)
+and the version it was published as (or found equal to): while that version is still the
+ARK's latest, a tree that scans to that digest again has nothing to publish, and no row
+needs to be read or looked up.
 """
 
 import hashlib
 import os
 import struct
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgpack
 
 from arkfs.util.atomic import write_atomic
+
+if TYPE_CHECKING:
+    from arkfs.archive.record import VersionInfo
 
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
 FORMAT = 2  # 1 was JSON with hex hashes: 100,000 rows took 0.3 s to parse, ~450 B each
@@ -42,9 +49,22 @@ class StatKey(NamedTuple):
         return cls(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-@dataclass(frozen=True, slots=True)
-class Known:
-    """The hashes a file had: its XET file hash and SHA-256."""
+class Version(NamedTuple):
+    """A version as the tree index remembers it: its ARK, number and bind time (a version
+    bound again, in a store made anew, has another bind time)."""
+
+    ark: str
+    version: int
+    created: float
+
+    @classmethod
+    def of(cls, v: "VersionInfo") -> "Version":
+        return cls(v.ark, v.version, v.created)
+
+
+class Known(NamedTuple):
+    """The hashes a file had: its XET file hash and SHA-256 (a tuple: one is made for
+    every file a republish looks up)."""
 
     xet_hash: bytes
     sha256: bytes
@@ -68,15 +88,46 @@ def index_path(target: str, tree: Path) -> Path:
 class TreeIndex:
     """Path -> (stat key, hashes), loaded from and saved to one msgpack file: a map of each
     path (UTF-8 bytes) to its row, _PACKED (a bytes object per file, compared and carried
-    forward as it is, never decoded whole)."""
+    forward as it is, never decoded whole). The rows are loaded when first needed."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._old: dict[str, bytes] = {}
+        self._loaded: dict[str, bytes] | None = None if path is not None else {}
         self._new: dict[str, bytes] = {}  # rows kept, and rows recorded
         self._recorded = False
-        if path is not None:
-            self._old = _load(path)
+
+    @property
+    def _old(self) -> dict[str, bytes]:
+        if self._loaded is None:
+            assert self.path is not None
+            self._loaded = _load(self.path)
+        return self._loaded
+
+    def published(self, digest: bytes) -> Version | None:
+        """The version a tree scanned to digest was last published as, or found equal to;
+        None if it is not the last scan remembered."""
+        if self.path is None:
+            return None
+        try:
+            body = msgpack.unpackb(self._scan_path().read_bytes(), raw=False)
+            if body.get("format") == FORMAT and body["scan"] == digest:
+                return Version(str(body["ark"]), int(body["version"]), float(body["created"]))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException):
+            pass  # when in doubt, look the files up
+        return None
+
+    def remember(self, digest: bytes | None, version: Version) -> None:
+        """Remember, atomically, that a tree scanned to digest (None: a scan too recent to
+        trust, not remembered) is version."""
+        if self.path is None or digest is None or self.published(digest) == version:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        body = {"format": FORMAT, "scan": digest, **version._asdict()}
+        write_atomic(self._scan_path(), msgpack.packb(body, use_bin_type=True))
+
+    def _scan_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_suffix(".scan")
 
     def lookup(self, rel: str, key: StatKey | None) -> Known | None:
         """The hashes of rel if it was recorded with exactly this stat key."""

@@ -14,7 +14,9 @@ interruption starts from the chunks of the xorbs recorded, so it uploads only th
 
 A file whose hash is a file of the previous version is stored already: it needs no shard
 entry, and with a TreeIndex that still knows its stat it is not even read. A publish whose
-manifest and ERC equal the previous version's binds nothing (unless allow_empty).
+manifest and ERC equal the previous version's binds nothing (unless allow_empty); when the
+TreeIndex remembers the tree's scan digest as the previous version, unchanged_scan says so
+before an entry is made or a file looked up.
 """
 
 import io
@@ -39,10 +41,10 @@ from arkfs.publish.dedup import (
     extends,
     long_enough,
 )
-from arkfs.publish.index import Known, StatKey, TreeIndex, now_ns
+from arkfs.publish.index import Known, StatKey, TreeIndex, Version, now_ns
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
-from arkfs.publish.scan import Found
+from arkfs.publish.scan import Found, Scanned
 from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
 from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
@@ -63,6 +65,7 @@ STABLE_TRIES = 3  # reads of a file that changes while it is read, before giving
 SMALL_FILE = 4 << 20  # files up to this size are hashed in batches, one thread call each
 BATCH_BYTES = 16 << 20
 BATCH_FILES = 512
+CHECK_BYTES = 1024  # bytes hashed in about the time the scan's check takes for an entry
 
 
 class PublishError(Exception):
@@ -146,29 +149,36 @@ class Publisher:
         root: Entry | None = None,
         allow_empty: bool = False,
         check: Callable[[], None] | None = None,
+        scan: bytes | None = None,
     ) -> Summary:
         """Upload the files of found, bind the next version of ark to their manifest, erc and
         message, and say what it did. previous is the latest version (None if unbound): its
         chunks are known to be stored already. root is the tree's root directory (mode,
         mtime, attributes). If manifest and erc equal previous's, nothing is bound unless
         allow_empty. check (the scan's check_publishable) runs before the first file is
-        read, so a tree the manifest would refuse is refused before any hashing; when no
-        file is to be read it runs only if building the manifest, which checks the same,
-        fails (it cost 0.9 s of an unchanged republish of 100,000 files)."""
+        read, so a tree the manifest would refuse is refused before any hashing, unless
+        _check_first says the files to read cost less than the check: then (as when no
+        file is to be read) it runs only if building the manifest, which checks the same,
+        fails (it cost 0.9 s of an unchanged republish of 100,000 files). scan, the tree's
+        Scanned.digest, is remembered in the tree index with the version bound (or found
+        equal), for unchanged_scan to tell the next publish of the same tree."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
         self.progress.files = sum(1 for f in found if f.entry.kind is Kind.FILE)
         self.progress.begin("hash")
         self._previous = previous
+        if self.journal is not None:
+            for footer, size in self.journal.load():  # acknowledged before an interruption
+                self.index.add_footer(footer)
+                self._built.append((footer, size))
+        summary = Summary(
+            ark, self.progress.files, self.progress.total, 0, 0, 0, 0, 0, 0, None, skipped or []
+        )
         if previous is not None:
             columns = previous.manifest.entries  # read without making an Entry per file
             self._prior_at = {
                 columns.path(i): (xet, sha) for i, xet, _, sha in columns.file_hashes()
             }
             self._prior = {xet for xet, _ in self._prior_at.values() if xet is not None}
-        if self.journal is not None:
-            for footer, size in self.journal.load():  # acknowledged before an interruption
-                self.index.add_footer(footer)
-                self._built.append((footer, size))
         blocks: dict[bytes, FileBlock] = {}
         entries: list[Entry] = []
         placements: list[Placement] = []
@@ -179,8 +189,8 @@ class Publisher:
         # The other names of a hard-linked file are its first's content: read it once.
         copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
         files = [f for f in files if f.entry.link in (None, f.entry.path)]
-        files = [f for f in files if not self._known(f, entries, linked)]
-        if files and check is not None:
+        files = self._unknown(files, entries, linked)
+        if files and check is not None and _check_first(files, found, previous):
             check()
         async with trio.open_nursery() as uploads:
             for batch in _batches(files):
@@ -243,27 +253,10 @@ class Publisher:
             raise PublishError(f"the manifest cannot be built: {exc}") from None
         entries.clear()  # the manifest's columns hold them now
         self.tree_index.save()
-        summary = Summary(
-            ark=ark,
-            files=count,
-            bytes=self.progress.total,
-            new_bytes=self.progress.new,
-            dedup_bytes=self.progress.deduplicated,
-            uploaded_bytes=self.progress.uploaded,
-            xorbs=len(self._built),
-            shards=0,
-            version=0,
-            follows=None,
-            skipped=skipped or [],
-            read_bytes=self.progress.read,
-        )
+        summary = replace(summary, files=count)
         nothing_new = previous is not None and not allow_empty and not self._built
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
-            if self.journal is not None:
-                self.journal.remove()
-            self.progress.bound(previous.version.version, unchanged=True)
-            v = previous.version
-            return replace(summary, version=v.version, follows=v.follows, changed=False)
+            return self._unchanged(previous, summary, scan)
         self.progress.begin("bind")
         new_files = list(blocks.values())
         blocks.clear()  # _upload_shards drops each file block once its shard is sent
@@ -271,31 +264,52 @@ class Publisher:
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
+        self.tree_index.remember(scan, Version.of(bound))
         self.progress.bound(bound.version)
-        summary = replace(summary, uploaded_bytes=self.progress.uploaded, shards=shards)
-        return replace(summary, version=bound.version, follows=bound.follows)
+        summary = replace(summary, shards=shards, version=bound.version, follows=bound.follows)
+        return self._counted(summary)
 
-    def _known(self, f: Found, entries: list[Entry], linked: dict[str, FileDigest]) -> bool:
-        """Is f a file of the previous version that the tree index knows unchanged? Then
-        its hashes are taken from the index, it is not read, and its manifest entry is made
-        at once (the cheapest path: most files of a republish take it). The index is trusted
-        only where it agrees with the previous version at the same path (XET hash and
-        SHA-256), so it never names a file the CAS may not hold, nor another path's."""
-        known = self.tree_index.lookup(f.entry.path, f.key)
-        if known is None or f.key is None:
-            return False
-        xet, sha = self._prior_at.get(f.entry.path, (None, None))
-        if xet != known.xet_hash or sha not in (None, known.sha256):  # moved, or gone wrong
-            return False
-        self.tree_index.keep(f.entry.path)
-        entries.append(_hashed_entry(f.entry, f.key.size, known.xet_hash, known.sha256))
-        if f.entry.link is not None:
-            linked[f.entry.path] = FileDigest(known.xet_hash, known.sha256, f.key.size, ())
-        self.progress.hashed += f.key.size
-        self.progress.known += f.key.size
-        self.progress.deduplicated += f.key.size
-        self._placed([])
-        return True
+    def _unchanged(self, previous: Archive, summary: Summary, scan: bytes | None) -> Summary:
+        """Nothing changed since previous: bind nothing, and remember the scan as previous."""
+        _nothing_changed(previous, scan, self.tree_index, self.journal, self.progress)
+        v = previous.version
+        summary = replace(summary, version=v.version, follows=v.follows, changed=False)
+        return self._counted(summary)
+
+    def _counted(self, summary: Summary) -> Summary:
+        """summary with the byte counts and xorbs of progress as they are at the end."""
+        return replace(_counted(summary, self.progress), xorbs=len(self._built))
+
+    def _unknown(
+        self, files: list[Found], entries: list[Entry], linked: dict[str, FileDigest]
+    ) -> list[Found]:
+        """The files to read: all but those of the previous version that the tree index
+        knows unchanged. Those are not read: their hashes are taken from the index and
+        their manifest entries made at once (most files of a republish: one pass, counted
+        once at its end). The index is trusted only where it agrees with the previous
+        version at the same path (XET hash and SHA-256), so it never names a file the CAS
+        may not hold, nor another path's."""
+        index, prior, unknown, size = self.tree_index, self._prior_at, [], 0
+        for f in files:
+            e, key = f.entry, f.key
+            known = index.lookup(e.path, key)
+            xet, sha = prior.get(e.path, (None, None))
+            if known is None or key is None or xet != known.xet_hash:
+                unknown.append(f)
+                continue
+            if sha is not None and sha != known.sha256:  # moved, or gone wrong
+                unknown.append(f)
+                continue
+            index.keep(e.path)
+            entries.append(_hashed_entry(e, key.size, known.xet_hash, known.sha256))
+            if e.link is not None:
+                linked[e.path] = FileDigest(known.xet_hash, known.sha256, key.size, ())
+            size += key.size
+        self.progress.hashed += size
+        self.progress.known += size
+        self.progress.deduplicated += size
+        self.progress.files_stored += len(files) - len(unknown)  # none waits: nothing read yet
+        return unknown
 
     def _read(self, f: Found, digest: FileDigest, key: StatKey, began: int) -> Entry:
         """Count and index a file just read (stat key as read); its entry, with the mtime
@@ -601,6 +615,14 @@ class _FilePlacer:
         await self._end_run(uploads)
 
 
+def _check_first(files: list[Found], found: list[Found], previous: Archive | None) -> bool:
+    """Should the scan's check run before files are read? Always for a first version;
+    for a later one only if reading them costs more than the check, which makes an entry
+    for each of found (about what hashing CHECK_BYTES does: 10 files changed in 100,000
+    spent 18% of their republish in it)."""
+    return previous is None or sum(f.entry.size for f in files) > CHECK_BYTES * len(found)
+
+
 def _batches(files: list[Found]) -> Iterator[list[Found]]:
     """Runs of small files of at most BATCH_BYTES and BATCH_FILES; a large file alone."""
     batch: list[Found] = []
@@ -722,6 +744,7 @@ async def publish_tree(
     tree_index: TreeIndex | None = None,
     allow_empty: bool = False,
     check: Callable[[], None] | None = None,
+    scan: bytes | None = None,
 ) -> tuple[Summary, Manifest]:
     """Publish scanned entries as the next version of ark (resuming from journal, if one is
     given); return the summary and the manifest of the version bound (the one sent, not
@@ -737,9 +760,65 @@ async def publish_tree(
         root=root,
         allow_empty=allow_empty,
         check=check,
+        scan=scan,
     )
     assert publisher.manifest is not None
     return summary, publisher.manifest
+
+
+def unchanged_scan(
+    ark: str,
+    scanned: Scanned,
+    erc: Erc,
+    *,
+    previous: Archive | None,
+    tree_index: TreeIndex,
+    journal: UploadJournal | None,
+    progress: Progress,
+    allow_empty: bool = False,
+) -> Summary | None:
+    """The summary of a publish of scanned that finds nothing changed without making an
+    entry or looking a file up: the tree index remembers scanned's digest as previous (the
+    latest version, whose ERC erc is), and no interrupted publish left xorbs to bind. None
+    otherwise: then publish_tree finds out."""
+    if previous is None or scanned.digest is None or allow_empty:
+        return None
+    v = previous.version
+    if tree_index.published(scanned.digest) != Version.of(v) or previous.erc != erc:
+        return None
+    if journal is not None and journal.load():
+        return None
+    progress.files, progress.total = scanned.files, scanned.total
+    progress.hashed = progress.known = progress.deduplicated = scanned.total  # all known
+    progress.files_stored = scanned.files
+    _nothing_changed(previous, scanned.digest, tree_index, journal, progress)
+    summary = Summary(ark, scanned.files, scanned.total, 0, 0, 0, 0, 0, v.version, v.follows)
+    return replace(_counted(summary, progress), skipped=scanned.skipped, changed=False)
+
+
+def _nothing_changed(
+    previous: Archive,
+    scan: bytes | None,
+    tree_index: TreeIndex,
+    journal: UploadJournal | None,
+    progress: Progress,
+) -> None:
+    """Bind nothing: drop the journal, remember the scan as previous, say so in progress."""
+    if journal is not None:
+        journal.remove()
+    tree_index.remember(scan, Version.of(previous.version))
+    progress.bound(previous.version.version, unchanged=True)
+
+
+def _counted(summary: Summary, p: Progress) -> Summary:
+    """summary with the byte counts of progress as they are at the end."""
+    return replace(
+        summary,
+        new_bytes=p.new,
+        dedup_bytes=p.deduplicated,
+        uploaded_bytes=p.uploaded,
+        read_bytes=p.read,
+    )
 
 
 def unchanged(previous: Archive, manifest: Manifest, erc: Erc) -> bool:

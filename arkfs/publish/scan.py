@@ -10,13 +10,17 @@ dangle) comes back as warnings.
 """
 
 import errno
+import hashlib
 import os
 import posixpath
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
+
+import msgpack
 
 from arkfs.archive.manifest import (
     Entries,
@@ -31,10 +35,13 @@ from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import check_filename
 from arkfs.ark.version_qualifier import version_of_name
 from arkfs.publish import VERSION_NAMES_OPTION
-from arkfs.publish.index import StatKey
+from arkfs.publish.index import RACY_NS, StatKey, now_ns
 from arkfs.publish.progress import Progress
 
 INFLECTIONS = ("?info", "??")  # THUMP: a name ending so is read as its base's record
+# What the walk keeps of an entry, and its digest takes: path, st_mode, size, mtime_ns,
+# ctime_ns, inode, link count, device, and a symlink's target.
+_Row = tuple[str, int, int, int, int, int, int, int, str | None]
 
 
 class ScanError(Exception):
@@ -57,32 +64,53 @@ class Found(NamedTuple):
 
 @dataclass
 class Scanned:
-    """What scan found: the entries sorted by path, the root directory, what was skipped,
-    warning lines, and the symlinks that leave the tree or dangle: path, target, why."""
+    """What scan found: the root directory, the files' count and bytes, what was skipped,
+    warning lines, and the symlinks that leave the tree or dangle: path, target, why.
 
-    found: list[Found]
+    digest stands for everything the walk saw (each path with its stat: type, mode, size,
+    mtime_ns, ctime_ns, inode, link count, device; link targets; the root's attributes):
+    a tree that scans to the same digest publishes to the same manifest (an attribute
+    set or removed changes its entry's ctime). It is None when an entry changed too
+    recently to be told apart from a later write (index.RACY_NS)."""
+
     root: Entry
+    base: str
+    rows: list[_Row] = field(default_factory=list, repr=False)
+    digest: bytes | None = None
+    files: int = 0
+    total: int = 0  # the files' bytes
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     outside_links: list[dict[str, str]] = field(default_factory=list)
+
+    @cached_property
+    def found(self) -> list[Found]:
+        """The entries, sorted by path, made (with their attributes read) when first asked
+        for: an unchanged tree told by its digest needs none. ScanError for an attribute
+        inside arkfs's own namespaces."""
+        found = _entries(self.base, self.rows)
+        self.rows = []
+        return found
 
 
 def scan(
     root: Path, progress: Progress | None = None, allow_version_names: bool = False
 ) -> Scanned:
-    """Every directory, file and symlink below root, sorted by path, and what was skipped.
-    Each file found is counted in progress, if given. A root entry named like a version
-    (`@v1`) is refused unless allow_version_names: the mount and the resolver show version
-    1 there, and the entry only as `ARKDIR/@vN/@v1`."""
+    """Walk every directory, file and symlink below root (their entries are made when
+    Scanned.found is first read), and note what was skipped. Each file found is counted in
+    progress, if given. A root entry named like a version (`@v1`) is refused unless
+    allow_version_names: the mount and the resolver show version 1 there, and the entry
+    only as `ARKDIR/@vN/@v1`."""
     if not root.is_dir():
         raise ScanError(f"{root} is not a directory: publish takes a directory")
+    began = now_ns()
     st = root.stat()
     mode, mtime = stat.S_IMODE(st.st_mode), st.st_mtime_ns
     top = Entry("", Kind.DIR, 0, mode, mtime, xattrs=_xattrs(str(root)))
-    scanned = Scanned([], top)
-    inodes: dict[tuple[int, int], list[int]] = {}  # (device, inode) of files linked elsewhere
-    found = scanned.found
+    root_row = (st.st_mode, mtime, st.st_ctime_ns, top.xattrs)
     base = str(root)
+    scanned = Scanned(top, base)
+    rows = scanned.rows
     stack = [("", base)]
     while stack:
         rel, here = stack.pop()
@@ -92,50 +120,70 @@ def scan(
         except OSError as exc:
             raise ScanError(f"cannot list {here}: {exc.strerror}") from None
         names = {item.name for item in items}
-        for item in items:  # per file: one lstat and one listxattr, no Path (issue 26)
-            name, path = item.name, item.path
+        for item in items:  # per entry: one lstat, no Path (issue 26)
+            name = item.name
             sub = f"{rel}/{name}" if rel else name
             try:
                 check_filename(name)
             except ArkError as exc:
-                raise ScanError(f"{path}: {exc}") from None
+                raise ScanError(f"{item.path}: {exc}") from None
             if not rel:
-                _check_root_name(path, name, allow_version_names)
+                _check_root_name(item.path, name, allow_version_names)
             if name.endswith(INFLECTIONS):
                 _check_inflection(scanned, names, name, sub)
             try:
                 st = item.stat(follow_symlinks=False)
             except OSError as exc:
-                raise ScanError(f"cannot stat {path}: {exc.strerror}") from None
-            mode, mtime, size = stat.S_IMODE(st.st_mode), st.st_mtime_ns, st.st_size
+                raise ScanError(f"cannot stat {item.path}: {exc.strerror}") from None
+            target = None
             if stat.S_ISDIR(st.st_mode):
-                entry = Entry(sub, Kind.DIR, 0, mode, mtime, xattrs=_xattrs(path))
-                found.append(Found(entry, base))
-                stack.append((sub, path))
+                stack.append((sub, item.path))
             elif stat.S_ISREG(st.st_mode):
-                entry = Entry(sub, Kind.FILE, size, mode, mtime, xattrs=_xattrs(path))
-                if st.st_nlink > 1:
-                    inodes.setdefault((st.st_dev, st.st_ino), []).append(len(found))
-                key = StatKey(size, mtime, st.st_ctime_ns, st.st_ino)  # ints shared with entry
-                found.append(Found(entry, base, key))
+                scanned.files += 1
+                scanned.total += st.st_size
                 if progress is not None:
                     progress.files += 1
-                    progress.total += size
+                    progress.total += st.st_size
             elif stat.S_ISLNK(st.st_mode):
-                target = os.readlink(path)
-                entry = Entry(sub, Kind.SYMLINK, len(target), mode, mtime, target=target)
-                found.append(Found(entry, base))
+                target = os.readlink(item.path)
                 _check_symlink(scanned, root, sub, target)
             else:
                 scanned.skipped.append(f"{sub}: not a regular file, directory or symlink")
-    _link(scanned.found, inodes.values())
-    scanned.found.sort(key=lambda f: path_order(f.entry))
+                continue
+            size, mtime, ctime, ino = st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+            rows.append((sub, st.st_mode, size, mtime, ctime, ino, st.st_nlink, st.st_dev, target))
+    newest = max(max((row[4] for row in rows), default=0), root_row[2])  # ctime_ns
+    if newest < began - RACY_NS:
+        packed = msgpack.packb([root_row, rows], unicode_errors="surrogateescape")  # as on disk
+        scanned.digest = hashlib.blake2b(packed, digest_size=32).digest()
     if scanned.outside_links:
         scanned.warnings.append(
             f"{len(scanned.outside_links)} symlinks leave the tree or dangle (published as "
             f"they are): {', '.join(_shown(link) for link in scanned.outside_links)}"
         )
     return scanned  # check_publishable is the publisher's to run, when it reads a file
+
+
+def _entries(base: str, rows: list[_Row]) -> list[Found]:
+    """The entries of the rows the walk kept, with their attributes, sorted by path."""
+    found: list[Found] = []
+    inodes: dict[tuple[int, int], list[int]] = {}  # (device, inode) of files linked elsewhere
+    for sub, st_mode, size, mtime, ctime, ino, nlink, dev, target in rows:
+        mode = stat.S_IMODE(st_mode)
+        if target is not None:
+            entry = Entry(sub, Kind.SYMLINK, len(target), mode, mtime, target=target)
+            found.append(Found(entry, base))
+        elif stat.S_ISDIR(st_mode):
+            entry = Entry(sub, Kind.DIR, 0, mode, mtime, xattrs=_xattrs(f"{base}/{sub}"))
+            found.append(Found(entry, base))
+        else:
+            entry = Entry(sub, Kind.FILE, size, mode, mtime, xattrs=_xattrs(f"{base}/{sub}"))
+            if nlink > 1:
+                inodes.setdefault((dev, ino), []).append(len(found))
+            found.append(Found(entry, base, StatKey(size, mtime, ctime, ino)))
+    _link(found, inodes.values())
+    found.sort(key=lambda f: path_order(f.entry))
+    return found
 
 
 def _name(item: os.DirEntry[str]) -> str:

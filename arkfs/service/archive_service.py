@@ -50,6 +50,7 @@ DEDUP_KEY_TTL = 3600  # seconds one dedup key is used, and its replies' keyed ha
 ARCHIVE_CACHE = 16  # parsed archive versions kept in memory
 EMPTY_FILE = FileRecord(ZERO_HASH, 0, EMPTY_SHA256, ())  # the empty file: it needs no storage
 BIND_BATCH = 4096  # files a bind looks up at a time
+FileRow = tuple[int, bytes, int, bytes | None]  # position, XET hash, size, SHA-256 or None
 T = TypeVar("T")
 
 
@@ -123,8 +124,7 @@ class ArchiveService:
         if not message.startswith(TOMBSTONE_MESSAGE):  # publishing again reinstates
             record = without_withdrawal(record)
             erc = record.to_anvl()
-        if not self._checked_before(ark, parsed):
-            self._check_files(ark, parsed)
+        self._check_files(ark, parsed, self._unchecked(ark, parsed))
         created, count, size = time.time(), parsed.file_count, parsed.total_size
         binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
         number = self.store.bind(binding)
@@ -137,23 +137,27 @@ class ArchiveService:
             self._archives.put((ark, number), archive)
         return archive
 
-    def _checked_before(self, ark: str, parsed: Manifest) -> bool:
-        """Whether the latest version of ark lists the same files: a metadata-only version,
-        whose files were checked when that version was bound (and the files of a bound
-        version are never collected). Counts and sizes are compared before any manifest is
-        loaded, so a publish with new files parses nothing more."""
+    def _unchecked(self, ark: str, parsed: Manifest) -> Iterable[FileRow]:
+        """The files parsed lists that the latest version of ark does not list alike (XET
+        hash, size and SHA-256): its files were checked when it was bound, and the files
+        of a bound version are never collected. A metadata-only version, whose counts,
+        sizes and columns match, has none; for the rest a republish looks up only the files
+        it changed (all 100,000 of a tree cost 0.4 s)."""
         try:
             latest = self.versions(ark)[-1]
-        except NotFound:
-            return False
-        if (latest.files, latest.bytes) != (parsed.file_count, parsed.total_size):
-            return False
-        return self.archive(ark, latest.version).manifest.entries.same_files(parsed.entries)
+            before = self.archive(ark, latest.version).manifest.entries
+        except (NotFound, StoreCorrupt):  # no version to lean on: every file is checked
+            return parsed.entries.file_hashes()
+        same = (latest.files, latest.bytes) == (parsed.file_count, parsed.total_size)
+        if same and before.same_files(parsed.entries):
+            return ()
+        return parsed.entries.files_unlike(before)
 
-    def _check_files(self, ark: str, parsed: Manifest) -> None:
-        """Rejected unless every file parsed lists is stored with its size and SHA-256."""
+    def _check_files(self, ark: str, parsed: Manifest, files: Iterable[FileRow]) -> None:
+        """Rejected unless each of files (rows of parsed) is stored with its size and
+        SHA-256."""
         digests: dict[bytes, bytes] = {}
-        for batch in _batched(parsed.entries.file_hashes(), BIND_BATCH):
+        for batch in _batched(files, BIND_BATCH):
             stored = self._file_sizes([xet_hash for _, xet_hash, _, _ in batch])
             for i, xet_hash, size, sha256 in batch:
                 problem = None

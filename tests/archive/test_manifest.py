@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from arkfs.archive.manifest import (
     ENTRY_FIELDS,
     VERSION,
+    Entries,
     Entry,
     Kind,
     Manifest,
@@ -267,3 +268,19 @@ def _posix(**changes: object) -> bytes:
 def test_malformed_extras_are_refused_with_a_reason(data: bytes, message: str) -> None:
     with pytest.raises(ManifestError, match=message):
         Manifest.from_msgpack(data)
+
+
+def test_files_unlike_walks_both_manifests_in_path_order() -> None:
+    def entries(files: dict[str, tuple[int, bytes | None]]) -> Entries:
+        made = [Entry("d", Kind.DIR, 0, 0o755, 0)]
+        made += [
+            Entry(f"d/{n}", Kind.FILE, size, 0o644, 0, n.encode() * 32, sha)
+            for n, (size, sha) in files.items()
+        ]
+        return build(ARK, made, created=1.0).entries
+
+    before = entries({"a": (1, b"s" * 32), "c": (3, b"s" * 32), "e": (5, None)})
+    after = entries({"a": (1, b"s" * 32), "b": (2, None), "c": (3, None), "e": (6, None)})
+    assert [after.path(i) for i, *_ in after.files_unlike(before)] == ["d/b", "d/c", "d/e"]
+    assert list(before.files_unlike(before)) == []
+    assert [before.path(i) for i, *_ in before.files_unlike(after)] == ["d/c", "d/e"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import msgpack
 
-from arkfs.publish.index import index_path
 from tests.support.cli import run_arkfs
+from tests.support.targets import forget_scan, tree_index_path
 from tests.support.targets import target as target
 
 ARK = "ark:12345/x6np1wh8k"
@@ -117,16 +117,39 @@ def test_an_index_gone_wrong_is_not_trusted(tmp_path: Path, target: tuple[list[s
     where, store = target
     tree = make_tree(tmp_path / "tree")
     publish(tree, where)
-    path = index_path(where[1] if where[0] == "--server" else os.path.abspath(store), tree)
+    path = tree_index_path(where, store, tree)
     body = msgpack.unpackb(path.read_bytes())
     rows = body["files"]  # path -> stat key (32 bytes), XET hash, SHA-256
     rows[b"top.csv"] = rows[b"top.csv"][:64] + bytes(32)  # a wrong SHA-256
     # another file's XET hash, with its own SHA-256
     rows[b"a/f1.bin"] = rows[b"a/f1.bin"][:32] + rows[b"a/f2.bin"][32:]
     path.write_bytes(msgpack.packb(body))
+    forget_scan(where, store, tree)  # the scan remembered would spare every lookup
     again = publish(tree, where)
     assert again["changed"] is False
     assert (
         again["read_bytes"]
         == (tree / "top.csv").stat().st_size + (tree / "a/f1.bin").stat().st_size
     )
+
+
+def test_a_remembered_scan_stands_only_for_the_latest_version(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    """An unchanged tree is told so from its scan alone (the rows are not even read), until
+    another version is bound: then its files are looked up and compared again."""
+    where, store = target
+    tree = make_tree(tmp_path / "tree")
+    publish(tree, where)
+    rows = tree_index_path(where, store, tree)
+    rows.write_bytes(b"not an index")  # unread while the scan is the one remembered
+    again = publish(tree, where)
+    assert again["changed"] is False and again["read_bytes"] == 0, again
+    meta = run_arkfs("publish", "--ark", ARK, *where, "--keyword", "kept", "--json", "-q")
+    assert meta.returncode == 0, meta.stderr
+    assert json.loads(meta.stdout)["version"] == 2
+    after = publish(tree, where)  # v2 is not the version remembered: every file is read
+    assert after["changed"] is False and after["version"] == 2, after
+    assert after["read_bytes"] == after["bytes"], after
+    last = publish(tree, where)  # and now the scan stands for v2
+    assert last["changed"] is False and last["version"] == 2 and last["read_bytes"] == 0, last

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from arkfs.publish.index import RACY_NS
 from tests.support.cli import run_arkfs
+from tests.support.targets import forget_scan
 from tests.support.targets import target as target
 
 ARK = "ark:12345/x6np1wh8k"
@@ -71,6 +72,7 @@ def test_an_unchanged_hard_link_republishes_unread(
     os.link(tree / "a.bin", tree / "b.bin")
     time.sleep(2 * RACY_NS / 1e9)  # not a timing assert: the index trusts only settled files
     publish(tree, target[0])
+    forget_scan(*target, tree)  # look each file up in the index
     record = json.loads(publish(tree, target[0], "--json", "-q")[0])
     assert record["changed"] is False and record["read_bytes"] == 0, record
     assert record["files"] == 2 and record["bytes"] == 100_000, record

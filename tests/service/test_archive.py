@@ -222,3 +222,38 @@ def test_a_metadata_only_bind_checks_no_file_again_and_any_other_bind_does(
     with pytest.raises(Rejected, match="is not in the test store"):
         service.bind(manifest.ark, build(manifest.ark, swapped, created=3.0).to_msgpack(), erc)
     assert asked == [1]
+
+
+def test_a_bind_checks_only_the_files_the_latest_version_does_not_list_alike(
+    store: LocalStore,
+) -> None:
+    """A republish that changed a few files of many looks up only those: a file the
+    latest version lists at the same path with the same hashes and size was checked when
+    that version was bound."""
+    service = ArchiveService(store, SECRET, "in the test store")
+    content = build_content({n: random.Random(i).randbytes(20_000) for i, n in enumerate("fgh")})
+    for x in content.xorbs:
+        service.put_xorb(x.hash, x.data)
+    service.put_shard(content.shard)
+    manifest = manifest_of(content.files)
+    erc = erc_of().to_anvl()
+    service.bind(manifest.ark, manifest_of({"f": content.files["f"]}).to_msgpack(), erc)
+    asked: list[list[bytes]] = []
+    file_sizes = store.file_sizes
+
+    def counted(hashes: Sequence[bytes]) -> dict[bytes, tuple[int, bytes | None]]:
+        asked.append(list(hashes))
+        return file_sizes(hashes)
+
+    store.file_sizes = counted  # type: ignore[method-assign]
+    service.bind(manifest.ark, manifest.to_msgpack(), erc)  # g and h added
+    assert asked == [[content.files["g"].hash, content.files["h"].hash]]
+    asked.clear()
+    wrong = [replace(e, sha256=bytes(32)) if e.path == "data/h" else e for e in manifest.entries]
+    with pytest.raises(Rejected, match=r"entry 'data/h': sha256 0{64}, but file"):
+        service.bind(manifest.ark, build(manifest.ark, wrong, created=2.0).to_msgpack(), erc)
+    assert asked == [[content.files["h"].hash]]
+    moved = [replace(e, path=e.path.replace("/g", "/e")) for e in manifest.entries]
+    asked.clear()  # a file moved is looked up again at its new path
+    service.bind(manifest.ark, build(manifest.ark, moved, created=3.0).to_msgpack(), erc)
+    assert asked == [[content.files["g"].hash]]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from arkfs.publish.index import index_path
 from tests.support.server import arkfs_server
 
 WRITE = "w-token"
@@ -26,3 +27,13 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[lis
             yield ["--server", url], store
     finally:
         del os.environ["ARKFS_TOKEN"]
+
+
+def tree_index_path(where: list[str], store: Path, tree: Path) -> Path:
+    """Where a publish of tree to the target named by where (and store) keeps its index."""
+    return index_path(where[1] if where[0] == "--server" else os.path.abspath(store), tree)
+
+
+def forget_scan(where: list[str], store: Path, tree: Path) -> None:
+    """Drop the scan the tree index remembers, so a republish looks each file up."""
+    tree_index_path(where, store, tree).with_suffix(".scan").unlink()

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 import trio
 
@@ -83,18 +83,12 @@ class Placed:
     size: int
 
 
-_TERM = struct.Struct("<IIII")  # a pending term: xorb number (Publisher._refs), start, end, bytes
-
-
-class NewFile(NamedTuple):
-    """A new file's shard entry until the shards go up, in ~200 bytes instead of a Placed per
-    chunk: its terms packed (_TERM, the xorb as a number, as its hash may not be known
-    yet) and each term's verification hash, concatenated."""
-
-    file_hash: bytes
-    sha256: bytes | None
-    terms: bytes
-    verification: bytes
+# A new file's shard entry until the shards go up, one bytes object (~110 bytes for a
+# one-chunk file) instead of a Placed per chunk: a flag (has a SHA-256), the SHA-256 slot,
+# then a _TERM row per term; its xorb is a number (Publisher._refs), as its hash may not be
+# known yet.
+_NEW_FILE = struct.Struct("<?32s")
+_TERM = struct.Struct("<IIII32s")  # xorb number, start, end, bytes, verification hash
 
 
 @dataclass
@@ -146,7 +140,7 @@ class Publisher:
         self._hash_limiter = trio.CapacityLimiter(1)
         self._unacked = {id(self._ref)}  # new xorbs (XorbRef ids) the CAS has not accepted yet
         self._waiting: deque[tuple[XorbRef, ...]] = deque()  # placed files' xorbs, in order
-        self._refs: list[XorbRef] = []  # the xorbs NewFile terms name, by number
+        self._refs: list[XorbRef] = []  # the xorbs _NEW_FILE records name, by number
         self._ref_numbers: dict[int, int] = {}  # id(XorbRef) -> its number in _refs
         self.manifest: Manifest | None = None  # the manifest bound, once it is
 
@@ -185,7 +179,7 @@ class Publisher:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
                 self._built.append((footer, size))
-        new_files: dict[bytes, NewFile] = {}  # by file hash: one shard entry per content
+        new_files: dict[bytes, bytes] = {}  # file hash -> _NEW_FILE record: one per content
         entries: list[Entry] = []
         linked: dict[str, FileDigest] = {}  # the first of each hard-link group: its digest
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
@@ -269,7 +263,7 @@ class Publisher:
             v = previous.version
             return replace(summary, version=v.version, follows=v.follows, changed=False)
         self.progress.begin("bind")
-        shards = await self._upload_shards(list(new_files.values()))
+        shards = await self._upload_shards(list(new_files.items()))
         new_files.clear()
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
@@ -285,7 +279,7 @@ class Publisher:
         placed: list[Placed] | None,
         entries: list[Entry],
         linked: dict[str, FileDigest],
-        new_files: dict[bytes, NewFile],
+        new_files: dict[bytes, bytes],
     ) -> None:
         """A file is hashed and its chunks placed (placed None: stored already, as a whole):
         keep its manifest entry and, if new, its shard entry; its chunks are dropped."""
@@ -299,7 +293,7 @@ class Publisher:
             new_files[digest.file_hash] = self._new_file(digest, placed)
         self._placed(list({id(p.ref): p.ref for p in placed}.values()))
 
-    def _new_file(self, digest: FileDigest, placed: list[Placed]) -> NewFile:
+    def _new_file(self, digest: FileDigest, placed: list[Placed]) -> bytes:
         """The shard entry of a file placed: its terms (runs of consecutive chunks of one
         xorb) and their verification hashes, the xorbs named by number."""
         if [p.hash for p in placed] != [h for h, _ in digest.chunks]:
@@ -319,20 +313,21 @@ class Publisher:
             else:
                 terms.append([ref, p.index, p.index + 1, p.size])
                 hashes.append([p.hash])
-        packed = b"".join(_TERM.pack(*t) for t in terms)
-        verification = b"".join(verification_hash(hs) for hs in hashes)
-        return NewFile(digest.file_hash, digest.sha256, packed, verification)
+        sha = digest.sha256
+        rows = (_TERM.pack(*t, verification_hash(hs)) for t, hs in zip(terms, hashes, strict=True))
+        return b"".join([_NEW_FILE.pack(sha is not None, sha or bytes(32)), *rows])
 
-    def _file_block(self, new: NewFile) -> FileBlock:
-        """The FileBlock of a new file, once every xorb it names is built."""
-        terms = []
-        for ref, start, end, length in _TERM.iter_unpack(new.terms):
+    def _file_block(self, file_hash: bytes, record: bytes) -> FileBlock:
+        """The FileBlock of a new file from its _NEW_FILE record, once every xorb it names
+        is built."""
+        has_sha, sha = _NEW_FILE.unpack_from(record)
+        terms, verification = [], []
+        for ref, start, end, length, check in _TERM.iter_unpack(record[_NEW_FILE.size :]):
             xorb = self._refs[ref].hash
             assert xorb is not None, "every xorb is built before shards are made"
             terms.append(Term(xorb, start, end, length))
-        v = new.verification
-        verification = tuple(v[i : i + 32] for i in range(0, len(v), 32))
-        return FileBlock(new.file_hash, tuple(terms), verification, new.sha256)
+            verification.append(check)
+        return FileBlock(file_hash, tuple(terms), tuple(verification), sha if has_sha else None)
 
     def _known(self, f: Found, entries: list[Entry], linked: dict[str, FileDigest]) -> bool:
         """Is f a file of the previous version that the tree index knows unchanged? Then
@@ -568,7 +563,7 @@ class Publisher:
             self._waiting.popleft()
             self.progress.files_stored += 1
 
-    async def _upload_shards(self, new_files: list[NewFile]) -> int:
+    async def _upload_shards(self, new_files: list[tuple[bytes, bytes]]) -> int:
         """Register the files, then the new xorbs' chunks, in shards under the size limit;
         how many were sent. FileBlocks are made MAX_SHARD_FILES at a time and CasBlocks
         MAX_SHARD_CHUNKS at a time, as each shard is sent (for 1,000,000 files the shards
@@ -577,7 +572,7 @@ class Publisher:
         count = 0
         for start in range(0, len(new_files), MAX_SHARD_FILES):
             group = new_files[start : start + MAX_SHARD_FILES]
-            count += await self._send(Shard(files=tuple(self._file_block(n) for n in group)))
+            count += await self._send(Shard(files=tuple(self._file_block(*n) for n in group)))
         cas: list[CasBlock] = []
         chunks = 0
         for footer, size in self._built:

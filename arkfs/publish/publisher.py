@@ -48,7 +48,7 @@ from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
 from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import CasBlock, FileBlock, Shard, cas_block, serialize_upload
-from arkfs.xet.xorb import XorbBuilder, XorbFooter, serialize_xorb
+from arkfs.xet.xorb import XorbBuilder, XorbFooter, parse_footer, serialize_xorb
 from arkfs.xet.xorb_cuts import cuts_before
 
 UPLOAD_SLOTS = 1  # xorbs serialized or uploading while the next one is built
@@ -135,7 +135,9 @@ class Publisher:
         self._builder = XorbBuilder()
         self._ref = XorbRef()
         self._slots = trio.Semaphore(UPLOAD_SLOTS)
-        self._built: list[tuple[XorbFooter, int]] = []  # new xorbs: footer, serialized size
+        # New xorbs: footer (packed: ~40 bytes a chunk, not a hash and two ints as objects),
+        # serialized size.
+        self._built: list[tuple[bytes, int]] = []
         self._first_chunks: set[bytes] = set()
         self._hash_limiter = trio.CapacityLimiter(1)
         self._unacked = {id(self._ref)}  # new xorbs (XorbRef ids) the CAS has not accepted yet
@@ -178,7 +180,7 @@ class Publisher:
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
-                self._built.append((footer, size))
+                self._built.append((footer.pack(), size))
         new_files: dict[bytes, bytes] = {}  # file hash -> _NEW_FILE record: one per content
         entries: list[Entry] = []
         linked: dict[str, FileDigest] = {}  # the first of each hard-link group: its digest
@@ -542,7 +544,7 @@ class Publisher:
             await self.backend.upload_xorb(xorb.hash, xorb.data)
             if self.journal is not None:
                 self.journal.record(xorb.footer, len(xorb.data))
-            self._built.append((xorb.footer, len(xorb.data)))
+            self._built.append((xorb.footer.pack(), len(xorb.data)))
             self._unacked.discard(id(ref))
             self._placed(None)
             self.progress.stored += size
@@ -575,7 +577,8 @@ class Publisher:
             count += await self._send(Shard(files=tuple(self._file_block(*n) for n in group)))
         cas: list[CasBlock] = []
         chunks = 0
-        for footer, size in self._built:
+        for packed, size in self._built:
+            footer = parse_footer(packed, size)
             if cas and chunks + footer.num_chunks > MAX_SHARD_CHUNKS:
                 count += await self._send(Shard(cas_blocks=tuple(cas)))
                 cas, chunks = [], 0

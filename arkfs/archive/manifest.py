@@ -48,7 +48,7 @@ from arkfs.ark.filenames import filename_text, filename_to_qualifier, qualifier_
 from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.version_qualifier import split_version
-from arkfs.util.msgpack_file import FileSlice, read_map
+from arkfs.util.msgpack_file import FileSlice, bin_header, read_map
 from arkfs.xet.errors import HashStringError
 from arkfs.xet.hashing import hash_to_string, string_to_hash
 
@@ -709,7 +709,7 @@ class Manifest:
         for key, value in document.items():
             pieces.append(msgpack.packb(key))
             if isinstance(value, bytes) and len(value) > 0xFFFF:
-                pieces += [b"\xc6" + len(value).to_bytes(4, "big"), value]  # bin 32
+                pieces += [bin_header(len(value)), value]
             else:
                 pieces.append(msgpack.packb(value, use_bin_type=True))
         return pieces

@@ -19,6 +19,7 @@ import hashlib
 import os
 import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from arkfs.archive.record import VersionInfo
 
 RACY_NS = 100_000_000  # more than the coarse clock's tick that stamps ctime
+SAVE_ROWS = 4096  # rows of the index written at a time
 FORMAT = 2  # 1 was JSON with hex hashes: 100,000 rows took 0.3 s to parse, ~450 B each
 _KEY = struct.Struct("<QqqQ")  # a row starts with its stat key: size, mtime, ctime, inode
 _PACKED = struct.Struct("<QqqQ32s32s")  # a row: the stat key, the XET hash and SHA-256
@@ -155,10 +157,24 @@ class TreeIndex:
         if self.path is None or (not self._recorded and len(self._new) == len(self._old)):
             return  # nothing recorded: every row kept is an old one, so all were kept
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        rows = {rel.encode("utf-8", "surrogateescape"): row for rel, row in self._new.items()}
-        body = msgpack.packb({"format": FORMAT, "files": rows}, use_bin_type=True)
-        write_atomic(self.path, body)
+        write_atomic(self.path, _packed(self._new))
         self.path.with_suffix(".json").unlink(missing_ok=True)  # format 1's index, replaced
+
+
+def _packed(rows: dict[str, bytes]) -> Iterator[bytes]:
+    """The index file, {"format": FORMAT, "files": {path as bytes: row}} as packb writes
+    it, in parts of SAVE_ROWS rows: packb of the whole map held every path encoded and the
+    whole body at once (~250 MB for 1,000,000 files, the publish's peak)."""
+    packer = msgpack.Packer(use_bin_type=True)
+    head = [packer.pack_map_header(2), packer.pack("format"), packer.pack(FORMAT)]
+    yield b"".join([*head, packer.pack("files"), packer.pack_map_header(len(rows))])
+    part: list[bytes] = []
+    for rel, row in rows.items():
+        part += [packer.pack(rel.encode("utf-8", "surrogateescape")), packer.pack(row)]
+        if len(part) >= 2 * SAVE_ROWS:
+            yield b"".join(part)
+            part = []
+    yield b"".join(part)
 
 
 def _load(path: Path) -> dict[str, bytes]:

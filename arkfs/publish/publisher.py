@@ -21,6 +21,7 @@ before an entry is made or a file looked up.
 
 import io
 import os
+import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -49,7 +50,7 @@ from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
 from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import CasBlock, FileBlock, Shard, cas_block, serialize_upload
-from arkfs.xet.xorb import XorbBuilder, XorbFooter, serialize_xorb
+from arkfs.xet.xorb import XorbBuilder, XorbFooter, parse_footer, serialize_xorb
 from arkfs.xet.xorb_cuts import cuts_before
 
 UPLOAD_SLOTS = 1  # xorbs serialized or uploading while the next one is built
@@ -58,6 +59,9 @@ MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
 # The server reads every file of a shard back to check its SHA-256 before it answers: a
 # shard of 100,000 small files outlasts the client's read timeout, and its retries.
 MAX_SHARD_FILES = 4096
+# New xorbs' chunks registered per shard (48 bytes each, ~3 MiB): CasBlocks are made a
+# shard at a time, not for every chunk of the session at once (1,000,000 at 1M files).
+MAX_SHARD_CHUNKS = 1 << 16
 QUERY_SPACING = 256  # chunks of one file between its global dedup queries (about 16 MiB)
 QUERIES_AT_ONCE = 8  # global dedup queries in flight for a batch of small files
 MISSES_IN_A_ROW = 32  # global dedup misses after which queries are spaced session-wide
@@ -82,8 +86,12 @@ class Placed:
     size: int
 
 
-# A file hashed: its entry, digest, and chunk places (None: stored already, as a whole).
-Placement = tuple[Entry, FileDigest, list[Placed] | None]
+# A new file's shard entry until the shards go up, one bytes object (~110 bytes for a
+# one-chunk file) instead of a Placed per chunk: a flag (has a SHA-256), the SHA-256 slot,
+# then a _TERM row per term; its xorb is a number (Publisher._refs), as its hash may not be
+# known yet.
+_NEW_FILE = struct.Struct("<?32s")
+_TERM = struct.Struct("<IIII32s")  # xorb number, start, end, bytes, verification hash
 
 
 @dataclass
@@ -130,11 +138,15 @@ class Publisher:
         self._builder = XorbBuilder()
         self._ref = XorbRef()
         self._slots = trio.Semaphore(UPLOAD_SLOTS)
-        self._built: list[tuple[XorbFooter, int]] = []  # new xorbs: footer, serialized size
+        # New xorbs: footer (packed: ~40 bytes a chunk, not a hash and two ints as objects),
+        # serialized size.
+        self._built: list[tuple[bytes, int]] = []
         self._first_chunks: set[bytes] = set()
         self._hash_limiter = trio.CapacityLimiter(1)
         self._unacked = {id(self._ref)}  # new xorbs (XorbRef ids) the CAS has not accepted yet
-        self._waiting: deque[list[Placed]] = deque()  # placed files, in order, not yet stored
+        self._waiting: deque[tuple[XorbRef, ...]] = deque()  # placed files' xorbs, in order
+        self._refs: list[XorbRef] = []  # the xorbs _NEW_FILE records name, by number
+        self._ref_numbers: dict[int, int] = {}  # id(XorbRef) -> its number in _refs
         self.manifest: Manifest | None = None  # the manifest bound, once it is
 
     async def publish(
@@ -169,7 +181,7 @@ class Publisher:
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
-                self._built.append((footer, size))
+                self._built.append((footer.pack(), size))
         summary = Summary(
             ark, self.progress.files, self.progress.total, 0, 0, 0, 0, 0, 0, None, skipped or []
         )
@@ -179,9 +191,8 @@ class Publisher:
                 columns.path(i): (xet, sha) for i, xet, _, sha in columns.file_hashes()
             }
             self._prior = {xet for xet, _ in self._prior_at.values() if xet is not None}
-        blocks: dict[bytes, FileBlock] = {}
+        new_files: dict[bytes, bytes] = {}  # file hash -> _NEW_FILE record: one per content
         entries: list[Entry] = []
-        placements: list[Placement] = []
         linked: dict[str, FileDigest] = {}  # the first of each hard-link group: its digest
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
         others = len(entries)
@@ -196,9 +207,8 @@ class Publisher:
             for batch in _batches(files):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
                     await self._seed(batch[0].entry.path)
-                    placement = await self._place_file(batch[0], uploads)
-                    placements.append(placement)
-                    self._placed(placement[2])
+                    entry, digest, placed = await self._place_file(batch[0], uploads)
+                    self._hashed(entry, digest, placed, entries, linked, new_files)
                     continue
                 digests = await trio.to_thread.run_sync(
                     _digest_small, [f.source for f in batch], limiter=self._hash_limiter
@@ -214,28 +224,19 @@ class Publisher:
                     entry = self._read(f, digest, key, began)
                     self.progress.hashed += digest.size
                     if digest.file_hash in self._prior:  # stored already, as a whole file
-                        placements.append((entry, digest, None))
+                        self._hashed(entry, digest, None, entries, linked, new_files)
                         self.progress.deduplicated += digest.size
-                        self._placed([])
                         continue
                     await self._seed(f.entry.path)
                     placer = _FilePlacer(self)
                     for chunk in chunks:
                         await placer.add(chunk, uploads)
                     await placer.finish(uploads)
-                    placements.append((entry, digest, placer.placed))
-                    self._placed(placer.placed)
+                    self._hashed(entry, digest, placer.placed, entries, linked, new_files)
             self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
         self.index = ChunkIndex()  # every chunk is placed: free its locations before the bind
-        for entry, digest, places in placements:
-            if places is not None and digest.file_hash not in self._prior:
-                block = _file_block(digest, places)
-                blocks.setdefault(block.file_hash, block)
-            entries.append(_file_entry(entry, digest))
-            if entry.link is not None:
-                linked[entry.path] = digest
         for f in copies:
             assert f.entry.link is not None
             digest = linked[f.entry.link]
@@ -244,7 +245,6 @@ class Publisher:
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
         count = len(entries) - others  # files, hard links included
-        placements.clear()  # blocks and entries hold what the shards and the manifest need
         try:
             self.manifest = build(ark, entries, time.time(), root=root)
         except ManifestError as exc:
@@ -258,9 +258,8 @@ class Publisher:
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
             return self._unchanged(previous, summary, scan)
         self.progress.begin("bind")
-        new_files = list(blocks.values())
-        blocks.clear()  # _upload_shards drops each file block once its shard is sent
-        shards = await self._upload_shards(new_files)
+        shards = await self._upload_shards(list(new_files.items()))
+        new_files.clear()
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
@@ -310,6 +309,63 @@ class Publisher:
         self.progress.deduplicated += size
         self.progress.files_stored += len(files) - len(unknown)  # none waits: nothing read yet
         return unknown
+
+    def _hashed(
+        self,
+        entry: Entry,
+        digest: FileDigest,
+        placed: list[Placed] | None,
+        entries: list[Entry],
+        linked: dict[str, FileDigest],
+        new_files: dict[bytes, bytes],
+    ) -> None:
+        """A file is hashed and its chunks placed (placed None: stored already, as a whole):
+        keep its manifest entry and, if new, its shard entry; its chunks are dropped."""
+        entries.append(_file_entry(entry, digest))
+        if entry.link is not None:
+            linked[entry.path] = digest
+        if placed is None:
+            self._placed([])
+            return
+        if digest.file_hash not in self._prior and digest.file_hash not in new_files:
+            new_files[digest.file_hash] = self._new_file(digest, placed)
+        self._placed(list({id(p.ref): p.ref for p in placed}.values()))
+
+    def _new_file(self, digest: FileDigest, placed: list[Placed]) -> bytes:
+        """The shard entry of a file placed: its terms (runs of consecutive chunks of one
+        xorb) and their verification hashes, the xorbs named by number."""
+        if [p.hash for p in placed] != [h for h, _ in digest.chunks]:
+            raise PublishError("internal error: placed chunks differ from the file's chunks")
+        terms: list[list[int]] = []  # xorb number, start, end, bytes
+        hashes: list[list[bytes]] = []
+        for p in placed:
+            ref = self._ref_numbers.get(id(p.ref))
+            if ref is None:
+                ref = self._ref_numbers[id(p.ref)] = len(self._refs)
+                self._refs.append(p.ref)
+            last = terms[-1] if terms else None
+            if last is not None and last[0] == ref and last[2] == p.index:
+                last[2] += 1
+                last[3] += p.size
+                hashes[-1].append(p.hash)
+            else:
+                terms.append([ref, p.index, p.index + 1, p.size])
+                hashes.append([p.hash])
+        sha = digest.sha256
+        rows = (_TERM.pack(*t, verification_hash(hs)) for t, hs in zip(terms, hashes, strict=True))
+        return b"".join([_NEW_FILE.pack(sha is not None, sha or bytes(32)), *rows])
+
+    def _file_block(self, file_hash: bytes, record: bytes) -> FileBlock:
+        """The FileBlock of a new file from its _NEW_FILE record, once every xorb it names
+        is built."""
+        has_sha, sha = _NEW_FILE.unpack_from(record)
+        terms, verification = [], []
+        for ref, start, end, length, check in _TERM.iter_unpack(record[_NEW_FILE.size :]):
+            xorb = self._refs[ref].hash
+            assert xorb is not None, "every xorb is built before shards are made"
+            terms.append(Term(xorb, start, end, length))
+            verification.append(check)
+        return FileBlock(file_hash, tuple(terms), tuple(verification), sha if has_sha else None)
 
     def _read(self, f: Found, digest: FileDigest, key: StatKey, began: int) -> Entry:
         """Count and index a file just read (stat key as read); its entry, with the mtime
@@ -502,7 +558,7 @@ class Publisher:
             await self.backend.upload_xorb(xorb.hash, xorb.data)
             if self.journal is not None:
                 self.journal.record(xorb.footer, len(xorb.data))
-            self._built.append((xorb.footer, len(xorb.data)))
+            self._built.append((xorb.footer.pack(), len(xorb.data)))
             self._unacked.discard(id(ref))
             self._placed(None)
             self.progress.stored += size
@@ -511,33 +567,50 @@ class Publisher:
         finally:
             self._slots.release()
 
-    def _placed(self, placed: list[Placed] | None) -> None:
-        """A file's chunks are placed (or, with None, a xorb was stored): count the files,
-        in order, whose every chunk is now in a stored xorb."""
-        if placed is not None and not placed and not self._waiting:  # stored already
+    def _placed(self, xorbs: list[XorbRef] | None) -> None:
+        """A file's chunks are placed in xorbs (or, with None, a xorb was stored): count the
+        files, in order, whose every chunk is now in a stored xorb."""
+        if xorbs is not None and not xorbs and not self._waiting:  # stored already
             self.progress.files_stored += 1
             return
-        if placed is not None:
-            self._waiting.append(placed)
-        while self._waiting and not any(id(p.ref) in self._unacked for p in self._waiting[0]):
+        if xorbs is not None:
+            self._waiting.append(tuple(xorbs))
+        while self._waiting and not any(id(r) in self._unacked for r in self._waiting[0]):
             self._waiting.popleft()
             self.progress.files_stored += 1
 
-    async def _upload_shards(self, blocks: list[FileBlock]) -> int:
-        """Register the files and the new xorbs' chunks, in shards under the size limit,
-        each serialized as it is sent and then dropped with its file blocks (for 1,000,000
-        files the shards are some 200 MB together); blocks is emptied."""
-        cas = [self._cas_block(footer, size) for footer, size in self._built]
-        parts = _split(Shard(files=tuple(blocks), cas_blocks=tuple(cas)))
-        blocks.clear()
-        self.progress.shard_bytes = sum(size for _, size in parts)
-        count = len(parts)
-        parts.reverse()
-        while parts:
-            data = serialize_upload(parts.pop()[0])
+    async def _upload_shards(self, new_files: list[tuple[bytes, bytes]]) -> int:
+        """Register the files, then the new xorbs' chunks, in shards under the size limit;
+        how many were sent. FileBlocks are made MAX_SHARD_FILES at a time and CasBlocks
+        MAX_SHARD_CHUNKS at a time, as each shard is sent (for 1,000,000 files the shards
+        are some 200 MB together, their blocks several times that), so shard_bytes grows
+        by each group's shards as they are made."""
+        count = 0
+        for start in range(0, len(new_files), MAX_SHARD_FILES):
+            group = new_files[start : start + MAX_SHARD_FILES]
+            count += await self._send(Shard(files=tuple(self._file_block(*n) for n in group)))
+        cas: list[CasBlock] = []
+        chunks = 0
+        for packed, size in self._built:
+            footer = parse_footer(packed, size)
+            if cas and chunks + footer.num_chunks > MAX_SHARD_CHUNKS:
+                count += await self._send(Shard(cas_blocks=tuple(cas)))
+                cas, chunks = [], 0
+            cas.append(self._cas_block(footer, size))
+            chunks += footer.num_chunks
+        if cas or not count:  # an empty shard when nothing is new, as before
+            count += await self._send(Shard(cas_blocks=tuple(cas)))
+        return count
+
+    async def _send(self, shard: Shard) -> int:
+        """Upload shard, in parts under the limits (_split); how many."""
+        parts = _split(shard)
+        self.progress.shard_bytes += sum(size for _, size in parts)
+        for part, _ in parts:
+            data = serialize_upload(part)
             await self.backend.upload_shard(data)
             self.progress.shards_sent += len(data)
-        return count
+        return len(parts)
 
     def _cas_block(self, footer: XorbFooter, size: int) -> CasBlock:
         """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks."""
@@ -678,25 +751,6 @@ def _unstable(path: str) -> str:
         f"{path} changed while it was read, {STABLE_TRIES} times: publish it once nothing "
         "writes to it"
     )
-
-
-def _file_block(digest: FileDigest, placed: list[Placed]) -> FileBlock:
-    """The file's terms (runs of consecutive chunks of one xorb) and verification entries."""
-    terms: list[Term] = []
-    hashes: list[list[bytes]] = []
-    for p in placed:
-        assert p.ref.hash is not None, "every xorb is built before shards are made"
-        last = terms[-1] if terms else None
-        if last is not None and last.xorb_hash == p.ref.hash and last.end == p.index:
-            terms[-1] = Term(last.xorb_hash, last.start, p.index + 1, last.unpacked_length + p.size)
-            hashes[-1].append(p.hash)
-        else:
-            terms.append(Term(p.ref.hash, p.index, p.index + 1, p.size))
-            hashes.append([p.hash])
-    if [p.hash for p in placed] != [h for h, _ in digest.chunks]:
-        raise PublishError("internal error: placed chunks differ from the file's chunks")
-    verification = tuple(verification_hash(hs) for hs in hashes)
-    return FileBlock(digest.file_hash, tuple(terms), verification, digest.sha256)
 
 
 def _file_entry(scanned: Entry, digest: FileDigest) -> Entry:

@@ -8,7 +8,7 @@ of an interrupted write, and can be removed while other processes keep writing t
 import fcntl
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 TEMP_PREFIX = ".tmp-"
@@ -40,10 +40,11 @@ def _locked_temp(directory: Path) -> tuple[int, Path]:
 
 
 def write_atomic(
-    path: Path, data: bytes | memoryview | Sequence[bytes], durable: bool = True
+    path: Path, data: bytes | memoryview | Iterable[bytes], durable: bool = True
 ) -> None:
-    """Replace path with data (or its parts, one after another, never joined in memory) so
-    that a crash leaves either the old file or the whole new one.
+    """Replace path with data (or its parts, one after another, never joined in memory: a
+    generator's as it makes them) so that a crash leaves either the old file or the whole
+    new one.
 
     durable=False skips the fsyncs: for caches, whose files are checked against their hash
     when read, a file torn by a power loss is detected and dropped, so syncing buys nothing.

@@ -62,6 +62,14 @@ def whole(data: "bytes | FileSlice") -> bytes:
     return data.read() if isinstance(data, FileSlice) else data
 
 
+def bin_header(size: int) -> bytes:
+    """The msgpack header of a binary value of size bytes (its bytes follow it)."""
+    for code, fmt in _BIN.items():
+        if size < 1 << (8 * struct.calcsize(fmt)):
+            return bytes([code]) + struct.pack(fmt, size)
+    raise ValueError(f"{size} bytes is more than a msgpack binary value holds")
+
+
 def read_map(file: BinaryIO, start: int, size: int) -> dict[object, object]:
     """The msgpack map that is bytes [start, start + size) of file: its binary values as
     FileSlices, every other value (and every key) as msgpack.unpackb(raw=False,

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import msgpack
 import pytest
 import trio
 
+from arkfs.archive.manifest import Entry, Kind, Manifest
+from arkfs.ark.erc import Erc
 from arkfs.backend import remote
 from arkfs.backend.base import BadReply, NotBound, Unauthorized, Unreachable
 from arkfs.backend.remote import RemoteBackend
@@ -320,3 +323,13 @@ def test_silent_and_failing_servers_are_unreachable() -> None:
 
     with serve_in_thread(Failing) as url:
         run(url, "t", fails, retries=2)
+
+
+def test_bind_body_is_the_packed_request_without_a_second_copy() -> None:
+    """_bind_body writes the manifest's pieces into the request: the bytes packb gives."""
+    ark = "ark:12345/x6body"
+    entries = [Entry(f"f{i:05}", Kind.FILE, 3, 0o644, i, bytes(32)) for i in range(30_000)]
+    manifest = Manifest(ark, entries)
+    erc = Erc(who="w", what="x", when="2026", where=ark)
+    document = {"manifest": manifest.to_msgpack(), "erc": erc.to_anvl(), "message": "m"}
+    assert remote._bind_body(manifest, erc, "m") == msgpack.packb(document, use_bin_type=True)

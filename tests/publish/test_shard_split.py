@@ -5,13 +5,25 @@ shard of 100,000 small files outlasted the client's read timeout (found by
 benchmarks/scale.py); the file limit bounds every shard's intake.
 """
 
-import pytest
+import random
+from pathlib import Path
 
+import pytest
+import trio
+
+from arkfs.archive.manifest import Manifest
+from arkfs.ark.erc import Erc
+from arkfs.backend.embedded import EmbeddedBackend
 from arkfs.publish import publisher
+from arkfs.publish.publisher import publish_tree
+from arkfs.publish.scan import scan
+from arkfs.store.files import read_file
+from arkfs.store.local import LocalStore
 from arkfs.xet.reconstruction import Term
-from arkfs.xet.shard import CasBlock, FileBlock, Shard
+from arkfs.xet.shard import CasBlock, FileBlock, Shard, parse_shard
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
+ARK = "ark:12345/x6shards"
 
 
 def test_shards_are_split_by_file_count_and_lose_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,3 +38,49 @@ def test_shards_are_split_by_file_count_and_lose_nothing(monkeypatch: pytest.Mon
     assert all(len(s.files) <= 7 for s in shards)
     assert [f for s in shards for f in s.files] == list(files)
     assert [c for s in shards for c in s.cas_blocks] == list(cas)
+
+
+def test_a_publish_sends_files_and_chunks_in_groups_and_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FileBlocks and CasBlocks are made a group at a time (MAX_SHARD_FILES files,
+    MAX_SHARD_CHUNKS chunks), each file and xorb in exactly one shard, and every file reads
+    back from the store as it was written."""
+    monkeypatch.setattr(publisher, "MAX_SHARD_FILES", 7)
+    monkeypatch.setattr(publisher, "MAX_SHARD_CHUNKS", 3)
+    monkeypatch.setattr(
+        publisher, "cuts_before", lambda h, size, first: first and size > 0
+    )  # a xorb a file
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(30):
+        (tree / f"f{i:02}").write_bytes(random.Random(i).randbytes(100 + i))
+    sent: list[Shard] = []
+
+    async def main() -> None:
+        backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
+        upload = backend.upload_shard
+
+        async def recorded(data: bytes) -> bool:
+            sent.append(parse_shard(data))
+            return await upload(data)
+
+        monkeypatch.setattr(backend, "upload_shard", recorded)
+        try:
+            scanned = scan(tree)
+            erc = Erc(who="w", what="x", when="2026", where=ARK)
+            await publish_tree(backend, ARK, scanned.found, erc, previous=None, root=scanned.root)
+        finally:
+            await backend.aclose()
+
+    trio.run(main)
+    files = [f.file_hash for s in sent for f in s.files]
+    xorbs = [c.xorb_hash for s in sent for c in s.cas_blocks]
+    assert len(files) == len(set(files)) == 30 and len(xorbs) == len(set(xorbs)) > 1
+    assert all(len(s.files) <= 7 and sum(len(c.chunks) for c in s.cas_blocks) <= 3 for s in sent)
+    with LocalStore.open(tmp_path / "store", create=False) as store:
+        manifest = Manifest.from_msgpack(store.get_binding(ARK).manifest)
+        for e in manifest.files:
+            assert e.xet_hash is not None
+            data = b"".join(read_file(store, store.get_file(e.xet_hash)))
+            assert data == (tree / e.path).read_bytes()

@@ -4,8 +4,10 @@ import io
 import os
 from pathlib import Path
 
+import msgpack
 import pytest
 
+from arkfs.publish import index as index_module
 from arkfs.publish import publisher
 from arkfs.publish.index import RACY_NS, Known, StatKey, TreeIndex, index_path
 from arkfs.publish.publisher import STABLE_TRIES, PublishError, _digest_small
@@ -79,3 +81,21 @@ def test_index_is_kept_per_target_and_trusts_only_an_exact_old_stat(tmp_path: Pa
     assert again.lookup("old", StatKey(5, 10, 21, 7)) is None
     where.write_text("{not msgpack")
     assert TreeIndex(where).lookup("old", key) is None
+
+
+def test_a_saved_index_is_written_in_parts_that_load_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """save writes the index a few rows at a time (SAVE_ROWS), and it loads back whole."""
+    monkeypatch.setattr(index_module, "SAVE_ROWS", 3)
+    path = tmp_path / "index.msgpack"
+    saved = TreeIndex(path)
+    keys = {f"d/é{i}": StatKey(i, i, i, i) for i in range(10)}
+    for rel, key in keys.items():
+        saved.record(rel, key, Known(bytes([len(rel)]) * 32, bytes(32)), key.ctime_ns + RACY_NS + 1)
+    saved.save()
+    loaded = TreeIndex(path)
+    assert all(loaded.lookup(rel, key) is not None for rel, key in keys.items())
+    rows = {rel.encode(): row for rel, row in saved._new.items()}
+    document = {"format": index_module.FORMAT, "files": rows}
+    assert path.read_bytes() == msgpack.packb(document, use_bin_type=True)

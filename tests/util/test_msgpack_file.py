@@ -7,7 +7,7 @@ import msgpack
 import pytest
 
 from arkfs.archive.manifest import Entry, Kind, Manifest, build
-from arkfs.util.msgpack_file import PIECE, FileSlice, pieces, read_map
+from arkfs.util.msgpack_file import PIECE, FileSlice, bin_header, pieces, read_map
 
 pytestmark = pytest.mark.unit
 
@@ -62,3 +62,9 @@ def test_a_manifest_reads_from_a_file_as_from_its_bytes() -> None:
     data = manifest.to_msgpack()
     file = io.BytesIO(b"\x00" * 9 + data)
     assert Manifest.from_msgpack_file(FileSlice(file, 9, len(data))) == manifest
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 65_535, 65_536, 1 << 20])
+def test_bin_header_is_msgpack_s_own(size: int) -> None:
+    value = b"v" * size
+    assert bin_header(size) + value == msgpack.packb(value, use_bin_type=True)

@@ -586,20 +586,25 @@ class Publisher:
         are some 200 MB together, their blocks several times that), so shard_bytes grows
         by each group's shards as they are made."""
         count = 0
+        files: tuple[FileBlock, ...] = ()
         for start in range(0, len(new_files), MAX_SHARD_FILES):
+            if files:
+                count += await self._send(Shard(files=files))
             group = new_files[start : start + MAX_SHARD_FILES]
-            count += await self._send(Shard(files=tuple(self._file_block(*n) for n in group)))
+            files = tuple(self._file_block(*n) for n in group)
+        # The last group of files goes with the first group of chunks: a small publish
+        # sends one shard.
         cas: list[CasBlock] = []
         chunks = 0
         for packed, size in self._built:
             footer = parse_footer(packed, size)
             if cas and chunks + footer.num_chunks > MAX_SHARD_CHUNKS:
-                count += await self._send(Shard(cas_blocks=tuple(cas)))
-                cas, chunks = [], 0
+                count += await self._send(Shard(files=files, cas_blocks=tuple(cas)))
+                files, cas, chunks = (), [], 0
             cas.append(self._cas_block(footer, size))
             chunks += footer.num_chunks
-        if cas or not count:  # an empty shard when nothing is new, as before
-            count += await self._send(Shard(cas_blocks=tuple(cas)))
+        if files or cas or not count:  # an empty shard when nothing is new, as before
+            count += await self._send(Shard(files=files, cas_blocks=tuple(cas)))
         return count
 
     async def _send(self, shard: Shard) -> int:

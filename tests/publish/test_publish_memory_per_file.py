@@ -8,11 +8,9 @@ from pathlib import Path
 
 import trio
 
-from arkfs.ark.erc import Erc
 from arkfs.backend.embedded import EmbeddedBackend
-from arkfs.publish.publisher import publish_tree
-from arkfs.publish.scan import scan
 from arkfs.store.local import LocalStore
+from tests.support.publishing import publish_scanned
 
 ARK = "ark:12345/x6perfile"
 SMALL_TREE, LARGE_TREE = 500, 2500
@@ -35,9 +33,7 @@ def peak_of_publish(tree: Path, store: Path) -> int:
     async def main() -> None:
         backend = EmbeddedBackend(LocalStore.open(store))
         try:
-            scanned = scan(tree)
-            erc = Erc(who="w", what="x", when="2026", where=ARK)
-            await publish_tree(backend, ARK, scanned.found, erc, previous=None, root=scanned.root)
+            await publish_scanned(backend, tree, ARK)
         finally:
             await backend.aclose()
 

@@ -12,15 +12,13 @@ import pytest
 import trio
 
 from arkfs.archive.manifest import Manifest
-from arkfs.ark.erc import Erc
 from arkfs.backend.embedded import EmbeddedBackend
 from arkfs.publish import publisher
-from arkfs.publish.publisher import publish_tree
-from arkfs.publish.scan import scan
 from arkfs.store.files import read_file
 from arkfs.store.local import LocalStore
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import CasBlock, FileBlock, Shard, parse_shard
+from tests.support.publishing import publish_scanned
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 ARK = "ark:12345/x6shards"
@@ -67,9 +65,7 @@ def test_a_publish_sends_files_and_chunks_in_groups_and_loses_nothing(
 
         monkeypatch.setattr(backend, "upload_shard", recorded)
         try:
-            scanned = scan(tree)
-            erc = Erc(who="w", what="x", when="2026", where=ARK)
-            await publish_tree(backend, ARK, scanned.found, erc, previous=None, root=scanned.root)
+            await publish_scanned(backend, tree, ARK)
         finally:
             await backend.aclose()
 

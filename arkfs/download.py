@@ -196,13 +196,16 @@ class _FileJob:
     def piece(self, at: int) -> None:
         """Fetch, write and note the piece at offset at; complete the file after its last."""
         # Hashing is one thread's, in file order: a piece fetched far ahead of it would be
-        # dropped from memory and read back (100 of 256 pieces of a 1 GiB get were).
-        with self.fed:
-            self.fed.wait_for(lambda: self.failed or at < self.hashed + AHEAD * PIECE)
-            if self.failed:
-                return  # the failure is the get's error; this piece is not needed
+        # dropped from memory and read back (100 of 256 pieces of a 1 GiB get were). The
+        # pieces an earlier run wrote are fed first (read back from the part file): the
+        # digest must reach them before a piece beyond them can be fetched.
         try:
             fd, raw = self._open()
+            self._feed(fd, wait=False)
+            with self.fed:
+                self.fed.wait_for(lambda: self.failed or at < self.hashed + AHEAD * PIECE)
+                if self.failed:
+                    return  # the failure is the get's error; this piece is not needed
             data = raw.pread_parts(at, PIECE) if self.entry.size else []
             n = _pwrite_all(fd, data, at)
         except BaseException:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -191,6 +192,40 @@ def test_pieces_wait_for_a_slow_one_rather_than_be_read_back(
         out = download.get(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", GetProgress(), 4)
     assert out.read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
     assert read_back == []
+
+
+def test_a_resume_after_more_than_ahead_pieces_completes(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An earlier run wrote more pieces than AHEAD: the digest reads them back first, so
+    the pieces after them are fetched (a wait counted from an unfed digest never ended)."""
+    from arkfs import download
+    from arkfs.api import Client
+    from arkfs.download import GetProgress
+
+    monkeypatch.setattr(download, "PIECE", 256 * 1024)
+    monkeypatch.setattr(download, "AHEAD", 2)
+    truth = (reach_archive.tree / "data/big.bin").read_bytes()
+    written = range(0, 5 * 256 * 1024, 256 * 1024)  # pieces 0-4: more than AHEAD
+    part = tmp_path / ".big.bin.arkfs-part"
+    prefix = written[-1] + 256 * 1024  # the part file has the whole size, as a run leaves it
+    part.write_bytes(truth[:prefix] + bytes(len(truth) - prefix))
+    (tmp_path / ".big.bin.arkfs-part.done").write_text("".join(f"{at}\n" for at in written))
+    progress = GetProgress()
+    got: list[Path] = []
+
+    def run() -> None:
+        with Client(reach_archive.url, token=TOKEN, cache_dir=tmp_path / "cache") as client:
+            got.append(
+                download.get(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", progress, 4)
+            )
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "the resumed get never finished"
+    assert got and got[0].read_bytes() == truth
+    assert progress.fetched == len(truth) - len(written) * 256 * 1024
 
 
 def test_pieces_are_written_from_the_chunk_buffers_whatever_pwritev_takes(

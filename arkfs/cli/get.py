@@ -25,7 +25,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "get",
         help="download a file, directory or archive (@vN too), every byte verified",
         description="Download what ARK names (ark:NAAN/Name[/@vN][/PATH]) to DEST, every byte "
-        "checked against its chunk hashes and the file's SHA-256, in parallel, through the same "
+        "checked against its chunk hashes (a file resumed from an earlier run's pieces against "
+        "its SHA-256 too), in parallel, through the same "
         "servers, registries, mirrors, tokens and chunk cache as `arkfs mount`. A rerun fetches "
         "only what is missing or wrong; a file appears under its name only once it is whole "
         "and checked. Modes, mtimes and symlinks are kept as the mount shows them.",

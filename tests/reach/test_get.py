@@ -228,6 +228,32 @@ def test_a_resume_after_more_than_ahead_pieces_completes(
     assert progress.fetched == len(truth) - len(written) * 256 * 1024
 
 
+def test_a_resumed_piece_that_is_wrong_fails_the_sha256_and_leaves_no_file(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pieces of an earlier run are bytes on disk no chunk hash has seen since: a file
+    with any is checked whole against its SHA-256, so one wrong byte in them fails the get
+    (no file under its name, no part file left) and the rerun fetches it all."""
+    from arkfs import download
+    from arkfs.api import Client
+    from arkfs.download import DownloadError, GetProgress
+
+    monkeypatch.setattr(download, "PIECE", 256 * 1024)
+    truth = (reach_archive.tree / "data/big.bin").read_bytes()
+    part, out = tmp_path / ".big.bin.arkfs-part", tmp_path / "big.bin"
+    wrong = bytearray(truth[: 256 * 1024])
+    wrong[1000] ^= 1
+    part.write_bytes(bytes(wrong) + bytes(len(truth) - len(wrong)))
+    (tmp_path / ".big.bin.arkfs-part.done").write_text("0\n")
+    with Client(reach_archive.url, token=TOKEN, cache_dir=tmp_path / "cache") as client:
+        with pytest.raises(DownloadError, match="SHA-256"):
+            download.get(client, f"{ARK}/data/big.bin", out, GetProgress(), 4)
+        assert not out.exists() and not part.exists()
+        progress = GetProgress()
+        assert download.get(client, f"{ARK}/data/big.bin", out, progress, 4) == out
+    assert out.read_bytes() == truth and progress.fetched == len(truth)
+
+
 def test_pieces_are_written_from_the_chunk_buffers_whatever_pwritev_takes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -295,7 +295,8 @@ def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
     reach_archive: Published, tmp_path: Path
 ) -> None:
     """What a download from a server does not need is not imported: httpx's own command
-    line (click, pygments), the embedded store and its archive service."""
+    line (click, pygments), the embedded store and its archive service, FUSE (pyfuse3,
+    the handlers, the inode table, the mount's daemon)."""
     args = [f"{ARK}/data/big.bin", str(tmp_path / "big.bin"), *where(reach_archive, "server")]
     done = subprocess.run(
         [sys.executable, "-c", GET_AND_LIST_MODULES, "get", *args, "-q", "--no-cache"],
@@ -307,5 +308,8 @@ def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
     modules = json.loads(done.stdout.splitlines()[-1])
     assert (tmp_path / "big.bin").read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
     assert "httpx" in modules
-    unneeded = ("httpx._main", "click", "pygments", "arkfs.backend.embedded", "arkfs.store.local")
+    unneeded = (
+        *("httpx._main", "click", "pygments", "arkfs.backend.embedded", "arkfs.store.local"),
+        *("pyfuse3", "arkfs.mount.fuse", "arkfs.mount.names.namespace", "arkfs.mount.daemon"),
+    )
     assert [m for m in unneeded if m in modules] == []

@@ -52,9 +52,10 @@ def run_get(args: argparse.Namespace) -> int:
     from arkfs.ark.errors import ArkError
     from arkfs.cli.progress_display import shown
     from arkfs.download import GetProgress, get
-    from arkfs.mount.allocator import keep_freed
+    from arkfs.mount.allocator import keep_freed, tune_gc
 
     keep_freed()  # this process's life is the download: its buffers are reused, not refaulted
+    tune_gc()
     token = token_from(args)
     # The read path logs each retry it makes (a chunk fetched again after a bad hash);
     # the command's own line says what it came to, so those stay off stderr.

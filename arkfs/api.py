@@ -32,6 +32,7 @@ from arkfs.ark.identifier import Ark
 from arkfs.ark.normalization import parse
 from arkfs.ark.version_qualifier import MARK, split_version, version_name, versioned
 from arkfs.backend.base import BackendError, NotBound
+from arkfs.mount.backends import MountError, MountOptions, open_catalog
 from arkfs.mount.config import (
     ConfigError,
     Discovery,
@@ -39,7 +40,6 @@ from arkfs.mount.config import (
     default_config_path,
     load_config,
 )
-from arkfs.mount.daemon import MountError, MountOptions, open_catalog
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.reader import ContentReader, ReadError
 from arkfs.mount.names.indexed import IndexedArchive

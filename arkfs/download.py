@@ -4,15 +4,23 @@ verified, in parallel, resumable, never a partly written file under its final na
 Bytes come through arkfs.api's Client (the mount's read path: chunk hashes, the chunk
 cache, mirrors, tokens). A file is written in PIECE-sized pieces by `jobs` threads into
 `.NAME.arkfs-part`; each piece written is noted in `.NAME.arkfs-part.done`, so a rerun
-after an interruption fetches only the pieces missing. A whole file's SHA-256 is checked
-against the manifest's before it is renamed to NAME, with its mode and mtime; it is
-computed over the pieces in file order as they land (from the bytes just written, while
-later pieces are still being fetched; read back from the part file only for pieces an
-earlier run wrote: a piece more than AHEAD pieces ahead of the digest waits to be
-fetched), so the check waits only for the last piece. A file
-already at NAME with the manifest's size and SHA-256 is kept, not fetched; one that differs
-is fetched again. Symlinks are made as the mount shows them; directories get their modes
-and mtimes last.
+after an interruption fetches only the pieces missing. A file is renamed to NAME, with its
+mode and mtime, once every piece is written, and, if any piece was written by an earlier
+run, once the whole file's SHA-256 matches the manifest's.
+
+What vouches for each byte: a piece fetched by this run is the read path's bytes, each
+checked against its chunk hash in the file's map, a map accepted only if its chunk hashes
+and sizes give the manifest's XET file hash; those very buffers are written, at their
+offsets. Hashing them again with SHA-256 proved nothing more and cost a core-second per
+GiB. A piece an earlier run wrote is bytes on disk that no hash has seen since (the part
+file and its record are not fsynced piece by piece, and anyone may change them), so a
+file with such pieces is checked whole against its SHA-256: the pieces are fed in file
+order as they land (the bytes just written, while later pieces are still being fetched;
+read back from the part file only for pieces an earlier run wrote: a piece more than AHEAD
+pieces ahead of the digest waits to be fetched), so the check waits only for the last
+piece. A file already at NAME with the manifest's size and SHA-256 is kept, not fetched;
+one that differs is fetched again. Symlinks are made as the mount shows them; directories
+get their modes and mtimes last.
 """
 
 import hashlib
@@ -180,7 +188,8 @@ class _FileJob:
         self.written = {at for at in range(0, entry.size, PIECE)} - set(todo)
         self.hashed = 0  # bytes of the part file fed to the digest, from the start
         self.ahead: dict[int, Parts] = {}  # pieces written, not yet fed
-        self.digest = hashlib.sha256()
+        # Only a file with pieces of an earlier run is checked whole (the module docstring).
+        self.digest = hashlib.sha256() if self.written else None
         self.turn = threading.Lock()  # held by the one thread feeding the digest
 
     def _open(self) -> tuple[int, ArkFile]:
@@ -201,9 +210,10 @@ class _FileJob:
         # digest must reach them before a piece beyond them can be fetched.
         try:
             fd, raw = self._open()
-            self._feed(fd, wait=False)
+            if self.digest is not None:
+                self._feed(fd, wait=False)
             with self.fed:
-                self.fed.wait_for(lambda: self.failed or at < self.hashed + AHEAD * PIECE)
+                self.fed.wait_for(lambda: self.failed or self._may_fetch(at))
                 if self.failed:
                     return  # the failure is the get's error; this piece is not needed
             data = raw.pread_parts(at, PIECE) if self.entry.size else []
@@ -220,16 +230,26 @@ class _FileJob:
             with open(self.record, "a") as r:
                 r.write(f"{at}\n")
             self.written.add(at)
-            self.ahead[at] = data
+            if self.digest is not None:
+                self.ahead[at] = data
             self.left -= 1
             last = self.left == 0
         self.progress.add(n, n)
-        self._feed(fd, wait=last)
+        sha256 = None
+        if self.digest is not None:
+            self._feed(fd, wait=last)
+            sha256 = self.digest.digest() if last else None
         if last:
-            assert self.opened is not None and self.hashed == self.entry.size
+            assert self.opened is not None
+            assert self.digest is None or self.hashed == self.entry.size
             self.opened.close()
-            _complete(fd, self.part, self.record, self.path, self.entry, self.digest.digest())
+            _complete(fd, self.part, self.record, self.path, self.entry, sha256)
             self.progress.check(self.entry.size)
+
+    def _may_fetch(self, at: int) -> bool:
+        """Whether the piece at offset at may be fetched now: at most AHEAD pieces ahead
+        of the digest, when there is one (under self.lock)."""
+        return self.digest is None or at < self.hashed + AHEAD * PIECE
 
     def _feed(self, fd: int, wait: bool) -> None:
         """Feed the digest the pieces now written in order after those fed; when another
@@ -241,6 +261,7 @@ class _FileJob:
                     n = min(PIECE, self.entry.size - at)
                     with self.lock:
                         data = self.ahead.pop(at, None)
+                    assert self.digest is not None
                     for part in [os.pread(fd, n, at)] if data is None else data:
                         self.digest.update(part)
                     with self.fed:
@@ -273,12 +294,14 @@ def _pwrite_all(fd: int, parts: Parts, at: int) -> int:
     return total
 
 
-def _complete(fd: int, part: Path, record: Path, path: Path, entry: Entry, sha256: bytes) -> None:
-    """Check the whole file (sha256: the bytes written to part), give it its mode and
-    mtime, and rename it into place."""
+def _complete(
+    fd: int, part: Path, record: Path, path: Path, entry: Entry, sha256: bytes | None
+) -> None:
+    """Check the whole file (sha256: the bytes written to part, when it has pieces of an
+    earlier run), give it its mode and mtime, and rename it into place."""
     os.fsync(fd)
     os.close(fd)
-    if entry.sha256 is not None and sha256 != entry.sha256:
+    if sha256 is not None and entry.sha256 is not None and sha256 != entry.sha256:
         part.unlink()
         record.unlink(missing_ok=True)
         raise DownloadError(f"{path}: its bytes on disk do not match the manifest's SHA-256")

@@ -25,7 +25,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "get",
         help="download a file, directory or archive (@vN too), every byte verified",
         description="Download what ARK names (ark:NAAN/Name[/@vN][/PATH]) to DEST, every byte "
-        "checked against its chunk hashes and the file's SHA-256, in parallel, through the same "
+        "checked against its chunk hashes (a file resumed from an earlier run's pieces against "
+        "its SHA-256 too), in parallel, through the same "
         "servers, registries, mirrors, tokens and chunk cache as `arkfs mount`. A rerun fetches "
         "only what is missing or wrong; a file appears under its name only once it is whole "
         "and checked. Modes, mtimes and symlinks are kept as the mount shows them.",
@@ -51,7 +52,10 @@ def run_get(args: argparse.Namespace) -> int:
     from arkfs.ark.errors import ArkError
     from arkfs.cli.progress_display import shown
     from arkfs.download import GetProgress, get
+    from arkfs.mount.allocator import keep_freed, tune_gc
 
+    keep_freed()  # this process's life is the download: its buffers are reused, not refaulted
+    tune_gc()
     token = token_from(args)
     # The read path logs each retry it makes (a chunk fetched again after a bad hash);
     # the command's own line says what it came to, so those stay off stderr.

@@ -184,7 +184,7 @@ def add_mount_options(parser: argparse.ArgumentParser) -> None:
 
 def run_mount(args: argparse.Namespace) -> int:
     """Check everything that can be checked here, then mount (as a daemon by default)."""
-    from arkfs.mount.daemon import MountError
+    from arkfs.mount.backends import MountError
 
     try:
         return _mount(args)
@@ -197,9 +197,9 @@ def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
     import logging
 
+    from arkfs.mount.backends import MountOptions
     from arkfs.mount.daemon import (
         SHARING,
-        MountOptions,
         check_fuse,
         check_mountpoint,
         check_sharing,

@@ -21,7 +21,6 @@ reads fetched is on disk for the next mount.
 import ctypes
 import ctypes.util
 import errno
-import gc
 import logging
 import os
 import shutil
@@ -29,27 +28,19 @@ import signal
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyfuse3
 import trio
 
-from arkfs.backend.base import Backend, BackendError, Unauthorized
-from arkfs.backend.mirrors import MirroredBackend
-from arkfs.backend.open import open_backend
-from arkfs.backend.remote import RemoteBackend
-from arkfs.mount.config import DEFAULT_TTL, Discovery, ResolverConfig
+from arkfs.backend.base import BackendError, Unauthorized
+from arkfs.mount.allocator import tune_gc
+from arkfs.mount.backends import MountError, MountOptions, open_catalog
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.reader import ContentReader
-from arkfs.mount.fuse.attributes import Ownership
 from arkfs.mount.fuse.operations import ArkOperations
-from arkfs.mount.names.catalog import Catalog
-from arkfs.mount.names.discovery import DiscoveredBackends
 from arkfs.mount.names.namespace import Namespace
 from arkfs.mount.stats import MountStats
-from arkfs.net.bearer import OriginTokens
-from arkfs.resolver.discover import Resolver
 from arkfs.util.sdnotify import notify
 
 log = logging.getLogger(__name__)
@@ -65,38 +56,6 @@ TERMINATE_GRACE = 5.0
 LOG_FORMAT = "%(asctime)s arkfs[%(process)d] %(levelname)s %(name)s: %(message)s"
 
 
-class MountError(Exception):
-    """The mount cannot go ahead; usage when the user must fix the command or its setup."""
-
-    def __init__(self, message: str, usage: bool = False) -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
-@dataclass(frozen=True)
-class MountOptions:
-    """Everything a mount needs, checked by the CLI."""
-
-    mountpoint: Path  # absolute
-    servers: tuple[str, ...]
-    store: Path | None
-    config: ResolverConfig
-    cache_dir: Path
-    cache_size: int
-    log_file: Path | None  # None: stderr (foreground only)
-    foreground: bool
-    token: str | None = field(default=None, repr=False)  # for the --server URLs only
-    metadata_ttl: float = DEFAULT_TTL  # seconds the latest version of an archive is known
-    discovery: Discovery = field(default_factory=Discovery)  # --registry, --fallback
-    fsname: str = "arkfs"  # the mount's source, as mount and df show it
-    sharing: str | None = None  # one of SHARING, or None: the mounting user only
-    owner: Ownership | None = None  # None: the mounting user's, no mask
-    noexec: bool = False
-    xattrs: bool = True  # False: getxattr answers EOPNOTSUPP (-o noxattr)
-    hide_xattrs: bool = False  # True: listxattr lists none of arkfs's own (-o hide_xattrs)
-    log_level: int = logging.INFO
-
-
 def fuse_options(opts: MountOptions) -> set[str]:
     """The FUSE mount options of opts."""
     out = set(MOUNT_OPTIONS) | {"fsname=" + opts.fsname.replace(",", "%2C")}
@@ -105,14 +64,6 @@ def fuse_options(opts: MountOptions) -> set[str]:
     if opts.noexec:
         out.add("noexec")
     return out
-
-
-def _tune_gc() -> None:
-    """Freeze what setup made (it lives as long as the mount) and collect the youngest
-    generation every 10,000 new objects, not 700: a find of 100,000 entries makes a node
-    per entry, and the default spent ~85 ms of the trio thread in 150 collections (12 ms)."""
-    gc.freeze()
-    gc.set_threshold(10_000, 10, 10)
 
 
 def check_sharing(sharing: str | None, conf: Path = FUSE_CONF, euid: int | None = None) -> None:
@@ -191,55 +142,6 @@ def mounted() -> dict[Path, str]:
             if len(parts) >= 5 and rest:
                 out[Path(_unescape_mountinfo(parts[4]))] = rest.split()[0]
     return out
-
-
-def mirrored(backends: list[Backend]) -> list[Backend]:
-    """The servers of one [naans] entry: mirrors of each other when there are several."""
-    return [MirroredBackend(backends)] if len(backends) > 1 else backends
-
-
-async def open_catalog(opts: MountOptions) -> Catalog:
-    """The backends of the mount: per-NAAN resolvers, servers, the embedded store, and
-    discovery through registries and the fallback resolver.
-
-    Tokens belong to their origin: a server gets the [tokens] entry of its origin, and
-    else, if it was given with --server, the --token; no other server gets one.
-    """
-    remotes: dict[str, Backend] = {}
-    tokens = OriginTokens(opts.config.tokens)
-    given = {u.rstrip("/") for u in opts.servers}
-
-    def remote(url: str) -> Backend:
-        key = url.rstrip("/")
-        if key not in remotes:
-            token = tokens.token_for(key) or (opts.token if key in given else None)
-            remotes[key] = RemoteBackend(key, token)
-        return remotes[key]
-
-    try:
-        general = [remote(u) for u in dict.fromkeys((*opts.servers, *opts.config.servers))]
-        by_naan = {n: mirrored([remote(u) for u in urls]) for n, urls in opts.config.naans.items()}
-        found = opts.discovery.sources(opts.config)
-        discovery = None
-        if found is not None:
-            resolver = Resolver(
-                list(found[0]),
-                found[1],
-                opts.cache_dir,
-                tokens,
-                opts.discovery.allows_private(opts.config),
-            )
-            discovery = DiscoveredBackends(resolver, tokens)
-        store = opts.store or opts.config.store
-        if store is not None or not (general or by_naan or discovery):
-            general.append(
-                await trio.to_thread.run_sync(lambda: open_backend(None, store, None, create=False))
-            )
-    except BackendError as exc:
-        for backend in remotes.values():
-            await backend.aclose()
-        raise MountError(str(exc), usage=True) from None
-    return Catalog(general, by_naan, opts.cache_dir, discovery, remote)
 
 
 def _check_and_tune(mountpoint: Path) -> None:
@@ -327,7 +229,7 @@ async def serve(opts: MountOptions, ready: Callable[[], None], warn: Callable[[s
         reader = ContentReader(cache, stats)
         ns = Namespace(catalog, opts.metadata_ttl)
         ops = ArkOperations(ns, reader, stats, cache, opts.owner, opts.xattrs, opts.hide_xattrs)
-        _tune_gc()
+        tune_gc()
         try:
             pyfuse3.init(ops, str(opts.mountpoint), fuse_options(opts))
         except RuntimeError as exc:

@@ -7,7 +7,8 @@ import pytest
 from arkfs.cli.common import BadInput
 from arkfs.cli.main import build_parser
 from arkfs.cli.mount_form import is_mount_form, mount_argv
-from arkfs.mount.daemon import MountError, check_sharing
+from arkfs.mount.backends import MountError
+from arkfs.mount.daemon import check_sharing
 from tests.support.cli import run_arkfs
 
 COMMANDS = ["mount", "publish", "serve"]

@@ -9,8 +9,8 @@ import trio
 
 from arkfs.backend.base import NotBound
 from arkfs.backend.remote import RemoteBackend
+from arkfs.mount.backends import MountOptions, open_catalog
 from arkfs.mount.config import DEFAULT_FALLBACK, ConfigError, Discovery, load_config
-from arkfs.mount.daemon import MountOptions, open_catalog
 from tests.support.redirector import redirector
 
 

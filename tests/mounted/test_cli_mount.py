@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from arkfs.mount.daemon import MountError, check_fuse
+from arkfs.mount.backends import MountError
+from arkfs.mount.daemon import check_fuse
 from arkfs.util.sizes import parse_size
 from tests.support.archive import make_tree, publish
 from tests.support.cli import ARKFS, run_arkfs

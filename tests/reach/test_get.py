@@ -228,6 +228,32 @@ def test_a_resume_after_more_than_ahead_pieces_completes(
     assert progress.fetched == len(truth) - len(written) * 256 * 1024
 
 
+def test_a_resumed_piece_that_is_wrong_fails_the_sha256_and_leaves_no_file(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pieces of an earlier run are bytes on disk no chunk hash has seen since: a file
+    with any is checked whole against its SHA-256, so one wrong byte in them fails the get
+    (no file under its name, no part file left) and the rerun fetches it all."""
+    from arkfs import download
+    from arkfs.api import Client
+    from arkfs.download import DownloadError, GetProgress
+
+    monkeypatch.setattr(download, "PIECE", 256 * 1024)
+    truth = (reach_archive.tree / "data/big.bin").read_bytes()
+    part, out = tmp_path / ".big.bin.arkfs-part", tmp_path / "big.bin"
+    wrong = bytearray(truth[: 256 * 1024])
+    wrong[1000] ^= 1
+    part.write_bytes(bytes(wrong) + bytes(len(truth) - len(wrong)))
+    (tmp_path / ".big.bin.arkfs-part.done").write_text("0\n")
+    with Client(reach_archive.url, token=TOKEN, cache_dir=tmp_path / "cache") as client:
+        with pytest.raises(DownloadError, match="SHA-256"):
+            download.get(client, f"{ARK}/data/big.bin", out, GetProgress(), 4)
+        assert not out.exists() and not part.exists()
+        progress = GetProgress()
+        assert download.get(client, f"{ARK}/data/big.bin", out, progress, 4) == out
+    assert out.read_bytes() == truth and progress.fetched == len(truth)
+
+
 def test_pieces_are_written_from_the_chunk_buffers_whatever_pwritev_takes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -269,7 +295,8 @@ def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
     reach_archive: Published, tmp_path: Path
 ) -> None:
     """What a download from a server does not need is not imported: httpx's own command
-    line (click, pygments), the embedded store and its archive service."""
+    line (click, pygments), the embedded store and its archive service, FUSE (pyfuse3,
+    the handlers, the inode table, the mount's daemon)."""
     args = [f"{ARK}/data/big.bin", str(tmp_path / "big.bin"), *where(reach_archive, "server")]
     done = subprocess.run(
         [sys.executable, "-c", GET_AND_LIST_MODULES, "get", *args, "-q", "--no-cache"],
@@ -281,5 +308,8 @@ def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
     modules = json.loads(done.stdout.splitlines()[-1])
     assert (tmp_path / "big.bin").read_bytes() == (reach_archive.tree / "data/big.bin").read_bytes()
     assert "httpx" in modules
-    unneeded = ("httpx._main", "click", "pygments", "arkfs.backend.embedded", "arkfs.store.local")
+    unneeded = (
+        *("httpx._main", "click", "pygments", "arkfs.backend.embedded", "arkfs.store.local"),
+        *("pyfuse3", "arkfs.mount.fuse", "arkfs.mount.names.namespace", "arkfs.mount.daemon"),
+    )
     assert [m for m in unneeded if m in modules] == []

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from itertools import chain, islice, repeat
 from typing import Any, overload
 
 import msgpack
@@ -58,6 +59,10 @@ VERSION = 2  # 1: one array per entry; 2: one column per field (Entries)
 ENTRY_FIELDS = ("path", "kind", "size", "mode", "mtime_ns", "xet_hash", "sha256", "target")
 MAX_MANIFEST_SIZE = 256 * 1024 * 1024
 ENTRY_CACHE = 4096  # entries kept made, per manifest
+CHECK_BLOCK = 1 << 16  # paths checked at a time on load (bounds the bytes objects made)
+_DOTS = (b"", b".", b"..")  # names that are not file names
+_BAD_NAMES = (b"\0\0", b"\0.\0", b"\0..\0", b"/\0", b"/.\0", b"/..\0")  # ...joined by NUL
+_UNLISTED = -2  # no parent directory listed
 # The extended-attribute namespaces arkfs serves itself; a source attribute may not be in one.
 OWN_XATTRS = ("user.ark.", "user.xet.", "user.arkfs.")
 Xattrs = tuple[tuple[str, bytes], ...]  # (name, value) pairs, sorted by name
@@ -230,7 +235,7 @@ class Entries(Sequence[Entry]):
         ):
             raise ManifestError("manifest 'targets' must be a list of [position, target]")
         ends = columns["path_ends"]
-        if any(a > b for a, b in zip([0, *ends], ends, strict=False)) or (
+        if not all(map(operator.le, ends, islice(ends, 1, None))) or (
             count and ends[-1] != len(columns["paths"])
         ):
             raise ManifestError("manifest column 'path_ends' does not cut 'paths'")
@@ -275,27 +280,44 @@ class Entries(Sequence[Entry]):
             if count and (min(column) < 0 or (top is not None and max(column) > top)):
                 bad = next(i for i, v in enumerate(column) if v < 0 or (top and v > top))
                 raise ManifestError(f"{self._where(bad)}: size, mode or mtime out of range")
-        parents, dirs = array("i", bytes(4 * count)), {b"": -1}
-        paths, previous, start = self._paths, b"", 0
-        for i, (end, kind) in enumerate(zip(self._ends, self._kinds, strict=True)):
-            path = paths[start:end]
-            if i and path <= previous:
+        # A directory sorts before everything in it (its path is their prefix), so the
+        # directories are taken first, and each block of paths is checked in whole-list
+        # passes (C loops): a loop per entry was most of the time a mount took to load.
+        dirs = {self._path_bytes(i): i for i in _positions(self._kinds, _DIR)}
+        dirs[b""] = -1
+        parents, previous = array("i"), b""
+        for lo in range(0, count, CHECK_BLOCK):
+            block = self._block_paths(lo, min(lo + CHECK_BLOCK, count))
+            if not all(map(operator.lt, block, islice(block, 1, None))) or (
+                lo and block[0] <= previous
+            ):
+                before = [previous, *block]
+                at = next(j for j in range(len(block)) if (j or lo) and block[j] <= before[j])
                 raise ManifestError(
-                    f"{self._where(i)}: entries must be sorted by path, without repeats"
+                    f"{self._where(lo + at)}: entries must be sorted by path, without repeats"
                 )
-            cut = path.rfind(b"/")
-            if path[cut + 1 :] in (b"", b".", b".."):
-                raise ManifestError(f"{self._where(i)}: not a relative path of file names")
-            parent = dirs.get(path[:cut] if cut >= 0 else b"")
-            if parent is None:
-                raise ManifestError(f"{self._where(i)}: its parent directory is not listed")
-            parents[i] = parent
-            if kind == _DIR:
-                dirs[path] = i
-            previous, start = path, end
+            # NUL is in no path: joined by NUL, a name that is empty, `.` or `..` shows
+            # as one of these between two NULs (or a slash and a NUL).
+            joined = b"\0" + b"\0".join(block) + b"\0"
+            if any(bad in joined for bad in _BAD_NAMES):
+                at = next(j for j, p in enumerate(block) if p.rpartition(b"/")[2] in _DOTS)
+                raise ManifestError(f"{self._where(lo + at)}: not a relative path of file names")
+            heads = map(operator.itemgetter(0), map(bytes.rpartition, block, repeat(b"/")))
+            found = array("i", map(dirs.get, heads, repeat(_UNLISTED)))
+            if _UNLISTED in found:
+                at = found.index(_UNLISTED)
+                raise ManifestError(f"{self._where(lo + at)}: its parent directory is not listed")
+            parents += found
+            previous = block[-1]
         self._check_slots()
         del dirs[b""]
         return parents, dirs
+
+    def _block_paths(self, lo: int, hi: int) -> list[bytes]:
+        """The paths of positions lo to hi - 1, as bytes."""
+        paths, ends = self._paths, self._ends
+        starts = chain((ends[lo - 1] if lo else 0,), islice(ends, lo, hi - 1))
+        return [paths[a:b] for a, b in zip(starts, islice(ends, lo, hi), strict=False)]
 
     def _check_slots(self) -> None:
         """Raise ManifestError unless only files have an XET hash and a SHA-256 (flagged, else

@@ -59,7 +59,7 @@ VERSION = 2  # 1: one array per entry; 2: one column per field (Entries)
 ENTRY_FIELDS = ("path", "kind", "size", "mode", "mtime_ns", "xet_hash", "sha256", "target")
 MAX_MANIFEST_SIZE = 256 * 1024 * 1024
 ENTRY_CACHE = 4096  # entries kept made, per manifest
-CHECK_BLOCK = 1 << 16  # paths checked at a time on load (bounds the bytes objects made)
+CHECK_BLOCK = 1 << 12  # paths checked at a time on load (bounds the bytes objects made)
 _DOTS = (b"", b".", b"..")  # names that are not file names
 _BAD_NAMES = (b"\0\0", b"\0.\0", b"\0..\0", b"/\0", b"/.\0", b"/..\0")  # ...joined by NUL
 _UNLISTED = -2  # no parent directory listed
@@ -315,9 +315,9 @@ class Entries(Sequence[Entry]):
 
     def _block_paths(self, lo: int, hi: int) -> list[bytes]:
         """The paths of positions lo to hi - 1, as bytes."""
-        paths, ends = self._paths, self._ends
-        starts = chain((ends[lo - 1] if lo else 0,), islice(ends, lo, hi - 1))
-        return [paths[a:b] for a, b in zip(starts, islice(ends, lo, hi), strict=False)]
+        paths, stops = self._paths, self._ends[lo:hi]  # a slice: islice would walk from 0
+        starts = chain((self._ends[lo - 1] if lo else 0,), stops[:-1])
+        return [paths[a:b] for a, b in zip(starts, stops, strict=True)]
 
     def _check_slots(self) -> None:
         """Raise ManifestError unless only files have an XET hash and a SHA-256 (flagged, else

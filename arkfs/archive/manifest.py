@@ -30,6 +30,7 @@ This module imports arkfs.xet.hashing for the hash-string form of XET hashes in 
 are pure format layers.
 """
 
+import operator
 import stat
 import sys
 from array import array
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
+from itertools import chain, islice, repeat
 from typing import Any, overload
 
 import msgpack
@@ -57,6 +59,10 @@ VERSION = 2  # 1: one array per entry; 2: one column per field (Entries)
 ENTRY_FIELDS = ("path", "kind", "size", "mode", "mtime_ns", "xet_hash", "sha256", "target")
 MAX_MANIFEST_SIZE = 256 * 1024 * 1024
 ENTRY_CACHE = 4096  # entries kept made, per manifest
+CHECK_BLOCK = 1 << 12  # paths checked at a time on load (bounds the bytes objects made)
+_DOTS = (b"", b".", b"..")  # names that are not file names
+_BAD_NAMES = (b"\0\0", b"\0.\0", b"\0..\0", b"/\0", b"/.\0", b"/..\0")  # ...joined by NUL
+_UNLISTED = -2  # no parent directory listed
 # The extended-attribute namespaces arkfs serves itself; a source attribute may not be in one.
 OWN_XATTRS = ("user.ark.", "user.xet.", "user.arkfs.")
 Xattrs = tuple[tuple[str, bytes], ...]  # (name, value) pairs, sorted by name
@@ -229,7 +235,7 @@ class Entries(Sequence[Entry]):
         ):
             raise ManifestError("manifest 'targets' must be a list of [position, target]")
         ends = columns["path_ends"]
-        if any(a > b for a, b in zip([0, *ends], ends, strict=False)) or (
+        if not all(map(operator.le, ends, islice(ends, 1, None))) or (
             count and ends[-1] != len(columns["paths"])
         ):
             raise ManifestError("manifest column 'path_ends' does not cut 'paths'")
@@ -274,27 +280,44 @@ class Entries(Sequence[Entry]):
             if count and (min(column) < 0 or (top is not None and max(column) > top)):
                 bad = next(i for i, v in enumerate(column) if v < 0 or (top and v > top))
                 raise ManifestError(f"{self._where(bad)}: size, mode or mtime out of range")
-        parents, dirs = array("i", bytes(4 * count)), {b"": -1}
-        paths, previous, start = self._paths, b"", 0
-        for i, (end, kind) in enumerate(zip(self._ends, self._kinds, strict=True)):
-            path = paths[start:end]
-            if i and path <= previous:
+        # A directory sorts before everything in it (its path is their prefix), so the
+        # directories are taken first, and each block of paths is checked in whole-list
+        # passes (C loops): a loop per entry was most of the time a mount took to load.
+        dirs = {self._path_bytes(i): i for i in _positions(self._kinds, _DIR)}
+        dirs[b""] = -1
+        parents, previous = array("i"), b""
+        for lo in range(0, count, CHECK_BLOCK):
+            block = self._block_paths(lo, min(lo + CHECK_BLOCK, count))
+            if not all(map(operator.lt, block, islice(block, 1, None))) or (
+                lo and block[0] <= previous
+            ):
+                before = [previous, *block]
+                at = next(j for j in range(len(block)) if (j or lo) and block[j] <= before[j])
                 raise ManifestError(
-                    f"{self._where(i)}: entries must be sorted by path, without repeats"
+                    f"{self._where(lo + at)}: entries must be sorted by path, without repeats"
                 )
-            cut = path.rfind(b"/")
-            if path[cut + 1 :] in (b"", b".", b".."):
-                raise ManifestError(f"{self._where(i)}: not a relative path of file names")
-            parent = dirs.get(path[:cut] if cut >= 0 else b"")
-            if parent is None:
-                raise ManifestError(f"{self._where(i)}: its parent directory is not listed")
-            parents[i] = parent
-            if kind == _DIR:
-                dirs[path] = i
-            previous, start = path, end
+            # NUL is in no path: joined by NUL, a name that is empty, `.` or `..` shows
+            # as one of these between two NULs (or a slash and a NUL).
+            joined = b"\0" + b"\0".join(block) + b"\0"
+            if any(bad in joined for bad in _BAD_NAMES):
+                at = next(j for j, p in enumerate(block) if p.rpartition(b"/")[2] in _DOTS)
+                raise ManifestError(f"{self._where(lo + at)}: not a relative path of file names")
+            heads = map(operator.itemgetter(0), map(bytes.rpartition, block, repeat(b"/")))
+            found = array("i", map(dirs.get, heads, repeat(_UNLISTED)))
+            if _UNLISTED in found:
+                at = found.index(_UNLISTED)
+                raise ManifestError(f"{self._where(lo + at)}: its parent directory is not listed")
+            parents += found
+            previous = block[-1]
         self._check_slots()
         del dirs[b""]
         return parents, dirs
+
+    def _block_paths(self, lo: int, hi: int) -> list[bytes]:
+        """The paths of positions lo to hi - 1, as bytes."""
+        paths, stops = self._paths, self._ends[lo:hi]  # a slice: islice would walk from 0
+        starts = chain((self._ends[lo - 1] if lo else 0,), stops[:-1])
+        return [paths[a:b] for a, b in zip(starts, stops, strict=True)]
 
     def _check_slots(self) -> None:
         """Raise ManifestError unless only files have an XET hash and a SHA-256 (flagged, else
@@ -433,6 +456,26 @@ class Entries(Sequence[Entry]):
         if code == _SYMLINK:
             size = len(self._targets[i].encode("utf-8", "surrogateescape"))
         return _TYPE_BITS[code] | self._modes[i], size, self._mtimes[i]
+
+    def stats(self, positions: Sequence[int]) -> tuple[list[int], list[int], list[int], list[int]]:
+        """stat() of each of positions, as three columns (st_mode, st_size, mtime_ns), and
+        which of them (indexes into positions) are directories: a directory's listing in a
+        few C-level passes, not a call per entry."""
+        kinds = bytes(map(self._kinds.__getitem__, positions))
+        bits = [_TYPE_BITS[k] for k in kinds]
+        modes = list(map(operator.or_, bits, map(self._modes.__getitem__, positions)))
+        sizes = list(map(self._sizes.__getitem__, positions))
+        for at in _positions(kinds, _SYMLINK):  # a symlink's size is its target's length
+            sizes[at] = self.stat(positions[at])[1]
+        mtimes = list(map(self._mtimes.__getitem__, positions))
+        return modes, sizes, mtimes, list(_positions(kinds, _DIR))
+
+    def child_names(self, path: str, positions: Sequence[int]) -> list[bytes]:
+        """The file names (bytes) of positions, all children of directory path ('' the
+        root): each path past its parent's, cut without a search per entry."""
+        cut = len(path.encode("utf-8", "surrogateescape")) + 1 if path else 0
+        paths, ends = self._paths, self._ends
+        return [paths[(ends[i - 1] if i else 0) + cut : ends[i]] for i in positions]
 
     def inode_position(self, i: int) -> int:
         """The position whose inode entry i shares: its hard-link group's first, else i."""

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from arkfs.archive import manifest
 from arkfs.archive.manifest import (
     ENTRY_FIELDS,
     VERSION,
@@ -284,3 +285,54 @@ def test_files_unlike_walks_both_manifests_in_path_order() -> None:
     assert [after.path(i) for i, *_ in after.files_unlike(before)] == ["d/b", "d/c", "d/e"]
     assert list(before.files_unlike(before)) == []
     assert [before.path(i) for i, *_ in before.files_unlike(after)] == ["d/c", "d/e"]
+
+
+def _tree(*paths: str) -> list[Entry]:
+    """Entries of these paths in this order: a path ending in `/` (cut off) is a directory."""
+    return [
+        Entry(p[:-1], Kind.DIR, 0, 0o755, 0)
+        if p.endswith("/")
+        else Entry(p, Kind.FILE, 1, 0o644, 0, H1)
+        for p in paths
+    ]
+
+
+@pytest.mark.parametrize("block", [2, 3, manifest.CHECK_BLOCK])
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        (("a", "b", "c", "e", "d"), "'d': entries must be sorted"),
+        (("a", "b", "b"), "'b': entries must be sorted"),
+        (("a", "b/", "b"), "'b': entries must be sorted"),
+        (("a/", "a//"), "'a/': not a relative path"),
+        (("a", "b", "c/", "c/.."), "'c/..': not a relative path"),
+        (("a", "b", "c/", "c/."), "'c/.': not a relative path"),
+        (("+", "-", ".", "a"), "'.': not a relative path"),
+        (("a", "b", "c/x"), "'c/x': its parent directory is not listed"),
+        (("a", "a/x"), "'a/x': its parent directory is not listed"),
+        (("a/", "a/b/", "a/b/c", "a/d/e"), "'a/d/e': its parent directory is not listed"),
+    ],
+)
+def test_tree_faults_are_found_in_any_block_of_paths(
+    monkeypatch: pytest.MonkeyPatch, block: int, paths: tuple[str, ...], message: str
+) -> None:
+    """The tree is checked a block of paths at a time: a fault is named alike wherever the
+    blocks fall (one at a block's edge, too)."""
+    monkeypatch.setattr(manifest, "CHECK_BLOCK", block)
+    with pytest.raises(ManifestError, match=message):
+        Entries.of(_tree(*paths))
+
+
+@pytest.mark.parametrize("block", [1, 2, 5])
+def test_a_tree_checked_in_blocks_has_the_same_index(
+    monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    paths = ("a/", "a/b/", "a/b/c", "a/d", "e", "f/", "f/g/", "f/g/h", "f/i")
+    whole = Entries.of(_tree(*paths))
+    monkeypatch.setattr(manifest, "CHECK_BLOCK", block)
+    blocked = Entries.of(_tree(*paths))
+    for directory in ("", "a", "a/b", "f", "f/g"):
+        assert list(blocked.children(directory)) == list(whole.children(directory))
+    assert [blocked.at_top(i) for i in range(len(paths))] == [
+        "/" not in p.rstrip("/") for p in paths
+    ]

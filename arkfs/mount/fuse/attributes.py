@@ -8,6 +8,7 @@ may cache only until the latest is checked again (Node.follows_latest).
 import os
 import stat
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyfuse3
@@ -130,14 +131,34 @@ class Attributes:
             return a
         return self._of_entry(node.ino, archive, node.index)
 
-    def in_view(self, view: EntryView, index: int) -> pyfuse3.EntryAttributes:
-        """The attributes of entry index of view, without a Node (readdir's per-entry path);
-        a name in the archive root follows the latest (as Node.follows_latest says)."""
-        archive = view.archive
-        a = self._of_entry(view.base + 1 + index, archive, index)
-        if not view.pinned and archive.entries.at_top(index):
-            a.entry_timeout = self.ns.latest.time_left(view.key)
-        return a
+    def rows(self, view: EntryView, positions: Sequence[int], names: list[bytes]) -> "Rows":
+        """Readdir's rows of a directory of view whose children are at positions: what
+        _of_entry gives each, in columns made in a few passes at opendir."""
+        entries = view.archive.entries
+        modes, sizes, mtimes, dirs = entries.stats(positions)
+        keep = self._keep_bits
+        nlinks = [1] * len(positions)
+        if entries.has_links:  # hard links: their group's size
+            nlinks = [entries.link_count(p) for p in positions]
+        for i in dirs:
+            nlinks[i] = 2 + view.archive.subdirs(entries.path(positions[i]))
+        base = view.base + 1
+        return Rows(
+            names,
+            [base + p for p in positions],
+            [m & keep for m in modes],
+            sizes,
+            mtimes,
+            nlinks,
+            self._base(0, 0, 0, 0),
+        )
+
+    def entry_timeout(self, view: EntryView, positions: Sequence[int]) -> float:
+        """How long the kernel may keep the names of a listing of view: a name in the
+        archive root follows the latest (as Node.follows_latest says)."""
+        if positions and not view.pinned and view.archive.entries.at_top(positions[0]):
+            return self.ns.latest.time_left(view.key)
+        return TIMEOUT
 
     def _of_entry(self, ino: int, archive: IndexedArchive, index: int) -> pyfuse3.EntryAttributes:
         """An entry's attributes, from the manifest's columns (no Entry is made)."""
@@ -155,3 +176,42 @@ class Attributes:
         if node.index >= 0:
             return node.archive.entry(node.index).mtime_ns
         return int(node.archive.manifest.created * 1e9)
+
+
+@dataclass(eq=False, slots=True)
+class Rows:
+    """The entries of one directory listing as readdirplus replies with them, in columns;
+    template holds what every entry shares (owner, block size, timeouts)."""
+
+    names: list[bytes]
+    inos: list[int]
+    modes: list[int]
+    sizes: list[int]
+    mtimes: list[int]
+    nlinks: list[int]
+    template: pyfuse3.EntryAttributes
+
+    def reply(self, token: pyfuse3.ReaddirToken, first: int, offset: int, timeout: float) -> int:
+        """readdir_reply rows first, first + 1, ... (row i at offset i + offset) until the
+        kernel's buffer is full; the row it stopped at. One EntryAttributes is filled for
+        them all: readdir_reply copies it into the buffer at once."""
+        a, reply = self.template, pyfuse3.readdir_reply
+        a.entry_timeout = timeout
+        names, inos, modes, sizes, mtimes, nlinks = (
+            self.names,
+            self.inos,
+            self.modes,
+            self.sizes,
+            self.mtimes,
+            self.nlinks,
+        )
+        for i in range(first, len(names)):
+            a.st_ino = inos[i]
+            a.st_mode = modes[i]
+            a.st_size = size = sizes[i]
+            a.st_blocks = -(-size // 512)
+            a.st_atime_ns = a.st_ctime_ns = a.st_mtime_ns = mtimes[i]
+            a.st_nlink = nlinks[i]
+            if not reply(token, names[i], a, i + offset):
+                return i
+        return len(names)

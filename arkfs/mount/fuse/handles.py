@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import pyfuse3
 
+from arkfs.mount.fuse.attributes import Rows
 from arkfs.mount.names.namespace import InodeTable, Listing, Node
 from arkfs.resolver.objects import RemoteObject
 
@@ -18,6 +19,7 @@ class Handle:
     obj: RemoteObject | None = None  # a plain object's record as opened: reads keep to it
     served: bool = False  # has any byte of obj been read?
     listing: Listing | None = None
+    rows: Rows | None = None  # a directory of an archive: its listing's readdir rows
 
 
 class Handles:

@@ -258,7 +258,10 @@ class ArkOperations(ReadOnlyOperations):
         if not node.is_dir:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         listing = await self.ns.listing(node)
-        return self._handles.add(Handle(node, listing=listing))
+        rows = None
+        if listing.view is not None:  # a directory of an archive: no Node per entry
+            rows = self.attrs.rows(listing.view, listing.positions, listing.names)
+        return self._handles.add(Handle(node, listing=listing, rows=rows))
 
     @guarded
     async def readdir(
@@ -280,13 +283,12 @@ class ArkOperations(ReadOnlyOperations):
             if not pyfuse3.readdir_reply(token, DOTDOT, dotdot, 2):
                 return
         names, view, first = listing.names, listing.view, max(start_id - DOTS, 0)
-        if view is not None:  # a directory of an archive: no Node per entry
-            positions, in_view, counted = listing.positions, self.attrs.in_view, self.ns.inodes
-            for i in range(first, len(names)):
-                index = positions[i]
-                if not pyfuse3.readdir_reply(token, names[i], in_view(view, index), i + 1 + DOTS):
-                    return
-                counted.remember_entry(view, index)  # readdirplus: a lookup per entry
+        if view is not None and handle.rows is not None:  # a directory of an archive
+            positions = listing.positions
+            timeout = self.attrs.entry_timeout(view, positions)
+            stop = handle.rows.reply(token, first, 1 + DOTS, timeout)
+            # readdirplus: the kernel counts a lookup of each entry it got
+            self.ns.inodes.remember_entries(view, positions[first:stop])
             return
         make, remember, at_hand = listing.make, self.ns.inodes.remember, self.attrs.at_hand
         for i in range(first, len(names)):

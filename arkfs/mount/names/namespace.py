@@ -35,7 +35,7 @@ import errno
 import logging
 import os
 from array import array
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import pyfuse3
@@ -254,15 +254,22 @@ class InodeTable:
 
     def remember_entry(self, view: EntryView, index: int) -> None:
         """The kernel got entry index of view (readdirplus): count it, without a Node."""
-        node = self._nodes.get(view.base + 1 + index)
-        if node is not None:
-            node.lookups += 1
-            return
-        counts = view.counts
-        if not counts[index]:
-            self._counted += 1
-            self.entries += 1
-        counts[index] += 1
+        self.remember_entries(view, (index,))
+
+    def remember_entries(self, view: EntryView, indexes: Iterable[int]) -> None:
+        """The kernel got these entries of view (one readdirplus reply): count each, without
+        a Node (a Node made since counts on itself)."""
+        nodes, base, counts, new = self._nodes, view.base + 1, view.counts, 0
+        for index in indexes:
+            node = nodes.get(base + index)
+            if node is not None:
+                node.lookups += 1
+                continue
+            if not counts[index]:
+                new += 1
+            counts[index] += 1
+        self._counted += new
+        self.entries += new
 
     def forget(self, ino: int, count: int) -> None:
         """The kernel dropped count lookups of ino; drop the node at zero unless open."""
@@ -556,7 +563,7 @@ class Namespace:
             positions = [i for i in positions if version_of_name(name(i)) is None]
             self._hand(node.key, node.ino, list(map(name, positions)))
         base = self._view(node.key, archive.version, node.pinned)
-        names = list(map(archive.entries.file_name, positions))
+        names = archive.entries.child_names(node.path, positions)
         view = self.inodes.view(base, node.naan, node.key, archive, node.pinned)
         if archive.entries.has_links:  # hard links are one inode, their group's first entry's
             positions = list(map(archive.entries.inode_position, positions))

@@ -271,23 +271,21 @@ def run_publish(args: argparse.Namespace) -> int:
 
 def _publish_metadata(args: argparse.Namespace, ark: str) -> int:
     """Bind the latest version's manifest with the new metadata as the next version: no
-    file is read or uploaded."""
+    file is read or uploaded, and no manifest fetched, parsed or sent (the archive side
+    binds the one it holds), so it costs the same for any number of files."""
     from arkfs.archive.changes import metadata_change
-    from arkfs.archive.manifest import Manifest
     from arkfs.cli import erc_options
 
     async def job(backend: Backend) -> tuple[VersionInfo, bool]:
-        previous = await backend.archive(ark)  # NotBound: nothing to change the metadata of
-        erc = erc_options.new_erc(args, ark, ark, previous.erc)
-        if erc == previous.erc and not args.allow_empty:
-            return previous.version, False
-        labels = metadata_change(previous.erc, erc)
+        latest, before = await backend.record(ark)  # NotBound: no metadata to change
+        erc = erc_options.new_erc(args, ark, ark, before)
+        if erc == before and not args.allow_empty:
+            return latest, False
+        labels = metadata_change(before, erc)
         message = f"metadata change ({', '.join(labels) or 'none'})"
         if args.message:
             message += f": {args.message}"
-        before = previous.manifest
-        manifest = Manifest(ark, before.entries, time.time(), root=before.root)
-        return await backend.bind(manifest, erc, message), True
+        return await backend.bind_again(ark, latest.version, erc, message), True
 
     v, changed = run_on_target(args, job, create=False)
     if args.json:

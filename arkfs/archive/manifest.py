@@ -57,6 +57,7 @@ VERSION = 2  # 1: one array per entry; 2: one column per field (Entries)
 ENTRY_FIELDS = ("path", "kind", "size", "mode", "mtime_ns", "xet_hash", "sha256", "target")
 MAX_MANIFEST_SIZE = 256 * 1024 * 1024
 ENTRY_CACHE = 4096  # entries kept made, per manifest
+UNLIKE_BLOCK = 1024  # entries whose columns files_unlike compares at once
 # The extended-attribute namespaces arkfs serves itself; a source attribute may not be in one.
 OWN_XATTRS = ("user.ark.", "user.xet.", "user.arkfs.")
 Xattrs = tuple[tuple[str, bytes], ...]  # (name, value) pairs, sorted by name
@@ -497,7 +498,17 @@ class Entries(Sequence[Entry]):
     def files_unlike(self, other: "Entries") -> Iterator[tuple[int, bytes, int, bytes | None]]:
         """The file_hashes rows of the files that other does not list at the same path with
         the same XET hash, size and SHA-256: one pass over both, each in path order (no
-        Entry made, no set of 1,000,000 rows held)."""
+        Entry made, no set of 1,000,000 rows held). When both list the same paths and kinds
+        (a republish that changed files' contents only), their columns are compared
+        UNLIKE_BLOCK entries at a time and only the blocks that differ are walked: 100,000
+        files took 0.47 s walked one by one."""
+        if (
+            self._ends == other._ends
+            and self._paths == other._paths
+            and self._kinds == other._kinds
+        ):
+            yield from self._files_unlike_aligned(other)
+            return
         theirs = other.file_hashes()
         them = next(theirs, None)
         for row in self.file_hashes():
@@ -506,6 +517,33 @@ class Entries(Sequence[Entry]):
                 them = next(theirs, None)
             if them is None or them[1:] != row[1:] or other._path_bytes(them[0]) != path:
                 yield row
+
+    def _files_unlike_aligned(
+        self, other: "Entries"
+    ) -> Iterator[tuple[int, bytes, int, bytes | None]]:
+        """files_unlike of other, which lists the same paths and kinds at the same positions:
+        a file differs where its XET hash, size, SHA-256 flag or slot differs (a slot
+        without a SHA-256 is zeros in both, _check_slots)."""
+        xet, sha, has_sha, sizes = self._xet, self._sha, self._has_sha, self._sizes
+        for start in range(0, len(self), UNLIKE_BLOCK):
+            end = min(start + UNLIKE_BLOCK, len(self))
+            lo, hi = 32 * start, 32 * end
+            if (
+                xet[lo:hi] == other._xet[lo:hi]
+                and sha[lo:hi] == other._sha[lo:hi]
+                and has_sha[start:end] == other._has_sha[start:end]
+                and sizes[start:end] == other._sizes[start:end]
+            ):
+                continue
+            for i in range(start, end):
+                at = 32 * i
+                if self._kinds[i] == _FILE and (
+                    xet[at : at + 32] != other._xet[at : at + 32]
+                    or sizes[i] != other._sizes[i]
+                    or has_sha[i] != other._has_sha[i]
+                    or sha[at : at + 32] != other._sha[at : at + 32]
+                ):
+                    yield i, xet[at : at + 32], sizes[i], sha[at : at + 32] if has_sha[i] else None
 
     def same_files(self, other: "Entries") -> bool:
         """Whether other lists the same files at the same positions: kinds, sizes, XET

@@ -61,6 +61,7 @@ UNLIKE_BLOCK = 1024  # entries whose columns files_unlike compares at once
 # The extended-attribute namespaces arkfs serves itself; a source attribute may not be in one.
 OWN_XATTRS = ("user.ark.", "user.xet.", "user.arkfs.")
 Xattrs = tuple[tuple[str, bytes], ...]  # (name, value) pairs, sorted by name
+Hashes = dict[str, tuple[bytes, bytes | None]]  # path -> XET hash and SHA-256 of a file
 
 
 class Kind(StrEnum):
@@ -161,8 +162,11 @@ class Entries(Sequence[Entry]):
         self._made = lru_cache(maxsize=ENTRY_CACHE)(self._make)
 
     @classmethod
-    def of(cls, entries: Iterable[Entry]) -> "Entries":
-        """The columns of entries, in their order (which must be sorted by path)."""
+    def of(cls, entries: Iterable[Entry], hashes: Hashes | None = None) -> "Entries":
+        """The columns of entries, in their order (which must be sorted by path); a file
+        entry without an XET hash takes its XET hash and SHA-256 from hashes, by path, if
+        given (a republish keeps the scan's entry of a file it did not read: one Entry
+        made per file, not two)."""
         paths, ends = bytearray(), array("I")
         kinds, sizes, modes, mtimes = bytearray(), array("q"), array("H"), array("q")
         xet, sha, has_sha, targets = bytearray(), bytearray(), bytearray(), {}
@@ -182,13 +186,16 @@ class Entries(Sequence[Entry]):
                 mtimes.append(e.mtime_ns)
             except OverflowError:
                 raise ManifestError(f"{where}: size, mode or mtime out of range") from None
-            if (e.kind is Kind.FILE) != (isinstance(e.xet_hash, bytes) and len(e.xet_hash) == 32):
+            xet_hash, sha256 = e.xet_hash, e.sha256
+            if xet_hash is None and hashes and e.kind is Kind.FILE:
+                xet_hash, sha256 = hashes.get(e.path, (None, None))
+            if (e.kind is Kind.FILE) != (isinstance(xet_hash, bytes) and len(xet_hash) == 32):
                 raise ManifestError(f"{where}: a file, and only a file, has a 32-byte XET hash")
-            if e.sha256 is not None and (e.kind is not Kind.FILE or len(e.sha256) != 32):
+            if sha256 is not None and (e.kind is not Kind.FILE or len(sha256) != 32):
                 raise ManifestError(f"{where}: SHA-256 must be 32 bytes, on a file")
-            xet += e.xet_hash or _ZERO
-            sha += e.sha256 or _ZERO
-            has_sha.append(e.sha256 is not None)
+            xet += xet_hash or _ZERO
+            sha += sha256 or _ZERO
+            has_sha.append(sha256 is not None)
             if e.target is not None:
                 targets[i] = e.target
             if e.link is not None:
@@ -911,10 +918,12 @@ def build(
     cas_url: str | None = None,
     token_url: str | None = None,
     root: Entry | None = None,
+    hashes: Hashes | None = None,
 ) -> Manifest:
-    """A manifest of entries in any order (sorted here)."""
+    """A manifest of entries in any order (sorted here); a file without its hashes takes
+    them from hashes (Entries.of)."""
     ordered = sorted(entries, key=path_order)
-    return Manifest(ark, ordered, created, cas_url, token_url, root)
+    return Manifest(ark, Entries.of(ordered, hashes), created, cas_url, token_url, root)
 
 
 def path_order(entry: Entry) -> bytes:

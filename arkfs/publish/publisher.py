@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
-from arkfs.archive.manifest import Entry, Kind, Manifest, build
+from arkfs.archive.manifest import Entry, Hashes, Kind, Manifest, build
 from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ManifestError
@@ -130,6 +130,7 @@ class Publisher:
         self._previous: Archive | None = None
         self._prior: set[bytes] = set()  # file hashes of the previous version
         self._prior_at: dict[str, tuple[bytes | None, bytes | None]] = {}  # path -> hashes
+        self._known: Hashes = {}  # files not read, the index knows: path -> their hashes
         self._seeded_files: set[bytes] = set()
         self._seen_xorbs: set[bytes] = set()
         self._misses = 0  # global dedup queries in a row that found nothing
@@ -246,12 +247,13 @@ class Publisher:
             self.progress.files_stored += 1
         count = len(entries) - others  # files, hard links included
         try:
-            self.manifest = build(ark, entries, time.time(), root=root)
+            self.manifest = build(ark, entries, time.time(), root=root, hashes=self._known)
         except ManifestError as exc:
             if check is not None:  # the scan's message, for what the scan finds
                 check()
             raise PublishError(f"the manifest cannot be built: {exc}") from None
         entries.clear()  # the manifest's columns hold them now
+        self._known.clear()
         self.tree_index.save()
         summary = replace(summary, files=count)
         nothing_new = previous is not None and not allow_empty and not self._built
@@ -283,12 +285,13 @@ class Publisher:
         self, files: list[Found], entries: list[Entry], linked: dict[str, FileDigest]
     ) -> list[Found]:
         """The files to read: all but those of the previous version that the tree index
-        knows unchanged. Those are not read: their hashes are taken from the index and
-        their manifest entries made at once (most files of a republish: one pass, counted
-        once at its end). The index is trusted only where it agrees with the previous
-        version at the same path (XET hash and SHA-256), so it never names a file the CAS
-        may not hold, nor another path's."""
+        knows unchanged. Those are not read: their hashes are taken from the index, kept
+        beside their scanned entries for build (no second Entry per file: most files of a
+        republish, one pass, counted once at its end). The index is trusted only where it
+        agrees with the previous version at the same path (XET hash and SHA-256), so it
+        never names a file the CAS may not hold, nor another path's."""
         index, prior, unknown, size = self.tree_index, self._prior_at, [], 0
+        hashes = self._known
         for f in files:
             e, key = f.entry, f.key
             known = index.lookup(e.path, key)
@@ -300,7 +303,11 @@ class Publisher:
                 unknown.append(f)
                 continue
             index.keep(e.path)
-            entries.append(_hashed_entry(e, key.size, known.xet_hash, known.sha256))
+            if e.size == key.size:  # as scanned: kept, its hashes beside it (build)
+                entries.append(e)
+                hashes[e.path] = (known.xet_hash, known.sha256)
+            else:
+                entries.append(_hashed_entry(e, key.size, known.xet_hash, known.sha256))
             if e.link is not None:
                 linked[e.path] = FileDigest(known.xet_hash, known.sha256, key.size, ())
             size += key.size

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from arkfs.cli import from_bagit
 from arkfs.cli.common import BadInput, Interrupted, first_error
-from arkfs.cli.target import add_target, archive_ark, latest, no_whitespace, run_on_target
+from arkfs.cli.target import (
+    add_target,
+    archive_ark,
+    latest,
+    latest_record,
+    no_whitespace,
+    run_on_target,
+)
 from arkfs.publish import VERSION_NAMES_OPTION
 from arkfs.util import paths
 from arkfs.util.sizes import human
@@ -375,20 +382,20 @@ def _publish(
 
     async def job(backend: Backend) -> Summary:
         backend = from_bagit.checked(backend, args)
-        previous = None
+        record = None  # the latest version and its ERC: an unchanged tree needs no more
         if given is None:
             shoulder = parse_shoulder(args.shoulder)
             taken = await backend.list_archives(f"ark:{shoulder.naan}/{shoulder.name}")
             ark = str(mint(shoulder, existing=set(taken))[0])
         else:
             ark = str(given)
-            previous = await latest(backend, ark)
-        erc = erc_options.new_erc(args, ark, default_what, previous.erc if previous else None)
+            record = await latest_record(backend, ark)
+        erc = erc_options.new_erc(args, ark, default_what, record[1] if record else None)
         summary = unchanged_scan(
             ark,
             scanned,
             erc,
-            previous=previous,
+            latest=record,
             tree_index=tree_index,
             journal=journal,
             progress=progress,
@@ -396,6 +403,8 @@ def _publish(
         )
         if summary is not None:
             return summary
+        # Exactly the version record names, whatever was bound since.
+        previous = None if record is None else await backend.archive(ark, record[0].version)
         summary, _ = await publish_tree(
             backend,
             ark,

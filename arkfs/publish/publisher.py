@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import trio
 
 from arkfs.archive.manifest import Entry, Hashes, Kind, Manifest, build
-from arkfs.archive.record import Archive
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ManifestError
 from arkfs.backend.base import Backend
@@ -272,7 +272,7 @@ class Publisher:
 
     def _unchanged(self, previous: Archive, summary: Summary, scan: bytes | None) -> Summary:
         """Nothing changed since previous: bind nothing, and remember the scan as previous."""
-        _nothing_changed(previous, scan, self.tree_index, self.journal, self.progress)
+        _nothing_changed(previous.version, scan, self.tree_index, self.journal, self.progress)
         v = previous.version
         summary = replace(summary, version=v.version, follows=v.follows, changed=False)
         return self._counted(summary)
@@ -837,33 +837,34 @@ def unchanged_scan(
     scanned: Scanned,
     erc: Erc,
     *,
-    previous: Archive | None,
+    latest: tuple[VersionInfo, Erc] | None,
     tree_index: TreeIndex,
     journal: UploadJournal | None,
     progress: Progress,
     allow_empty: bool = False,
 ) -> Summary | None:
     """The summary of a publish of scanned that finds nothing changed without making an
-    entry or looking a file up: the tree index remembers scanned's digest as previous (the
-    latest version, whose ERC erc is), and no interrupted publish left xorbs to bind. None
-    otherwise: then publish_tree finds out."""
-    if previous is None or scanned.digest is None or allow_empty:
+    entry, looking a file up or reading the latest version's manifest: the tree index
+    remembers scanned's digest as latest (the latest version and its ERC, which erc is),
+    and no interrupted publish left xorbs to bind. None otherwise: then publish_tree finds
+    out."""
+    if latest is None or scanned.digest is None or allow_empty:
         return None
-    v = previous.version
-    if tree_index.published(scanned.digest) != Version.of(v) or previous.erc != erc:
+    v, latest_erc = latest
+    if tree_index.published(scanned.digest) != Version.of(v) or latest_erc != erc:
         return None
     if journal is not None and journal.load():
         return None
     progress.files, progress.total = scanned.files, scanned.total
     progress.hashed = progress.known = progress.deduplicated = scanned.total  # all known
     progress.files_stored = scanned.files
-    _nothing_changed(previous, scanned.digest, tree_index, journal, progress)
+    _nothing_changed(v, scanned.digest, tree_index, journal, progress)
     summary = Summary(ark, scanned.files, scanned.total, 0, 0, 0, 0, 0, v.version, v.follows)
     return replace(_counted(summary, progress), skipped=scanned.skipped, changed=False)
 
 
 def _nothing_changed(
-    previous: Archive,
+    previous: VersionInfo,
     scan: bytes | None,
     tree_index: TreeIndex,
     journal: UploadJournal | None,
@@ -872,8 +873,8 @@ def _nothing_changed(
     """Bind nothing: drop the journal, remember the scan as previous, say so in progress."""
     if journal is not None:
         journal.remove()
-    tree_index.remember(scan, Version.of(previous.version))
-    progress.bound(previous.version.version, unchanged=True)
+    tree_index.remember(scan, Version.of(previous))
+    progress.bound(previous.version, unchanged=True)
 
 
 def _counted(summary: Summary, p: Progress) -> Summary:

@@ -94,6 +94,11 @@ class Backend(CasReader, Protocol):
         NotBound if none is."""
         ...
 
+    async def record(self, ark: str) -> tuple[VersionInfo, Erc]:
+        """The latest version of the archive bound to a normalized ark:NAAN/Name and its ERC
+        record, as archive() gives them, without its manifest; NotBound if none is."""
+        ...
+
     async def list_archives(self, prefix: str = "") -> list[str]:
         """Normalized ARKs of the bound archives starting with prefix (e.g. 'ark:12345/')."""
         ...
@@ -101,6 +106,13 @@ class Backend(CasReader, Protocol):
     async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
         """Bind the next version of manifest.ark to manifest, erc and message, and say which
         version it is; every file hash must be in the CAS. Earlier versions stay."""
+        ...
+
+    async def bind_again(self, ark: str, version: int, erc: Erc, message: str = "") -> VersionInfo:
+        """Bind the next version of ark to the manifest of its version version as the archive
+        side holds it, with erc and message, and say which version it is: a metadata-only
+        version, for which no manifest travels or is parsed. NotBound if there is no such
+        version."""
         ...
 
     async def has_file(self, file_hash: bytes, size: int) -> bool:

@@ -76,6 +76,9 @@ class EmbeddedBackend:
         archive, _, withdrawn = await self._run(self.service.resolve, ark, version)
         return archive if withdrawn is None else as_withdrawn(archive, withdrawn)
 
+    async def record(self, ark: str) -> tuple[VersionInfo, Erc]:
+        return await self._run(self.service.record, ark)
+
     async def versions(self, ark: str) -> list[VersionInfo]:
         return await self._run(self.service.versions, ark)
 
@@ -87,6 +90,9 @@ class EmbeddedBackend:
             self.service.bind, manifest.ark, manifest.to_msgpack(), erc.to_anvl(), message
         )
         return archive.version
+
+    async def bind_again(self, ark: str, version: int, erc: Erc, message: str = "") -> VersionInfo:
+        return await self._run(self.service.bind_again, ark, version, erc.to_anvl(), message)
 
     # --- CAS reads -------------------------------------------------------------------------
 

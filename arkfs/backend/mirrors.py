@@ -273,6 +273,12 @@ class MirroredBackend:
                 f"{self.mirrors[index].name} and {', '.join(disagree)}; see their logs"
             )
 
+    async def record(self, ark: str) -> tuple[VersionInfo, Erc]:
+        found, _ = await self._first(
+            self._order(0), lambda i: self.mirrors[i].record(ark), self.hedge_after
+        )
+        return found
+
     async def versions(self, ark: str) -> list[VersionInfo]:
         found, _ = await self._first(
             self._order(0), lambda i: self.mirrors[i].versions(ark), self.hedge_after
@@ -385,6 +391,9 @@ class MirroredBackend:
     # --- writes go to one server, never to mirrors --------------------------------------
 
     async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        raise Refused(f"{self.name}: publish to one server; mirrors are read-only here")
+
+    async def bind_again(self, ark: str, version: int, erc: Erc, message: str = "") -> VersionInfo:
         raise Refused(f"{self.name}: publish to one server; mirrors are read-only here")
 
     async def upload_xorb(self, xorb_hash: bytes, data: bytes) -> bool:

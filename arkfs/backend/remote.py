@@ -241,17 +241,25 @@ class RemoteBackend:
             raise BadReply(f"{self.name} listed no versions in {ark}?info; is it an arkfs server?")
         return [self._version(ark, v) for v in listed]
 
-    async def archive(self, ark: str, version: int | None = None) -> Archive:
-        """The ERC record and version (`?info`, JSON) of ark or of its `@vN`, then the
-        manifest (msgpack) of exactly that version, so the three always agree."""
+    async def record(self, ark: str) -> tuple[VersionInfo, Erc]:
+        """The version and ERC record of the archive root's JSON `?info`: one request."""
+        return await self._record(ark, None)
+
+    async def _record(self, ark: str, version: int | None) -> tuple[VersionInfo, Erc]:
+        """The version and ERC record (`?info`, JSON) of ark or of its `@vN`."""
         info = await self._info(versioned(parse(ark), version))
         found = self._version(ark, info.get("version"))
         if version is not None and found.version != version:
             raise BadReply(f"{self.name} answered version {found.version} of {ark}, not {version}")
         try:
-            erc = Erc.from_json(info.get("erc"))
+            return found, Erc.from_json(info.get("erc"))
         except ErcError as exc:
             raise BadReply(f"ERC record of {ark} from {self.name}: {exc}") from None
+
+    async def archive(self, ark: str, version: int | None = None) -> Archive:
+        """The ERC record and version (`?info`, JSON) of ark or of its `@vN`, then the
+        manifest (msgpack) of exactly that version, so the three always agree."""
+        found, erc = await self._record(ark, version)
         exact = versioned(parse(ark), found.version)
         what = f"manifest of {exact}"
         resp = await self._nma("GET", f"{self.name}/{exact}", {"Accept": MANIFEST_TYPE})
@@ -297,6 +305,17 @@ class RemoteBackend:
         resp = await self._nma("PUT", f"{self.name}/{manifest.ark}", headers, body, wait)
         raise_for_status(resp, what)
         return self._version(manifest.ark, json_reply(resp, what))
+
+    async def bind_again(self, ark: str, version: int, erc: Erc, message: str = "") -> VersionInfo:
+        """PUT the version whose manifest to bind again, the ERC record and message: no
+        manifest travels, and the server parses none."""
+        what = f"binding of {ark}"
+        packer = msgpack.Packer(use_bin_type=True)
+        body = packer.pack({"again": version, "erc": erc.to_anvl(), "message": message})
+        headers = {"Content-Type": "application/msgpack"}
+        resp = await self._nma("PUT", f"{self.name}/{ark}", headers, body)
+        raise_for_status(resp, what)
+        return self._version(ark, json_reply(resp, what))
 
     # --- CAS reads -------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from arkfs.cli.common import BadInput
 from arkfs.cli.token_options import add_token_options, token_from
 
 if TYPE_CHECKING:  # the rest is imported when a command runs: its --help starts at once
-    from arkfs.archive.record import Archive
+    from arkfs.archive.record import Archive, VersionInfo
+    from arkfs.ark.erc import Erc
     from arkfs.ark.identifier import Ark
     from arkfs.backend.base import Backend
 
@@ -60,6 +61,16 @@ async def latest(backend: Backend, ark: str) -> Archive | None:
 
     try:
         return await backend.archive(ark)
+    except NotBound:
+        return None
+
+
+async def latest_record(backend: Backend, ark: str) -> tuple[VersionInfo, Erc] | None:
+    """The latest version of ark and its ERC record (no manifest), or None while unbound."""
+    from arkfs.backend.base import NotBound
+
+    try:
+        return await backend.record(ark)
     except NotBound:
         return None
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 
 import trio
 
-from arkfs.archive.manifest import Entry, Kind, Manifest, build
-from arkfs.archive.record import Archive
+from arkfs.archive.manifest import Entry, Hashes, Kind, Manifest, build
+from arkfs.archive.record import Archive, VersionInfo
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ManifestError
 from arkfs.backend.base import Backend
@@ -130,6 +130,7 @@ class Publisher:
         self._previous: Archive | None = None
         self._prior: set[bytes] = set()  # file hashes of the previous version
         self._prior_at: dict[str, tuple[bytes | None, bytes | None]] = {}  # path -> hashes
+        self._known: Hashes = {}  # files not read, the index knows: path -> their hashes
         self._seeded_files: set[bytes] = set()
         self._seen_xorbs: set[bytes] = set()
         self._misses = 0  # global dedup queries in a row that found nothing
@@ -246,12 +247,13 @@ class Publisher:
             self.progress.files_stored += 1
         count = len(entries) - others  # files, hard links included
         try:
-            self.manifest = build(ark, entries, time.time(), root=root)
+            self.manifest = build(ark, entries, time.time(), root=root, hashes=self._known)
         except ManifestError as exc:
             if check is not None:  # the scan's message, for what the scan finds
                 check()
             raise PublishError(f"the manifest cannot be built: {exc}") from None
         entries.clear()  # the manifest's columns hold them now
+        self._known.clear()
         self.tree_index.save()
         summary = replace(summary, files=count)
         nothing_new = previous is not None and not allow_empty and not self._built
@@ -270,7 +272,7 @@ class Publisher:
 
     def _unchanged(self, previous: Archive, summary: Summary, scan: bytes | None) -> Summary:
         """Nothing changed since previous: bind nothing, and remember the scan as previous."""
-        _nothing_changed(previous, scan, self.tree_index, self.journal, self.progress)
+        _nothing_changed(previous.version, scan, self.tree_index, self.journal, self.progress)
         v = previous.version
         summary = replace(summary, version=v.version, follows=v.follows, changed=False)
         return self._counted(summary)
@@ -283,12 +285,13 @@ class Publisher:
         self, files: list[Found], entries: list[Entry], linked: dict[str, FileDigest]
     ) -> list[Found]:
         """The files to read: all but those of the previous version that the tree index
-        knows unchanged. Those are not read: their hashes are taken from the index and
-        their manifest entries made at once (most files of a republish: one pass, counted
-        once at its end). The index is trusted only where it agrees with the previous
-        version at the same path (XET hash and SHA-256), so it never names a file the CAS
-        may not hold, nor another path's."""
+        knows unchanged. Those are not read: their hashes are taken from the index, kept
+        beside their scanned entries for build (no second Entry per file: most files of a
+        republish, one pass, counted once at its end). The index is trusted only where it
+        agrees with the previous version at the same path (XET hash and SHA-256), so it
+        never names a file the CAS may not hold, nor another path's."""
         index, prior, unknown, size = self.tree_index, self._prior_at, [], 0
+        hashes = self._known
         for f in files:
             e, key = f.entry, f.key
             known = index.lookup(e.path, key)
@@ -300,7 +303,11 @@ class Publisher:
                 unknown.append(f)
                 continue
             index.keep(e.path)
-            entries.append(_hashed_entry(e, key.size, known.xet_hash, known.sha256))
+            if e.size == key.size:  # as scanned: kept, its hashes beside it (build)
+                entries.append(e)
+                hashes[e.path] = (known.xet_hash, known.sha256)
+            else:
+                entries.append(_hashed_entry(e, key.size, known.xet_hash, known.sha256))
             if e.link is not None:
                 linked[e.path] = FileDigest(known.xet_hash, known.sha256, key.size, ())
             size += key.size
@@ -830,33 +837,34 @@ def unchanged_scan(
     scanned: Scanned,
     erc: Erc,
     *,
-    previous: Archive | None,
+    latest: tuple[VersionInfo, Erc] | None,
     tree_index: TreeIndex,
     journal: UploadJournal | None,
     progress: Progress,
     allow_empty: bool = False,
 ) -> Summary | None:
     """The summary of a publish of scanned that finds nothing changed without making an
-    entry or looking a file up: the tree index remembers scanned's digest as previous (the
-    latest version, whose ERC erc is), and no interrupted publish left xorbs to bind. None
-    otherwise: then publish_tree finds out."""
-    if previous is None or scanned.digest is None or allow_empty:
+    entry, looking a file up or reading the latest version's manifest: the tree index
+    remembers scanned's digest as latest (the latest version and its ERC, which erc is),
+    and no interrupted publish left xorbs to bind. None otherwise: then publish_tree finds
+    out."""
+    if latest is None or scanned.digest is None or allow_empty:
         return None
-    v = previous.version
-    if tree_index.published(scanned.digest) != Version.of(v) or previous.erc != erc:
+    v, latest_erc = latest
+    if tree_index.published(scanned.digest) != Version.of(v) or latest_erc != erc:
         return None
     if journal is not None and journal.load():
         return None
     progress.files, progress.total = scanned.files, scanned.total
     progress.hashed = progress.known = progress.deduplicated = scanned.total  # all known
     progress.files_stored = scanned.files
-    _nothing_changed(previous, scanned.digest, tree_index, journal, progress)
+    _nothing_changed(v, scanned.digest, tree_index, journal, progress)
     summary = Summary(ark, scanned.files, scanned.total, 0, 0, 0, 0, 0, v.version, v.follows)
     return replace(_counted(summary, progress), skipped=scanned.skipped, changed=False)
 
 
 def _nothing_changed(
-    previous: Archive,
+    previous: VersionInfo,
     scan: bytes | None,
     tree_index: TreeIndex,
     journal: UploadJournal | None,
@@ -865,8 +873,8 @@ def _nothing_changed(
     """Bind nothing: drop the journal, remember the scan as previous, say so in progress."""
     if journal is not None:
         journal.remove()
-    tree_index.remember(scan, Version.of(previous.version))
-    progress.bound(previous.version.version, unchanged=True)
+    tree_index.remember(scan, Version.of(previous))
+    progress.bound(previous.version, unchanged=True)
 
 
 def _counted(summary: Summary, p: Progress) -> Summary:

@@ -531,35 +531,39 @@ class NmaService(Face):
         # Spooled: a 1,000,000-file manifest is parsed from the file and copied to the store
         # from it, never held whole in memory besides its parse.
         with await spool_body(request, MAX_BIND_BODY, "bind request") as body:
-            v = (await self.run(self._bind, str(ark), body)).version
+            v = await self.run(self._bind, str(ark), body)
         log.info("bound %s v%d: %d files, %d bytes", ark, v.version, v.files, v.bytes)
         return JSONResponse({"ark": str(ark), **v.to_json()})
 
-    def _bind(self, ark: str, body: BinaryIO) -> Archive:
-        """Bind ark to what a spooled bind body holds (blocking)."""
+    def _bind(self, ark: str, body: BinaryIO) -> VersionInfo:
+        """Bind ark to what a spooled bind body holds (blocking): a manifest, or the number
+        of the version whose stored manifest to bind again (a metadata-only version)."""
         manifest, erc, message = _bind_parts(body)
-        return self.service.bind(ark, manifest, erc, message)
+        if isinstance(manifest, int):
+            return self.service.bind_again(ark, manifest, erc, message)
+        return self.service.bind(ark, manifest, erc, message).version
 
 
-def _bind_parts(body: BinaryIO) -> tuple[FileSlice, str, str]:
-    """Where the manifest is, and the ERC text and message, of a spooled msgpack bind body;
-    400 if malformed."""
+def _bind_parts(body: BinaryIO) -> tuple[FileSlice | int, str, str]:
+    """Where the manifest is (or which version's to bind again), and the ERC text and
+    message, of a spooled msgpack bind body; 400 if malformed."""
     try:
         obj = read_map(body, 0, body.seek(0, os.SEEK_END))
     except ValueError:
         obj = {}
     manifest, erc, message = obj.get("manifest"), obj.get("erc"), obj.get("message", "")
-    if (
-        not isinstance(manifest, FileSlice)
-        or not isinstance(erc, str)
-        or not isinstance(message, str)
-    ):
+    again = obj.get("again")
+    target: FileSlice | int | None = manifest if isinstance(manifest, FileSlice) else None
+    if manifest is None and type(again) is int and again > 0:
+        target = again
+    if target is None or not isinstance(erc, str) or not isinstance(message, str):
         raise HttpError(
             400,
             'bind body must be msgpack {"manifest": <manifest bytes>, "erc": <ANVL text>, '
-            '"message": <text, optional>}',
+            '"message": <text, optional>}, or {"again": <version whose manifest to bind>, '
+            '"erc": ..., "message": ...}',
         )
-    return manifest, erc, message
+    return target, erc, message
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from arkfs.archive.withdrawal import MESSAGE as TOMBSTONE_MESSAGE
 from arkfs.archive.withdrawal import (
     Withdrawal,
     covering,
+    with_withdrawal,
     withdrawal_in,
     without_withdrawal,
 )
@@ -117,13 +118,7 @@ class ArchiveService:
             raise Rejected(f"bind {ark}: {exc}") from None
         if parsed.ark != ark:
             raise Rejected(f"bind {ark}: the manifest is of {parsed.ark}; bind it there")
-        try:
-            record = Erc.from_anvl(erc)
-        except ArkError as exc:
-            raise Rejected(f"bind {ark}: ERC record: {exc}") from None
-        if not message.startswith(TOMBSTONE_MESSAGE):  # publishing again reinstates
-            record = without_withdrawal(record)
-            erc = record.to_anvl()
+        record, erc = _bound_erc(ark, erc, message)
         self._check_files(ark, parsed, self._unchecked(ark, parsed))
         created, count, size = time.time(), parsed.file_count, parsed.total_size
         binding = Binding(ark, manifest, erc, created, message=message, files=count, bytes=size)
@@ -136,6 +131,47 @@ class ArchiveService:
         with self._lock:
             self._archives.put((ark, number), archive)
         return archive
+
+    def bind_again(self, ark: str, version: int, erc: str, message: str = "") -> VersionInfo:
+        """Bind the next version of ark to the manifest of its version version as stored,
+        with erc (ANVL text) and message: a metadata-only version. The manifest is neither
+        parsed nor checked (its files were when version was bound, and the files of a bound
+        version are never collected), nor copied through here, so this costs the same
+        whatever the number of files. NotFound if there is no such version; Rejected if erc
+        does not parse."""
+        every = self.versions(ark)
+        base = next((v for v in every if v.version == version), None)
+        if base is None:
+            raise NotFound(
+                f"{ark} has no version {version} {self.place}; its latest is {every[-1].version}"
+            )
+        record, erc = _bound_erc(ark, erc, message)
+        created = time.time()
+        number = self.store.bind_again(ark, version, erc, created, message)
+        follows = number - 1 if number > 1 else None
+        info = VersionInfo(ark, number, created, message, follows, base.files, base.bytes)
+        with self._lock:
+            parsed = self._archives.get((ark, version))  # the same manifest: never parsed twice
+            if parsed is not None:
+                self._archives.put((ark, number), Archive(parsed.manifest, record, info))
+        return info
+
+    def record(self, ark: str) -> tuple[VersionInfo, Erc]:
+        """The latest version of ark and its ERC record as a reader sees it (with the
+        withdrawal that covers it, if any), without parsing its manifest."""
+        every = self.versions(ark)
+        latest = every[-1]
+        with self._lock:
+            cached = self._archives.get((ark, latest.version))
+        try:
+            erc = cached.erc if cached else Erc.from_anvl(self.store.get_erc(ark, latest.version))
+        except ArkError as exc:
+            raise StoreCorrupt(
+                f"version {latest.version}: the ERC record of {ark} {self.place} is damaged "
+                f"({exc}); bind it again"
+            ) from None
+        withdrawn = self.withdrawal(ark, latest.version, every)
+        return latest, erc if withdrawn is None else with_withdrawal(erc, withdrawn)
 
     def _unchecked(self, ark: str, parsed: Manifest) -> Iterable[FileRow]:
         """The files parsed lists that the latest version of ark does not list alike (XET
@@ -439,6 +475,20 @@ class ArchiveService:
         """The key of dedup replies at time now: keyed by the secret, new every DEDUP_KEY_TTL s."""
         period = (now // DEDUP_KEY_TTL).to_bytes(8, "little")
         return blake3.blake3(period, key=self._dedup_secret).digest()
+
+
+def _bound_erc(ark: str, erc: str, message: str) -> tuple[Erc, str]:
+    """The ERC record a bind of ark with message stores, parsed and as ANVL text: erc
+    without withdrawal elements unless the bind is a tombstone (publishing again
+    reinstates); Rejected if it does not parse."""
+    try:
+        record = Erc.from_anvl(erc)
+    except ArkError as exc:
+        raise Rejected(f"bind {ark}: ERC record: {exc}") from None
+    if not message.startswith(TOMBSTONE_MESSAGE):
+        record = without_withdrawal(record)
+        erc = record.to_anvl()
+    return record, erc
 
 
 def shard_hash(data: bytes) -> bytes:

@@ -189,8 +189,20 @@ class Store(Protocol):
         """Append a new version of binding.ark and return its number; nothing is replaced."""
         ...
 
+    def bind_again(self, ark: str, version: int, erc: str, updated: float, message: str) -> int:
+        """Append a new version of ark bound to the manifest of its version version as
+        stored (neither read out nor parsed: a metadata-only version costs the same for
+        any number of files), with erc, updated and message; its number. NotFound if ark
+        has no such version."""
+        ...
+
     def get_binding(self, ark: str, version: int | None = None) -> Binding[bytes]:
         """The given version of an ARK (normalized key); its latest when version is None."""
+        ...
+
+    def get_erc(self, ark: str, version: int) -> str:
+        """The ERC record (ANVL) of a version of an ARK, without its manifest; NotFound if
+        there is no such version."""
         ...
 
     def list_versions(self, ark: str) -> list[VersionInfo]:

@@ -107,6 +107,11 @@ _INSERT_VERSION = (
 # bind inserts the manifest as zeros, then writes it in pieces: a bound blob is copied
 # twice inside SQLite (the bound value, then the record), 200 MB at 1,000,000 files.
 _BIND_VERSION = _INSERT_VERSION.replace("?, ?", "?, zeroblob(?)", 1)
+# bind_again: a new row whose manifest, files and bytes are those of another version's row.
+_BIND_AGAIN = (
+    f"INSERT INTO versions (ark, {_BINDING_COLUMNS}) SELECT ark, manifest, ?, ?, ?, ?, ?, "
+    "files, bytes FROM versions WHERE ark = ? AND version = ?"
+)
 
 _SCHEMA = (
     "CREATE TABLE schema_version (version INTEGER NOT NULL)",
@@ -514,6 +519,27 @@ class LocalStore:
                 for piece in pieces(b.manifest):
                     blob.write(piece)
         return version
+
+    def bind_again(self, ark: str, version: int, erc: str, updated: float, message: str) -> int:
+        """Append a new version of ark whose manifest SQLite copies from version's row, files
+        and bytes with it; NotFound if there is no such version."""
+        with self._db(write=True) as db:
+            latest = _latest(db, ark)
+            number = (latest or 0) + 1
+            copied = db.execute(_BIND_AGAIN, (erc, updated, number, message, latest, ark, version))
+            if copied.rowcount != 1:
+                raise NotFound(self._no_version(ark, version, latest))
+        return number
+
+    def get_erc(self, ark: str, version: int) -> str:
+        """The ERC column of one version's row: its manifest's pages are not read."""
+        with self._db() as db:
+            row = db.execute(
+                "SELECT erc FROM versions WHERE ark = ? AND version = ?", (ark, version)
+            ).fetchone()
+            if row is None:
+                raise NotFound(self._no_version(ark, version, _latest(db, ark)))
+        return str(row[0])
 
     def get_binding(self, ark: str, version: int | None = None) -> Binding[bytes]:
         """The given version of an ARK, its latest when None; NotFound if there is none."""

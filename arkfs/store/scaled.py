@@ -342,6 +342,33 @@ class ScaledStore:
             )
         return version
 
+    def bind_again(self, ark: str, version: int, erc: str, updated: float, message: str) -> int:
+        """Append a new version of ark whose manifest PostgreSQL copies from version's row,
+        files and bytes with it, in one transaction; NotFound if there is no such version."""
+        with self.index.transaction("bind a version again") as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (ark,))
+            latest = self._latest(cur, ark)
+            number = (latest or 0) + 1
+            cur.execute(
+                f"INSERT INTO versions (ark, {_BINDING_COLUMNS}) "
+                "SELECT ark, manifest, %s, %s, %s, %s, %s, files, bytes FROM versions "
+                "WHERE ark = %s AND version = %s",
+                (erc, updated, number, message, latest, ark, version),
+            )
+            if cur.rowcount != 1:
+                raise NotFound(no_version(ark, version, latest, self.place))
+        return number
+
+    def get_erc(self, ark: str, version: int) -> str:
+        """The ERC column of one version's row, without its manifest."""
+        with self.index.transaction("read an ERC record") as cur:
+            cur.execute("SELECT erc FROM versions WHERE ark = %s AND version = %s", (ark, version))
+            row = cur.fetchone()
+            latest = self._latest(cur, ark) if row is None else None
+        if row is None:
+            raise NotFound(no_version(ark, version, latest, self.place))
+        return str(row[0])
+
     @staticmethod
     def _latest(cur: Cursor, ark: str) -> int | None:
         cur.execute("SELECT max(version) FROM versions WHERE ark = %s", (ark,))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from arkfs.archive import manifest
 from arkfs.archive.manifest import (
     ENTRY_FIELDS,
+    UNLIKE_BLOCK,
     VERSION,
     Entries,
     Entry,
@@ -336,3 +337,37 @@ def test_a_tree_checked_in_blocks_has_the_same_index(
     assert [blocked.at_top(i) for i in range(len(paths))] == [
         "/" not in p.rstrip("/") for p in paths
     ]
+
+
+def test_files_unlike_of_the_same_paths_finds_each_change_in_any_block() -> None:
+    """Manifests that list the same paths and kinds are compared a block of columns at a
+    time: a change of XET hash, size or SHA-256 (given, dropped or other) is found wherever
+    it is, and the rows are those the walk in path order gives."""
+    count = 3 * UNLIKE_BLOCK + 7
+    names = [f"d/f{i:05d}" for i in range(count)]
+
+    def entries(changes: dict[int, tuple[int, bytes, bytes | None]]) -> Entries:
+        made = [Entry("d", Kind.DIR, 0, 0o755, 0)]
+        for i, name in enumerate(names):
+            size, xet, sha = changes.get(i, (i, i.to_bytes(32, "big"), b"s" * 32))
+            made.append(Entry(name, Kind.FILE, size, 0o644, 0, xet, sha))
+        return build(ARK, made, created=1.0).entries
+
+    before = entries({})
+    changes = {
+        0: (0, b"x" * 32, b"s" * 32),  # another XET hash
+        UNLIKE_BLOCK: (7, UNLIKE_BLOCK.to_bytes(32, "big"), b"s" * 32),  # another size
+        2 * UNLIKE_BLOCK + 5: (
+            2 * UNLIKE_BLOCK + 5,
+            (2 * UNLIKE_BLOCK + 5).to_bytes(32, "big"),
+            None,
+        ),
+        count - 1: (count - 1, (count - 1).to_bytes(32, "big"), b"t" * 32),  # another SHA-256
+    }
+    after = entries(changes)
+    found = list(after.files_unlike(before))
+    assert [after.path(i) for i, *_ in found] == [names[i] for i in sorted(changes)]
+    assert [(size, xet, sha) for _, xet, size, sha in found] == [
+        changes[i] for i in sorted(changes)
+    ]
+    assert list(before.files_unlike(entries({}))) == []

@@ -11,6 +11,7 @@ import pytest
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ErcError
 from arkfs.ark.metadata import check_orcid, parse_creator, parse_related
+from arkfs.backend.remote import MANIFEST_TYPE
 from arkfs.server.pages import rich_json_ld
 from tests.publish.test_publish_incremental import ARK, make_tree, publish, snapshot
 from tests.support.cli import run_arkfs
@@ -48,6 +49,21 @@ def erc_of(where: list[str], store: Path, version: int) -> Erc:
         return Erc.from_anvl(s.get_binding(ARK, version).erc)
 
 
+def manifest_of(where: list[str], store: Path, version: int) -> bytes:
+    """The manifest of a version as the server serves it, or the store keeps it."""
+    if where[0] == "--server":
+        r = httpx.get(
+            f"{where[1]}/{ARK}/@v{version}",
+            headers={"Authorization": f"Bearer {WRITE}", "Accept": MANIFEST_TYPE},
+        )
+        r.raise_for_status()
+        return r.content
+    from arkfs.store.local import LocalStore
+
+    with LocalStore.open(store, create=False) as s:
+        return s.get_binding(ARK, version).manifest
+
+
 def test_metadata_only_version_reads_and_uploads_nothing(
     tmp_path: Path, target: tuple[list[str], Path]
 ) -> None:
@@ -62,6 +78,7 @@ def test_metadata_only_version_reads_and_uploads_nothing(
     assert v2["uploaded_bytes"] == 0 and v2["read_bytes"] == 0
     assert (v2["files"], v2["bytes"]) == (first["files"], first["bytes"])
     assert {k: v for k, v in snapshot(store).items() if ".sqlite" not in k} == data_before
+    assert manifest_of(where, store, 2) == manifest_of(where, store, 1)  # bound again, as stored
     erc = erc_of(where, store, 2)
     assert ("license", "CC-BY-4.0") in erc.other
     assert ("creator", f"Ada Lovelace; {ORCID}; Analytical Society") in erc.other

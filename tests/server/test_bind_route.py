@@ -1,7 +1,7 @@
 """PUT /ark:NAAN/Name binds an archive only when its manifest, ERC and files check out."""
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +114,39 @@ def test_bad_binds_are_400_and_change_nothing(cas: Cas) -> None:
     for part in (f"{other}/part", f"{other}/@v1"):
         r = put_archive(cas.url, good, erc, "w", ark=part)
         assert r.status_code == 400 and "names a part of one" in r.text
+    assert bindings(cas) == before
+
+
+def test_a_version_bound_again_takes_the_stored_manifest_and_only_the_new_erc(cas: Cas) -> None:
+    """{again: N, erc, message}: the next version binds version N's manifest as stored (a
+    metadata-only version); a version that is not there is 404, a bad body 400."""
+    ark = "ark:12345/x6again"
+    m = manifest(ark, cas.files)
+    assert put_archive(cas.url, m.to_msgpack(), ERC.to_anvl(), "w", ark=ark).status_code == 200
+    renamed = Erc(who="arkfs tests", what="Renamed", when="2024", where=ark)
+
+    def again(body: Mapping[str, object]) -> httpx.Response:
+        return httpx.put(f"{cas.url}/{ark}", content=msgpack.packb(body), headers=WRITE)
+
+    r = again({"again": 1, "erc": renamed.to_anvl(), "message": "metadata change"})
+    assert r.status_code == 200, r.text
+    second = {"ark": ark, "version": 2, "follows": 1, "message": "metadata change"}
+    assert version_reply(r) == second | {"files": 2, "bytes": sum(s for _, s in cas.files)}
+    assert bindings(cas)[ark] == (m.to_msgpack(), renamed.to_anvl())
+    before = bindings(cas)
+    r = again({"again": 9, "erc": renamed.to_anvl()})
+    assert r.status_code == 404 and "has no version 9" in r.text
+    for bad in ({"again": 0, "erc": renamed.to_anvl()}, {"again": "1", "erc": renamed.to_anvl()}):
+        r = again(bad)
+        assert r.status_code == 400 and "bind body must be msgpack" in r.text
+    r = again({"again": 1, "erc": "not an erc record"})
+    assert r.status_code == 400 and "ERC record" in r.text
+    assert (
+        httpx.put(
+            f"{cas.url}/{ark}", content=msgpack.packb({"again": 1, "erc": ERC.to_anvl()})
+        ).status_code
+        == 401
+    )
     assert bindings(cas) == before
 
 

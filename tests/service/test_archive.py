@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.archive.manifest import Kind, build
+from arkfs.archive.manifest import Kind, Manifest, build
 from arkfs.service.archive_service import (
     DEDUP_KEY_TTL,
     MAX_SHARD_SIZE,
@@ -222,6 +222,45 @@ def test_a_metadata_only_bind_checks_no_file_again_and_any_other_bind_does(
     with pytest.raises(Rejected, match="is not in the test store"):
         service.bind(manifest.ark, build(manifest.ark, swapped, created=3.0).to_msgpack(), erc)
     assert asked == [1]
+
+
+def test_a_version_bound_again_keeps_the_stored_manifest_and_parses_none(
+    store: LocalStore,
+) -> None:
+    """A metadata-only version: the store copies the manifest of the version named, its
+    file and byte counts with it; nothing parses it, and the ERC alone is read to tell the
+    latest version's record."""
+    service, content = filled(store)
+    manifest = manifest_of(content.files)
+    first = service.bind(manifest.ark, manifest.to_msgpack(), erc_of().to_anvl())
+    parsed: list[int] = []
+    from_msgpack = Manifest.from_msgpack
+
+    def counted(data: bytes | memoryview) -> Manifest:
+        parsed.append(len(data))
+        return from_msgpack(data)
+
+    fresh = ArchiveService(store, SECRET, "in the test store")  # nothing cached
+    new_erc = replace(erc_of(), what="Renamed")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Manifest, "from_msgpack", staticmethod(counted))
+        assert fresh.record(manifest.ark) == (first.version, erc_of())
+        v2 = fresh.bind_again(manifest.ark, 1, new_erc.to_anvl(), "metadata change")
+        assert fresh.record(manifest.ark) == (v2, new_erc)
+    assert parsed == []
+    assert (v2.version, v2.follows, v2.message) == (2, 1, "metadata change")
+    assert (v2.files, v2.bytes) == (first.version.files, first.version.bytes)
+    stored = [store.get_binding(manifest.ark, v).manifest for v in (1, 2)]
+    assert stored[0] == stored[1]
+    assert fresh.versions(manifest.ark)[-1] == v2
+    v3 = service.bind_again(manifest.ark, 1, new_erc.to_anvl())
+    again = service.archive(manifest.ark)  # v1's parse, kept, is v3's manifest
+    assert again.manifest is first.manifest and (again.erc, again.version) == (new_erc, v3)
+    with pytest.raises(NotFound, match="has no version 7 in the test store; its latest is 3"):
+        service.bind_again(manifest.ark, 7, new_erc.to_anvl())
+    with pytest.raises(Rejected, match="ERC record"):
+        service.bind_again(manifest.ark, 1, "not anvl at all")
+    assert [v.version for v in service.versions(manifest.ark)] == [1, 2, 3]
 
 
 def test_a_bind_checks_only_the_files_the_latest_version_does_not_list_alike(

@@ -168,6 +168,27 @@ def test_bind_appends_versions(store: Store) -> None:
     assert store.check() == []
 
 
+def test_bind_again_copies_a_versions_manifest_and_counts(store: Store) -> None:
+    """A metadata-only version: the manifest, files and bytes of the version named, with
+    its own ERC, time and message; get_erc reads one version's record."""
+    first = Binding(ARK, b"\x81\xa1a\x01", "erc:\nwho: A\n", 1.5, files=1, bytes=10)
+    store.bind(first)
+    store.bind(Binding(ARK, b"\x80", "erc:\nwho: B\n", 2.0, files=2, bytes=30))
+    assert store.bind_again(ARK, 1, "erc:\nwho: C\n", 3.0, "metadata change") == 3
+    v3 = Binding(ARK, first.manifest, "erc:\nwho: C\n", 3.0, 3, "metadata change", 2, 1, 10)
+    assert store.get_binding(ARK) == v3
+    assert store.list_versions(ARK)[-1] == VersionInfo(ARK, 3, 3.0, "metadata change", 2, 1, 10)
+    assert [store.get_erc(ARK, v) for v in (1, 3)] == ["erc:\nwho: A\n", "erc:\nwho: C\n"]
+    with pytest.raises(NotFound):
+        store.bind_again(ARK, 7, "erc:\n", 4.0, "")
+    with pytest.raises(NotFound):
+        store.bind_again("ark:12345/x6none", 1, "erc:\n", 4.0, "")
+    with pytest.raises(NotFound):
+        store.get_erc(ARK, 7)
+    assert [v.version for v in store.list_versions(ARK)] == [1, 2, 3]
+    assert store.check() == []
+
+
 def test_concurrent_binds_and_puts_store_each_thing_once(store: Store, rng: random.Random) -> None:
     x = random_xorb(rng)
     versions: list[int] = []

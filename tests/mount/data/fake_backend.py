@@ -163,10 +163,16 @@ class FakeBackend:
     async def versions(self, ark: str) -> list[VersionInfo]:
         raise NotBound(f"{ark}: a FakeBackend binds no archive")
 
+    async def record(self, ark: str) -> tuple[VersionInfo, Erc]:
+        raise NotBound(f"{ark}: a FakeBackend binds no archive")
+
     async def list_archives(self, prefix: str = "") -> list[str]:
         return []
 
     async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
+        raise Refused("a FakeBackend binds nothing")
+
+    async def bind_again(self, ark: str, version: int, erc: Erc, message: str = "") -> VersionInfo:
         raise Refused("a FakeBackend binds nothing")
 
     async def has_file(self, file_hash: bytes, size: int) -> bool:

@@ -216,7 +216,6 @@ def run_publish(args: argparse.Namespace) -> int:
 
     if args.server:  # as open_backend: loaded before the progress shows
         import arkfs.backend.remote  # noqa: F401
-    _tune_gc()
     given = _ark_to_bind(args.ark) if args.ark else None
     given_erc = erc_options.fields(args) or erc_options.rich(args)  # checked before a scan
     changing = bool(given_erc or args.persistence or args.erc)
@@ -275,18 +274,6 @@ def run_publish(args: argparse.Namespace) -> int:
     where = f" --server {args.server}" if args.server else ""
     print(f"mount it:  arkfs mount{where} ~/arks && ls ~/arks/{s.ark}/")
     return 0
-
-
-def _tune_gc() -> None:
-    """Freeze what the imports made and collect the youngest generation every 100,000 new
-    objects, not 700: a publish makes several objects per entry of the tree (scan rows,
-    entries, index rows), few of them in cycles, and the default collections scanned them
-    over and over (the scan's entries of 100,000 files took 1.3 to 2 times the CPU with
-    them)."""
-    import gc
-
-    gc.freeze()
-    gc.set_threshold(100_000, 20, 20)
 
 
 def _publish_metadata(args: argparse.Namespace, ark: str) -> int:

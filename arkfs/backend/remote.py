@@ -297,23 +297,24 @@ class RemoteBackend:
     async def bind(self, manifest: Manifest, erc: Erc, message: str = "") -> VersionInfo:
         """PUT the manifest, ERC record and message; the server checks the files are in its
         CAS, and answers with the new version."""
-        what = f"binding of {manifest.ark}"
         body = _bind_body(manifest, erc, message)
         # The server checks every file before it answers: 1,000,000 take it tens of seconds.
         wait = self._timeout + len(manifest.entries) / BIND_ENTRIES_PER_SECOND
-        headers = {"Content-Type": "application/msgpack"}
-        resp = await self._nma("PUT", f"{self.name}/{manifest.ark}", headers, body, wait)
-        raise_for_status(resp, what)
-        return self._version(manifest.ark, json_reply(resp, what))
+        return await self._put_binding(manifest.ark, body, wait)
 
     async def bind_again(self, ark: str, version: int, erc: Erc, message: str = "") -> VersionInfo:
         """PUT the version whose manifest to bind again, the ERC record and message: no
         manifest travels, and the server parses none."""
-        what = f"binding of {ark}"
         packer = msgpack.Packer(use_bin_type=True)
         body = packer.pack({"again": version, "erc": erc.to_anvl(), "message": message})
+        return await self._put_binding(ark, body)
+
+    async def _put_binding(self, ark: str, body: bytes, wait: float | None = None) -> VersionInfo:
+        """PUT a bind body (msgpack) for ark (wait: seconds, None the usual timeout); the
+        version it bound."""
+        what = f"binding of {ark}"
         headers = {"Content-Type": "application/msgpack"}
-        resp = await self._nma("PUT", f"{self.name}/{ark}", headers, body)
+        resp = await self._nma("PUT", f"{self.name}/{ark}", headers, body, wait)
         raise_for_status(resp, what)
         return self._version(ark, json_reply(resp, what))
 

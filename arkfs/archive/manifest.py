@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from itertools import chain, islice, repeat
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import msgpack
 
@@ -173,49 +173,34 @@ class Entries(Sequence[Entry]):
         entry without an XET hash takes its XET hash and SHA-256 from hashes, by path, if
         given (a republish keeps the scan's entry of a file it did not read: one Entry
         made per file, not two)."""
-        paths, ends = bytearray(), array("I")
-        kinds, sizes, modes, mtimes = bytearray(), array("q"), array("H"), array("q")
-        xet, sha, has_sha, targets = bytearray(), bytearray(), bytearray(), {}
-        groups: dict[str, list[int]] = {}
-        xattrs: dict[int, Xattrs] = {}
-        for i, e in enumerate(entries):
-            where = f"manifest entry {e.path!r}"
-            try:
-                paths += e.path.encode("utf-8", "surrogateescape")
-            except UnicodeEncodeError:
-                raise ManifestError(f"{where}: not a relative path of file names") from None
-            ends.append(len(paths))
-            kinds.append(_KINDS.index(e.kind))
-            try:
-                sizes.append(e.size)
-                modes.append(e.mode)
-                mtimes.append(e.mtime_ns)
-            except OverflowError:
-                raise ManifestError(f"{where}: size, mode or mtime out of range") from None
-            xet_hash, sha256 = e.xet_hash, e.sha256
-            if xet_hash is None and hashes and e.kind is Kind.FILE:
-                xet_hash, sha256 = hashes.get(e.path, (None, None))
-            if (e.kind is Kind.FILE) != (isinstance(xet_hash, bytes) and len(xet_hash) == 32):
-                raise ManifestError(f"{where}: a file, and only a file, has a 32-byte XET hash")
-            if sha256 is not None and (e.kind is not Kind.FILE or len(sha256) != 32):
-                raise ManifestError(f"{where}: SHA-256 must be 32 bytes, on a file")
-            xet += xet_hash or _ZERO
-            sha += sha256 or _ZERO
-            has_sha.append(sha256 is not None)
-            if e.target is not None:
-                targets[i] = e.target
-            if e.link is not None:
-                if e.link != e.path and e.link not in groups:
-                    raise ManifestError(f"{where}: its link {e.link!r} is not a file before it")
-                groups.setdefault(e.link, []).append(i)
-            if e.xattrs:
-                xattrs[i] = e.xattrs
-        columns = dict(
-            paths=bytes(paths), path_ends=ends, kinds=bytes(kinds), sizes=sizes, modes=modes
+        return cls(*_columns_of(entries, hashes))
+
+    def merged(
+        self, drop: Iterable[int], entries: Sequence[Entry], hashes: Hashes | None = None
+    ) -> "Entries":
+        """These entries but those at positions drop, with entries (sorted by path, none at
+        a path kept; hashes as of takes them) in their places: a republish's manifest made
+        from its previous version's columns, an Entry made only for what changed. The
+        result is checked as any construction is. Hard links are not merged
+        (ManifestError): publish them whole."""
+        columns, targets, groups, xattrs = _columns_of(entries, hashes)
+        if self.has_links or groups:
+            raise ManifestError("hard-linked entries are not merged")
+        old = _Piece(
+            {name: getattr(self, attr) for name, attr in _ATTRS.items()},
+            self._targets,
+            self._xattrs,
         )
-        columns |= dict(mtimes=mtimes, xet_hashes=bytes(xet), sha256s=bytes(sha))
-        columns["sha256_flags"] = bytes(has_sha)
-        return cls(columns, targets, list(groups.values()), xattrs)
+        new = _Piece(columns, targets, xattrs)
+        cuts = [bisect_left(range(len(self)), path_order(e), key=self._path_bytes) for e in entries]
+        dropped, at = sorted(set(drop)), 0
+        pieces: list[tuple[_Piece, int, int]] = []
+        for j, cut in enumerate([*cuts, len(self)]):
+            pieces += [(old, lo, hi) for lo, hi in _runs(at, cut, dropped)]
+            if j < len(entries):
+                pieces.append((new, j, j + 1))
+            at = cut
+        return Entries(*_joined(pieces))
 
     @classmethod
     def from_packed(cls, obj: dict[str, Any]) -> "Entries":
@@ -537,6 +522,13 @@ class Entries(Sequence[Entry]):
         """Positions of the files, in path order."""
         return _positions(self._kinds, _FILE)
 
+    def hashes(self, i: int) -> tuple[bytes | None, bytes | None]:
+        """The XET hash and SHA-256 of the entry at position i (None, None unless a file)."""
+        if self._kinds[i] != _FILE:
+            return None, None
+        at = 32 * i
+        return self._xet[at : at + 32], self._sha[at : at + 32] if self._has_sha[i] else None
+
     def file_hashes(self) -> Iterator[tuple[int, bytes, int, bytes | None]]:
         """(position, XET hash, size, SHA-256 or None) of each file, from the columns
         without making an Entry (a bind checks 1,000,000 of them)."""
@@ -612,7 +604,117 @@ class Entries(Sequence[Entry]):
 
     @property
     def total_size(self) -> int:
-        return sum(self._sizes[i] for i in self.files())
+        """The files' bytes: every size but the symlinks' (a directory's is 0)."""
+        return sum(self._sizes) - sum(
+            map(self._sizes.__getitem__, _positions(self._kinds, _SYMLINK))
+        )
+
+    def file_hash_set(self) -> set[bytes]:
+        """The XET hashes of the files (a set made from the column in one pass)."""
+        xet = self._xet
+        hashes = {xet[at : at + 32] for at in range(0, len(xet), 32)}
+        hashes.discard(_ZERO)  # the empty slots of directories and symlinks
+        return hashes
+
+
+def _columns_of(
+    entries: Iterable[Entry], hashes: Hashes | None = None
+) -> tuple[dict[str, Any], dict[int, str], list[list[int]], dict[int, Xattrs]]:
+    """The columns, symlink targets, hard-link groups and attributes of entries, in their
+    order (Entries.of); not checked as a tree."""
+    paths, ends = bytearray(), array("I")
+    kinds, sizes, modes, mtimes = bytearray(), array("q"), array("H"), array("q")
+    xet, sha, has_sha, targets = bytearray(), bytearray(), bytearray(), {}
+    groups: dict[str, list[int]] = {}
+    xattrs: dict[int, Xattrs] = {}
+    for i, e in enumerate(entries):
+        where = f"manifest entry {e.path!r}"
+        try:
+            paths += e.path.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise ManifestError(f"{where}: not a relative path of file names") from None
+        ends.append(len(paths))
+        kinds.append(_KINDS.index(e.kind))
+        try:
+            sizes.append(e.size)
+            modes.append(e.mode)
+            mtimes.append(e.mtime_ns)
+        except OverflowError:
+            raise ManifestError(f"{where}: size, mode or mtime out of range") from None
+        xet_hash, sha256 = e.xet_hash, e.sha256
+        if xet_hash is None and hashes and e.kind is Kind.FILE:
+            xet_hash, sha256 = hashes.get(e.path, (None, None))
+        if (e.kind is Kind.FILE) != (isinstance(xet_hash, bytes) and len(xet_hash) == 32):
+            raise ManifestError(f"{where}: a file, and only a file, has a 32-byte XET hash")
+        if sha256 is not None and (e.kind is not Kind.FILE or len(sha256) != 32):
+            raise ManifestError(f"{where}: SHA-256 must be 32 bytes, on a file")
+        xet += xet_hash or _ZERO
+        sha += sha256 or _ZERO
+        has_sha.append(sha256 is not None)
+        if e.target is not None:
+            targets[i] = e.target
+        if e.link is not None:
+            if e.link != e.path and e.link not in groups:
+                raise ManifestError(f"{where}: its link {e.link!r} is not a file before it")
+            groups.setdefault(e.link, []).append(i)
+        if e.xattrs:
+            xattrs[i] = e.xattrs
+    columns = dict(paths=bytes(paths), path_ends=ends, kinds=bytes(kinds), sizes=sizes, modes=modes)
+    columns |= dict(mtimes=mtimes, xet_hashes=bytes(xet), sha256s=bytes(sha))
+    columns["sha256_flags"] = bytes(has_sha)
+    return columns, targets, list(groups.values()), xattrs
+
+
+class _Piece(NamedTuple):
+    """Columns to take runs of entries from (Entries.merged)."""
+
+    columns: dict[str, Any]
+    targets: dict[int, str]
+    xattrs: dict[int, Xattrs]
+
+
+def _runs(lo: int, hi: int, dropped: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """The runs of positions lo to hi - 1 that are not in dropped (sorted)."""
+    for i in dropped[bisect_left(dropped, lo) : bisect_left(dropped, hi)]:
+        if lo < i:
+            yield lo, i
+        lo = i + 1
+    if lo < hi:
+        yield lo, hi
+
+
+def _joined(
+    pieces: Sequence[tuple[_Piece, int, int]],
+) -> tuple[dict[str, Any], dict[int, str], list[list[int]], dict[int, Xattrs]]:
+    """The columns of runs of entries (piece, first, end) one after another."""
+    parts: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+    ends, at, count = array("I"), 0, 0
+    targets: dict[int, str] = {}
+    xattrs: dict[int, Xattrs] = {}
+    for piece, lo, hi in pieces:
+        c = piece.columns
+        start = c["path_ends"][lo - 1] if lo else 0
+        stop = c["path_ends"][hi - 1]
+        parts["paths"].append(c["paths"][start:stop])
+        ends.extend([end - start + at for end in c["path_ends"][lo:hi]])
+        at += stop - start
+        for name, code in _COLUMNS.items():
+            if name not in ("paths", "path_ends"):
+                width = 32 if code == "32" else 1
+                parts[name].append(c[name][width * lo : width * hi])
+        targets |= {count + i - lo: t for i, t in piece.targets.items() if lo <= i < hi}
+        xattrs |= {count + i - lo: a for i, a in piece.xattrs.items() if lo <= i < hi}
+        count += hi - lo
+    columns: dict[str, Any] = {"paths": b"".join(parts["paths"]), "path_ends": ends}
+    for name, code in _COLUMNS.items():
+        if name not in columns:
+            joined = parts[name]
+            columns[name] = (
+                b"".join(joined)
+                if code in ("B", "32")
+                else array(code, b"".join(p.tobytes() for p in joined))
+            )
+    return columns, targets, [], xattrs
 
 
 _KINDS = (Kind.DIR, Kind.FILE, Kind.SYMLINK)  # kind codes in the 'kinds' column
@@ -962,11 +1064,17 @@ def build(
     token_url: str | None = None,
     root: Entry | None = None,
     hashes: Hashes | None = None,
+    onto: tuple[Entries, Iterable[int]] | None = None,
 ) -> Manifest:
     """A manifest of entries in any order (sorted here); a file without its hashes takes
-    them from hashes (Entries.of)."""
+    them from hashes (Entries.of). With onto (columns and positions to drop), entries
+    replace those positions of the columns (Entries.merged)."""
     ordered = sorted(entries, key=path_order)
-    return Manifest(ark, Entries.of(ordered, hashes), created, cas_url, token_url, root)
+    if onto is None:
+        columns = Entries.of(ordered, hashes)
+    else:
+        columns = onto[0].merged(onto[1], ordered, hashes)
+    return Manifest(ark, columns, created, cas_url, token_url, root)
 
 
 def path_order(entry: Entry) -> bytes:

@@ -30,10 +30,10 @@ if TYPE_CHECKING:  # the publisher and its machinery load when a command runs: -
     from arkfs.archive.record import VersionInfo
     from arkfs.ark.identifier import Ark
     from arkfs.backend.base import Backend
-    from arkfs.publish.index import TreeIndex
+    from arkfs.publish.index import TreeIndex, Version
     from arkfs.publish.progress import Progress
     from arkfs.publish.publisher import Summary
-    from arkfs.publish.scan import Found, Scanned
+    from arkfs.publish.scan import Changes, Found, Scanned
 
 ERC_EPILOG = """\
 Metadata (ERC, shown by `?info` and as extended attributes in the mount) comes from
@@ -238,8 +238,8 @@ def run_publish(args: argparse.Namespace) -> int:
     tree_index = TreeIndex(None if args.rehash else index_path(_target_key(args), args.dir))
     try:
         with shown(progress, args.quiet):
-            scanned = _scan(args, progress, tree_index)
-            s = _publish(args, given, scanned, progress, tree_index)
+            scanned, changes = _scan(args, progress, tree_index)
+            s = _publish(args, given, scanned, changes, progress, tree_index)
     except BaseException as exc:  # KeyboardInterrupt, perhaps inside exception groups
         if not isinstance(first_error(exc), KeyboardInterrupt):
             raise
@@ -325,21 +325,42 @@ def _assigned(ark: Ark, text: str) -> None:
         raise BadInput(f"{text}: {exc}") from None
 
 
-def _scan(args: argparse.Namespace, progress: Progress, tree_index: TreeIndex) -> Scanned:
+def _scan(
+    args: argparse.Namespace, progress: Progress, tree_index: TreeIndex
+) -> tuple[Scanned, tuple[Version, Changes] | None]:
     """Scan DIR, before any hashing; its warnings are printed (one line each) unless -q.
     Its entries are made now unless tree_index remembers the scan as it is (then they
-    may not be needed), so a tree refused at scan is refused before a store is opened."""
+    may not be needed), so a tree refused at scan is refused before a store is opened;
+    when it remembers an earlier scan, only the entries that changed since are made, and
+    come back with the version that scan was published as."""
     from arkfs.publish.scan import ScanError, scan
 
     try:
         scanned = scan(args.dir, progress, args.allow_version_names)
+        changes = None
+        if scanned.digest is None or tree_index.published(scanned.digest) is None:
+            changes = _changes(scanned, tree_index)
+            if changes is None:
+                scanned.found  # noqa: B018 (made now: ScanError before a store is opened)
+            if scanned.packed is not None:
+                tree_index.stage(scanned.packed)
+        scanned.packed = None
     except ScanError as exc:
         raise BadInput(str(exc)) from None
-    if scanned.digest is None or tree_index.published(scanned.digest) is None:
-        _found(scanned)
     for line in [] if args.quiet else scanned.warnings:
         print(f"arkfs: warning: {line}", file=sys.stderr)
-    return scanned
+    return scanned, changes
+
+
+def _changes(scanned: Scanned, tree_index: TreeIndex) -> tuple[Version, Changes] | None:
+    """What changed in scanned since the scan tree_index remembers, and the version that
+    scan was published as; None if it remembers none it can compare."""
+    remembered = tree_index.remembered()
+    if remembered is None:
+        return None
+    version, rows = remembered
+    changes = scanned.changes(rows)
+    return None if changes is None else (version, changes)
 
 
 def _found(scanned: Scanned) -> list[Found]:
@@ -367,12 +388,15 @@ def _publish(
     args: argparse.Namespace,
     given: Ark | None,
     scanned: Scanned,
+    changes: tuple[Version, Changes] | None,
     progress: Progress,
     tree_index: TreeIndex,
 ) -> Summary:
-    """Publish the scanned DIR to the target, counting in progress."""
+    """Publish the scanned DIR to the target, counting in progress: only what changes says
+    changed, if it is told against the version to follow."""
     from arkfs.ark.minter import mint, parse_shoulder
     from arkfs.cli import erc_options
+    from arkfs.publish.index import Version
     from arkfs.publish.journal import UploadJournal
     from arkfs.publish.publisher import publish_tree, unchanged_scan
 
@@ -405,10 +429,14 @@ def _publish(
             return summary
         # Exactly the version record names, whatever was bound since.
         previous = None if record is None else await backend.archive(ark, record[0].version)
+        since = None
+        if changes is not None and record is not None and changes[0] == Version.of(record[0]):
+            assert previous is not None
+            since = None if previous.manifest.entries.has_links else changes[1]
         summary, _ = await publish_tree(
             backend,
             ark,
-            _found(scanned),
+            _found(scanned) if since is None else since.found,
             erc,
             previous=previous,
             message=args.message,
@@ -418,8 +446,9 @@ def _publish(
             root=scanned.root,
             tree_index=tree_index,
             allow_empty=args.allow_empty,
-            check=lambda: _check(scanned),
+            check=None if since is not None else lambda: _check(scanned),
             scan=scanned.digest,
+            dropped=None if since is None else since.dropped,
         )
         return summary
 

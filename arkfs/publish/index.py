@@ -12,7 +12,9 @@ size and times unchanged (git's "racily clean" entries).
 Beside the rows, a small file remembers the digest of the last scan published (scan.Scanned)
 and the version it was published as (or found equal to): while that version is still the
 ARK's latest, a tree that scans to that digest again has nothing to publish, and no row
-needs to be read or looked up.
+needs to be read or looked up. A third file keeps that scan's rows (what its digest is
+of): a tree that scans otherwise makes entries only for the rows that differ, and carries
+the latest version's entries at the other paths (Scanned.changes).
 """
 
 import hashlib
@@ -120,16 +122,47 @@ class TreeIndex:
 
     def remember(self, digest: bytes | None, version: Version) -> None:
         """Remember, atomically, that a tree scanned to digest (None: a scan too recent to
-        trust, not remembered) is version."""
+        trust, not remembered) is version, with the rows staged for it."""
         if self.path is None or digest is None or self.published(digest) == version:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._staged().exists():  # the rows first: a crash between leaves rows that
+            os.replace(self._staged(), self._rows_path())  # fail remembered()'s check
         body = {"format": FORMAT, "scan": digest, **version._asdict()}
         write_atomic(self._scan_path(), msgpack.packb(body, use_bin_type=True))
+
+    def stage(self, rows: bytes) -> None:
+        """Keep the packed rows of the scan being published until remember names their
+        version."""
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self._staged(), rows)
+
+    def remembered(self) -> tuple[Version, bytes] | None:
+        """The version the last scan remembered was published as, and that scan's packed
+        rows; None unless both are there and the rows are what its digest is of."""
+        if self.path is None:
+            return None
+        try:
+            body = msgpack.unpackb(self._scan_path().read_bytes(), raw=False)
+            rows = self._rows_path().read_bytes()
+            if body.get("format") != FORMAT or scan_digest(rows) != body["scan"]:
+                return None
+            return Version(str(body["ark"]), int(body["version"]), float(body["created"])), rows
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException):
+            return None  # when in doubt, make every entry
 
     def _scan_path(self) -> Path:
         assert self.path is not None
         return self.path.with_suffix(".scan")
+
+    def _rows_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_suffix(".rows")
+
+    def _staged(self) -> Path:
+        assert self.path is not None
+        return self.path.with_suffix(".rows-staged")
 
     def lookup(self, rel: str, key: StatKey | None) -> Known | None:
         """The hashes of rel if it was recorded with exactly this stat key."""
@@ -139,6 +172,13 @@ class TreeIndex:
         if row[: _KEY.size] != _KEY.pack(*key):
             return None
         return Known(row[_KEY.size : _KEY.size + 32], row[_KEY.size + 32 :])
+
+    def carry(self, dropped: set[str]) -> None:
+        """Carry every row but those of dropped into the next index (the files a republish
+        carries from the latest version, unread and not looked up)."""
+        self._new = self._old  # taken over, not copied: nothing reads the old rows after
+        for rel in dropped:
+            self._recorded |= self._new.pop(rel, None) is not None
 
     def keep(self, rel: str) -> None:
         """Carry rel's entry, found unchanged by lookup, into the next index."""
@@ -190,6 +230,11 @@ def _load(path: Path) -> dict[str, bytes]:
         }
     except (OSError, ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException):
         return {}
+
+
+def scan_digest(packed: bytes) -> bytes:
+    """The digest of a scan's packed rows (scan.Scanned.digest)."""
+    return hashlib.blake2b(packed, digest_size=32).digest()
 
 
 def now_ns() -> int:

@@ -163,6 +163,7 @@ class Publisher:
         allow_empty: bool = False,
         check: Callable[[], None] | None = None,
         scan: bytes | None = None,
+        dropped: set[str] | None = None,
     ) -> Summary:
         """Upload the files of found, bind the next version of ark to their manifest, erc and
         message, and say what it did. previous is the latest version (None if unbound): its
@@ -174,11 +175,17 @@ class Publisher:
         file is to be read) it runs only if building the manifest, which checks the same,
         fails (it cost 0.9 s of an unchanged republish of 100,000 files). scan, the tree's
         Scanned.digest, is remembered in the tree index with the version bound (or found
-        equal), for unchanged_scan to tell the next publish of the same tree."""
+        equal), for unchanged_scan to tell the next publish of the same tree. With dropped
+        (scan.Changes), found holds only the entries that changed since previous: previous's
+        entries at every other path are carried as they are, none made or looked up."""
         self.progress.total = sum(f.entry.size for f in found if f.entry.kind is Kind.FILE)
         self.progress.files = sum(1 for f in found if f.entry.kind is Kind.FILE)
         self.progress.begin("hash")
         self._previous = previous
+        onto = None
+        if dropped is not None:
+            assert previous is not None, "changes are told against the previous version"
+            onto = (previous.manifest.entries, self._carry(previous, dropped))
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
@@ -188,15 +195,18 @@ class Publisher:
         )
         if previous is not None:
             columns = previous.manifest.entries  # read without making an Entry per file
-            self._prior_at = {
-                columns.path(i): (xet, sha) for i, xet, _, sha in columns.file_hashes()
-            }
-            self._prior = {xet for xet, _ in self._prior_at.values() if xet is not None}
+            if dropped is None:
+                self._prior_at = {
+                    columns.path(i): (xet, sha) for i, xet, _, sha in columns.file_hashes()
+                }
+            else:  # only the files found are looked up
+                at = (columns.position(f.entry.path) for f in found)
+                self._prior_at = {columns.path(i): columns.hashes(i) for i in at if i is not None}
+            self._prior = columns.file_hash_set()
         new_files: dict[bytes, bytes] = {}  # file hash -> _NEW_FILE record: one per content
         entries: list[Entry] = []
         linked: dict[str, FileDigest] = {}  # the first of each hard-link group: its digest
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
-        others = len(entries)
         files = [f for f in found if f.entry.kind is Kind.FILE]
         # The other names of a hard-linked file are its first's content: read it once.
         copies = [f for f in files if f.entry.link not in (None, f.entry.path)]
@@ -245,9 +255,10 @@ class Publisher:
             self.progress.hashed += digest.size  # its first's bytes: stored once
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
-        count = len(entries) - others  # files, hard links included
         try:
-            self.manifest = build(ark, entries, time.time(), root=root, hashes=self._known)
+            self.manifest = build(
+                ark, entries, time.time(), root=root, hashes=self._known, onto=onto
+            )
         except ManifestError as exc:
             if check is not None:  # the scan's message, for what the scan finds
                 check()
@@ -255,7 +266,7 @@ class Publisher:
         entries.clear()  # the manifest's columns hold them now
         self._known.clear()
         self.tree_index.save()
-        summary = replace(summary, files=count)
+        summary = replace(summary, files=self.manifest.file_count)  # hard links included
         nothing_new = previous is not None and not allow_empty and not self._built
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
             return self._unchanged(previous, summary, scan)
@@ -269,6 +280,21 @@ class Publisher:
         self.progress.bound(bound.version)
         summary = replace(summary, shards=shards, version=bound.version, follows=bound.follows)
         return self._counted(summary)
+
+    def _carry(self, previous: Archive, dropped: set[str]) -> list[int]:
+        """The positions of previous's entries at dropped; every other file is counted as
+        known and stored, and its tree index row carried."""
+        columns = previous.manifest.entries
+        drop = [i for i in map(columns.position, dropped) if i is not None]
+        files = [i for i in drop if columns.kind(i) is Kind.FILE]
+        size = previous.manifest.total_size - sum(columns.stat(i)[1] for i in files)
+        count = previous.manifest.file_count - len(files)
+        self.tree_index.carry(dropped)
+        p = self.progress
+        p.total, p.files = p.total + size, p.files + count
+        p.hashed, p.known, p.deduplicated = p.hashed + size, p.known + size, p.deduplicated + size
+        p.files_stored += count
+        return drop
 
     def _unchanged(self, previous: Archive, summary: Summary, scan: bytes | None) -> Summary:
         """Nothing changed since previous: bind nothing, and remember the scan as previous."""
@@ -811,6 +837,7 @@ async def publish_tree(
     allow_empty: bool = False,
     check: Callable[[], None] | None = None,
     scan: bytes | None = None,
+    dropped: set[str] | None = None,
 ) -> tuple[Summary, Manifest]:
     """Publish scanned entries as the next version of ark (resuming from journal, if one is
     given); return the summary and the manifest of the version bound (the one sent, not
@@ -827,6 +854,7 @@ async def publish_tree(
         allow_empty=allow_empty,
         check=check,
         scan=scan,
+        dropped=dropped,
     )
     assert publisher.manifest is not None
     return summary, publisher.manifest

@@ -10,7 +10,6 @@ dangle) comes back as warnings.
 """
 
 import errno
-import hashlib
 import os
 import posixpath
 import stat
@@ -35,13 +34,14 @@ from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import check_filename
 from arkfs.ark.version_qualifier import version_of_name
 from arkfs.publish import VERSION_NAMES_OPTION
-from arkfs.publish.index import RACY_NS, StatKey, now_ns
+from arkfs.publish.index import RACY_NS, StatKey, now_ns, scan_digest
 from arkfs.publish.progress import Progress
 
 INFLECTIONS = ("?info", "??")  # THUMP: a name ending so is read as its base's record
 # What the walk keeps of an entry, and its digest takes: path, st_mode, size, mtime_ns,
 # ctime_ns, inode, link count, device, and a symlink's target.
 _Row = tuple[str, int, int, int, int, int, int, int, str | None]
+_ROW_FIELDS = 9
 
 
 class ScanError(Exception):
@@ -77,6 +77,7 @@ class Scanned:
     base: str
     rows: list[_Row] = field(default_factory=list, repr=False)
     digest: bytes | None = None
+    packed: bytes | None = field(default=None, repr=False)  # what digest is of
     files: int = 0
     total: int = 0  # the files' bytes
     skipped: list[str] = field(default_factory=list)
@@ -91,6 +92,36 @@ class Scanned:
         found = _entries(self.base, self.rows)
         self.rows = []
         return found
+
+    def changes(self, remembered: bytes) -> "Changes | None":
+        """What differs from a remembered scan (its packed rows): the entries of the rows
+        new or changed, with their attributes read, and the remembered paths that are gone
+        or changed. A row as it was is an entry as it was: a write, chmod or attribute set
+        changes ctime, and the remembered scan was not racy (RACY_NS). None if the rows
+        are not this version's, or a hard-linked file changed (publish those whole).
+        ScanError as found gives it."""
+        try:
+            _, old = msgpack.unpackb(
+                remembered, use_list=False, raw=False, unicode_errors="surrogateescape"
+            )
+        except (ValueError, TypeError, msgpack.UnpackException):
+            return None
+        if not all(type(row) is tuple and len(row) == _ROW_FIELDS for row in old):
+            return None
+        kept, now = set(old), set(self.rows)
+        changed = [row for row in self.rows if row not in kept]
+        if any(row[6] > 1 and not stat.S_ISDIR(row[1]) for row in changed):  # link count
+            return None
+        return Changes(_entries(self.base, changed), {row[0] for row in old if row not in now})
+
+
+@dataclass
+class Changes:
+    """A tree's entries that differ from a remembered scan, and the remembered paths to
+    drop (gone, or changed: their entries are among found)."""
+
+    found: list[Found]
+    dropped: set[str]
 
 
 def scan(
@@ -155,7 +186,7 @@ def scan(
     newest = max(max((row[4] for row in rows), default=0), root_row[2])  # ctime_ns
     if newest < began - RACY_NS:
         packed = msgpack.packb([root_row, rows], unicode_errors="surrogateescape")  # as on disk
-        scanned.digest = hashlib.blake2b(packed, digest_size=32).digest()
+        scanned.digest, scanned.packed = scan_digest(packed), packed
     if scanned.outside_links:
         scanned.warnings.append(
             f"{len(scanned.outside_links)} symlinks leave the tree or dangle (published as "

@@ -371,3 +371,49 @@ def test_files_unlike_of_the_same_paths_finds_each_change_in_any_block() -> None
         changes[i] for i in sorted(changes)
     ]
     assert list(before.files_unlike(entries({}))) == []
+
+
+def _entries_named(names: set[str], changed: frozenset[str] = frozenset()) -> list[Entry]:
+    """Entries under one directory: files (some with attributes or changed content), and
+    symlinks for names starting with 'l'."""
+    made = [Entry("d", Kind.DIR, 0, 0o755, 1)]
+    for name in sorted(names):
+        path, mark = f"d/{name}", bytes([len(name) + (name in changed)])
+        if name.startswith("l"):
+            made.append(Entry(path, Kind.SYMLINK, 1, 0o777, 2, target=name))
+        else:
+            xattrs = (("user.n", name.encode()),) if "x" in name else ()
+            made.append(Entry(path, Kind.FILE, 3, 0o644, 3, mark * 32, H1, xattrs=xattrs))
+    return made
+
+
+file_names = st.sets(st.from_regex(r"[a-z]{1,3}", fullmatch=True), max_size=24)
+
+
+@given(file_names, file_names, st.data())
+def test_merged_columns_are_the_columns_of_the_entries_merged(
+    old: set[str], added: set[str], data: st.DataObject
+) -> None:
+    """Any entries dropped, kept, changed or added: the merge of the previous columns equals
+    the columns built from every entry, with the same links, targets and attributes."""
+    kept = data.draw(st.sets(st.sampled_from(sorted(old))) if old else st.just(set()))
+    changed = data.draw(st.sets(st.sampled_from(sorted(kept))) if kept else st.just(set()))
+    final = kept | added
+    before = Entries.of(_entries_named(old))
+    wanted = _entries_named(final, frozenset(changed))
+    new = [e for e in wanted if e.path[2:] in changed | (added - kept)]
+    drop = [i for i in range(len(before)) if before.path(i)[2:] in (old - kept) | changed]
+    merged = before.merged(drop, new)
+    assert merged == Entries.of(wanted)
+    assert list(merged) == wanted
+
+
+def test_merged_entries_are_checked_and_take_no_hard_links() -> None:
+    before = Entries.of(_entries_named({"a", "b"}))
+    with pytest.raises(ManifestError, match="parent directory is not listed"):
+        before.merged([], [Entry("e/f", Kind.FILE, 1, 0o644, 1, H1)])
+    with pytest.raises(ManifestError, match="sorted by path, without repeats"):
+        before.merged([], [Entry("d/a", Kind.FILE, 1, 0o644, 1, H1)])  # d/a is kept
+    linked = [Entry("d/c", Kind.FILE, 1, 0o644, 1, H1, link="d/c")]
+    with pytest.raises(ManifestError, match="hard-linked"):
+        before.merged([], [*linked, Entry("d/e", Kind.FILE, 1, 0o644, 1, H1, link="d/c")])

@@ -153,3 +153,41 @@ def test_a_remembered_scan_stands_only_for_the_latest_version(
     assert after["read_bytes"] == after["bytes"], after
     last = publish(tree, where)  # and now the scan stands for v2
     assert last["changed"] is False and last["version"] == 2 and last["read_bytes"] == 0, last
+
+
+def test_a_changed_tree_carries_the_rest_as_a_full_publish_would_build_it(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    """Entries are made only for what changed since the scan remembered (the index's rows
+    are not even looked up: made unreadable here, every other file would be read), and the
+    version bound is the one reading every file binds: --rehash finds nothing changed."""
+    where, store = target
+    tree = make_tree(tmp_path / "tree")
+    (tree / "gone").mkdir()
+    (tree / "gone" / "g.txt").write_bytes(b"goes away")
+    (tree / "a" / "link").symlink_to("f1.bin")
+    time.sleep(0.3)  # past the racy window: not a timing assert
+    publish(tree, where)
+    tree_index_path(where, store, tree).write_bytes(b"not an index")
+    (tree / "a" / "f3.bin").write_bytes(b"changed bytes")
+    (tree / "a" / "f4.bin").chmod(0o600)
+    os.setxattr(tree / "a" / "f5.bin", "user.note", b"set later")
+    (tree / "a" / "link").unlink()
+    (tree / "a" / "link").symlink_to("f2.bin")
+    (tree / "gone" / "g.txt").unlink()
+    (tree / "gone").rmdir()
+    (tree / "new" / "deep").mkdir(parents=True)
+    (tree / "new" / "deep" / "n.txt").write_bytes(b"14 bytes here!")
+    changed = publish(tree, where)
+    assert changed["changed"] is True and changed["version"] == 2, changed
+    restamped = sum((tree / "a" / f"f{i}.bin").stat().st_size for i in (4, 5))  # new ctime
+    assert changed["read_bytes"] == len(b"changed bytes") + 14 + restamped, changed
+    assert changed["files"] == 23 and changed["bytes"] == sum(
+        p.stat().st_size for p in tree.rglob("*") if p.is_file() and not p.is_symlink()
+    )
+    again = publish(tree, where, "--rehash")
+    assert again["changed"] is False and again["version"] == 2, again
+    out = run_arkfs("versions", ARK, *where, "--json")
+    assert out.returncode == 0, out.stderr
+    latest = json.loads(out.stdout)["versions"][-1]
+    assert latest["added"] == ["new/deep/n.txt"] and latest["removed"] == ["gone/g.txt"]

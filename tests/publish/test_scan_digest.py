@@ -83,3 +83,56 @@ def test_the_index_remembers_a_scan_with_its_version(tmp_path: Path) -> None:
     assert TreeIndex(where).published(b"d" * 32) is None
     TreeIndex(None).remember(b"d" * 32, v3)
     assert TreeIndex(None).published(b"d" * 32) is None
+
+
+def _published(root: Path, where: Path, version: Version) -> TreeIndex:
+    """The tree index of root after root, settled, was published as version."""
+    settled(root)
+    scanned = scan(root)
+    assert scanned.digest is not None and scanned.packed is not None
+    index = TreeIndex(where)
+    index.stage(scanned.packed)
+    index.remember(scanned.digest, version)
+    return index
+
+
+def test_the_index_keeps_the_rows_of_the_scan_it_remembers(tmp_path: Path) -> None:
+    tree, where = tmp_path / "tree", tmp_path / "idx.msgpack"
+    (tree / "d").mkdir(parents=True)
+    (tree / "d" / "f").write_bytes(b"data")
+    v1 = Version("ark:12345/x6np1wh8k", 1, 1234.5)
+    _published(tree, where, v1)
+    remembered = TreeIndex(where).remembered()
+    assert remembered is not None and remembered[0] == v1
+    assert scan(tree).changes(remembered[1]) is not None
+    rows = where.with_suffix(".rows")
+    rows.write_bytes(rows.read_bytes()[:-1] + b"\0")  # not the rows the digest is of
+    assert TreeIndex(where).remembered() is None
+    assert TreeIndex(None).remembered() is None
+
+
+def test_changes_are_the_rows_that_differ_from_the_remembered_scan(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    for d in ("a", "b", "c"):
+        (tree / d).mkdir(parents=True)
+        for f in ("x", "y"):
+            (tree / d / f).write_bytes(f"{d}{f}".encode())
+    (tree / "l").symlink_to("a/x")
+    index = _published(tree, tmp_path / "idx.msgpack", Version("ark:12345/x6np1wh8k", 1, 1.0))
+    remembered = index.remembered()
+    assert remembered is not None
+    (tree / "a" / "x").write_bytes(b"new content")  # changed: a/x only (a's mtime stays)
+    (tree / "b" / "y").unlink()  # gone: b/y, and b's mtime changed
+    (tree / "c" / "z").write_bytes(b"new")  # added: c/z, and c changed
+    (tree / "c" / "x").chmod(0o600)
+    _retarget(tree / "l")
+    settled(tree)
+    changes = scan(tree).changes(remembered[1])
+    assert changes is not None
+    assert sorted(f.entry.path for f in changes.found) == ["a/x", "b", "c", "c/x", "c/z", "l"]
+    assert changes.dropped == {"a/x", "b", "b/y", "c", "c/x", "l"}
+    assert next(f for f in changes.found if f.entry.path == "c/x").entry.mode == 0o600
+    assert scan(tree).changes(b"\xc1 not rows") is None
+    os.link(tree / "c" / "z", tree / "c" / "w")  # a hard link changed: published whole
+    settled(tree)
+    assert scan(tree).changes(remembered[1]) is None

@@ -344,7 +344,7 @@ def _scan(
                 scanned.found  # noqa: B018 (made now: ScanError before a store is opened)
             if scanned.packed is not None:
                 tree_index.stage(scanned.packed)
-        scanned.packed = None
+        scanned.packed, scanned.listings = None, {}  # kept in the index, or not needed
     except ScanError as exc:
         raise BadInput(str(exc)) from None
     for line in [] if args.quiet else scanned.warnings:

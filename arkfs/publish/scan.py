@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -76,6 +76,8 @@ class Scanned:
     root: Entry
     base: str
     rows: list[_Row] = field(default_factory=list, repr=False)
+    # Each directory's listing: its path -> its rows' span in rows and those rows packed.
+    listings: dict[str, tuple[int, int, bytes]] = field(default_factory=dict, repr=False)
     digest: bytes | None = None
     packed: bytes | None = field(default=None, repr=False)  # what digest is of
     files: int = 0
@@ -97,22 +99,28 @@ class Scanned:
         """What differs from a remembered scan (its packed rows): the entries of the rows
         new or changed, with their attributes read, and the remembered paths that are gone
         or changed. A row as it was is an entry as it was: a write, chmod or attribute set
-        changes ctime, and the remembered scan was not racy (RACY_NS). None if the rows
-        are not this version's, or a hard-linked file changed (publish those whole).
-        ScanError as found gives it."""
+        changes ctime, and the remembered scan was not racy (RACY_NS). Listings packed the
+        same are skipped whole. None if the rows are not this version's, or a hard-linked
+        file changed (publish those whole). ScanError as found gives it."""
         try:
-            _, old = msgpack.unpackb(
-                remembered, use_list=False, raw=False, unicode_errors="surrogateescape"
-            )
+            _, pairs = _unpacked(remembered)
+            old = {rel: chunk for rel, chunk in pairs if type(chunk) is bytes}
+            changed: list[_Row] = []
+            dropped: set[str] = set()
+            for rel, (start, end, chunk) in self.listings.items():
+                was = old.pop(rel, None)
+                if was != chunk:
+                    rows, before = self.rows[start:end], _listing(was) if was else ()
+                    kept, now = set(before), set(rows)
+                    changed += [row for row in rows if row not in kept]
+                    dropped.update(row[0] for row in before if row not in now)
+            for chunk in old.values():  # directories gone
+                dropped.update(row[0] for row in _listing(chunk))
         except (ValueError, TypeError, msgpack.UnpackException):
             return None
-        if not all(type(row) is tuple and len(row) == _ROW_FIELDS for row in old):
-            return None
-        kept, now = set(old), set(self.rows)
-        changed = [row for row in self.rows if row not in kept]
         if any(row[6] > 1 and not stat.S_ISDIR(row[1]) for row in changed):  # link count
             return None
-        return Changes(_entries(self.base, changed), {row[0] for row in old if row not in now})
+        return Changes(_entries(self.base, changed), dropped)
 
 
 @dataclass
@@ -151,6 +159,7 @@ def scan(
         except OSError as exc:
             raise ScanError(f"cannot list {here}: {exc.strerror}") from None
         names = {item.name for item in items}
+        start = len(rows)
         for item in items:  # per entry: one lstat, no Path (issue 26)
             name = item.name
             sub = f"{rel}/{name}" if rel else name
@@ -183,9 +192,12 @@ def scan(
                 continue
             size, mtime, ctime, ino = st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
             rows.append((sub, st.st_mode, size, mtime, ctime, ino, st.st_nlink, st.st_dev, target))
+        listing = msgpack.packb(rows[start:], unicode_errors="surrogateescape")  # as on disk
+        scanned.listings[rel] = (start, len(rows), listing)
     newest = max(max((row[4] for row in rows), default=0), root_row[2])  # ctime_ns
     if newest < began - RACY_NS:
-        packed = msgpack.packb([root_row, rows], unicode_errors="surrogateescape")  # as on disk
+        listings = [[rel, listing] for rel, (_, _, listing) in scanned.listings.items()]
+        packed = msgpack.packb([root_row, listings], unicode_errors="surrogateescape")
         scanned.digest, scanned.packed = scan_digest(packed), packed
     if scanned.outside_links:
         scanned.warnings.append(
@@ -215,6 +227,21 @@ def _entries(base: str, rows: list[_Row]) -> list[Found]:
     _link(found, inodes.values())
     found.sort(key=lambda f: path_order(f.entry))
     return found
+
+
+def _unpacked(packed: bytes) -> Any:
+    """A packed scan or listing as it was packed, arrays as tuples."""
+    return msgpack.unpackb(packed, use_list=False, raw=False, unicode_errors="surrogateescape")
+
+
+def _listing(chunk: bytes) -> tuple[_Row, ...]:
+    """The rows of a packed listing; ValueError unless each is a row."""
+    rows = _unpacked(chunk)
+    if type(rows) is not tuple or not all(
+        type(row) is tuple and len(row) == _ROW_FIELDS for row in rows
+    ):
+        raise ValueError("not a listing")
+    return rows
 
 
 def _name(item: os.DirEntry[str]) -> str:

@@ -152,6 +152,11 @@ class TreeIndex:
         except (OSError, ValueError, TypeError, KeyError, AttributeError, msgpack.UnpackException):
             return None  # when in doubt, make every entry
 
+    def forget_rows(self) -> None:
+        """Forget the rows of the scan remembered (the next publish makes every entry)."""
+        if self.path is not None:
+            self._rows_path().unlink(missing_ok=True)
+
     def _scan_path(self) -> Path:
         assert self.path is not None
         return self.path.with_suffix(".scan")

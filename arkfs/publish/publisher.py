@@ -262,6 +262,12 @@ class Publisher:
         except ManifestError as exc:
             if check is not None:  # the scan's message, for what the scan finds
                 check()
+            if onto is not None:  # the remembered scan does not describe previous
+                self.tree_index.forget_rows()
+                raise PublishError(
+                    f"the changes since the scan remembered cannot be merged ({exc}); "
+                    "run the same command again: it compares every file"
+                ) from None
             raise PublishError(f"the manifest cannot be built: {exc}") from None
         entries.clear()  # the manifest's columns hold them now
         self._known.clear()

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import msgpack
 
+from arkfs.publish.index import TreeIndex
+from arkfs.publish.scan import scan
 from tests.support.cli import run_arkfs
 from tests.support.targets import forget_scan, tree_index_path
 from tests.support.targets import target as target
@@ -191,3 +193,31 @@ def test_a_changed_tree_carries_the_rest_as_a_full_publish_would_build_it(
     assert out.returncode == 0, out.stderr
     latest = json.loads(out.stdout)["versions"][-1]
     assert latest["added"] == ["new/deep/n.txt"] and latest["removed"] == ["gone/g.txt"]
+
+
+def test_a_remembered_scan_that_does_not_describe_the_version_is_forgotten(
+    tmp_path: Path, target: tuple[list[str], Path]
+) -> None:
+    """Rows remembered for v1 that v1 does not match (here: made without top.csv) fail the
+    merge with one line, and the next publish compares every file instead."""
+    where, store = target
+    tree = make_tree(tmp_path / "tree")
+    publish(tree, where)
+    index = TreeIndex(tree_index_path(where, store, tree))
+    remembered = index.remembered()
+    assert remembered is not None
+    kept = (tree / "top.csv").read_bytes()
+    (tree / "top.csv").unlink()
+    time.sleep(0.3)  # past the racy window: not a timing assert
+    without = scan(tree)
+    assert without.digest is not None and without.packed is not None
+    index.stage(without.packed)
+    forget_scan(where, store, tree)
+    index.remember(without.digest, remembered[0])
+    (tree / "top.csv").write_bytes(kept)
+    out = run_arkfs("publish", str(tree), "--ark", ARK, *where, "-q")
+    assert out.returncode == 1, out.stderr  # not the input's fault: the index's
+    assert "cannot be merged" in out.stderr and "run the same command again" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    again = publish(tree, where)
+    assert again["changed"] is True and again["version"] == 2, again  # top.csv's new mtime

@@ -37,6 +37,13 @@ def publish(tree: Path, where: list[str], *extra: str) -> dict:
     return json.loads(out.stdout)
 
 
+def latest_version(where: list[str]) -> dict:
+    """`arkfs versions --json`'s row of the latest version."""
+    out = run_arkfs("versions", ARK, *where, "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["versions"][-1]
+
+
 def snapshot(store: Path) -> dict[str, bytes]:
     """Every file of the store and its bytes' hash (but SQLite's -shm, the WAL's shared
     memory index, which readers write too)."""
@@ -94,9 +101,7 @@ def test_republish_reads_only_the_files_whose_stat_changed(
     assert second["changed"] is True and second["version"] == 2
     assert second["read_bytes"] == len(b"changed bytes") + 14
     assert second["uploaded_bytes"] < 64 << 10
-    out = run_arkfs("versions", ARK, *where, "--json")
-    assert out.returncode == 0, out.stderr
-    latest = json.loads(out.stdout)["versions"][-1]
+    latest = latest_version(where)
     assert latest["added"] == ["new.txt"] and latest["changed"] == ["a/f3.bin"]
 
 
@@ -189,9 +194,7 @@ def test_a_changed_tree_carries_the_rest_as_a_full_publish_would_build_it(
     )
     again = publish(tree, where, "--rehash")
     assert again["changed"] is False and again["version"] == 2, again
-    out = run_arkfs("versions", ARK, *where, "--json")
-    assert out.returncode == 0, out.stderr
-    latest = json.loads(out.stdout)["versions"][-1]
+    latest = latest_version(where)
     assert latest["added"] == ["new/deep/n.txt"] and latest["removed"] == ["gone/g.txt"]
 
 

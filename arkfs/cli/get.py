@@ -52,7 +52,7 @@ def run_get(args: argparse.Namespace) -> int:
     from arkfs.ark.errors import ArkError
     from arkfs.cli.progress_display import shown
     from arkfs.download import GetProgress, get
-    from arkfs.mount.allocator import keep_freed, tune_gc
+    from arkfs.util.allocator import keep_freed, tune_gc
 
     keep_freed()  # this process's life is the download: its buffers are reused, not refaulted
     tune_gc()

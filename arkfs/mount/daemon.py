@@ -34,13 +34,13 @@ import pyfuse3
 import trio
 
 from arkfs.backend.base import BackendError, Unauthorized
-from arkfs.mount.allocator import tune_gc
 from arkfs.mount.backends import MountError, MountOptions, open_catalog
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.fuse.operations import ArkOperations
 from arkfs.mount.names.namespace import Namespace
 from arkfs.mount.stats import MountStats
+from arkfs.util.allocator import tune_gc
 from arkfs.util.sdnotify import notify
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,6 @@ from collections.abc import Awaitable, Callable, Hashable
 import trio
 
 from arkfs.backend.base import CasReader
-from arkfs.mount.allocator import limit_arenas
 from arkfs.mount.data.backend_calls import FetchUrls
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
@@ -42,6 +41,7 @@ from arkfs.mount.data.parts import Parts
 from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
 from arkfs.resolver.objects import ObjectReader, RemoteObject
+from arkfs.util.allocator import limit_arenas
 
 __all__ = ["ContentReader", "ReadError"]
 

@@ -12,15 +12,12 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Protocol, TextIO
-
-from rich.console import Console, RenderableType
-from rich.live import Live
-from rich.progress import BarColumn, ProgressColumn, Task, TaskID, TextColumn
-from rich.progress import Progress as Bars
-from rich.text import Text
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from arkfs.util.sizes import human
+
+if TYPE_CHECKING:
+    pass
 
 REFRESH = 10  # terminal frames a second
 PLAIN_EVERY = 5.0  # seconds between plain lines within a phase
@@ -96,90 +93,6 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02}m"
 
 
-class _Percent(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        share = percent(int(task.completed), None if task.total is None else int(task.total))
-        return Text("" if share is None else f"{share:>3}%")
-
-
-class _Bytes(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        if task.fields.get("whole"):  # work of several kinds added up: no size
-            return Text("")
-        done = human(task.completed)
-        return Text(done if task.total is None else f"{done}/{human(task.total)}")
-
-
-class _Rate(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        rate = task.fields.get("rate")
-        return Text("" if rate is None or task.fields.get("whole") else f"{human(rate)}/s")
-
-
-class _Eta(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        if task.finished:
-            return Text("done")
-        left = task.fields.get("eta")
-        return Text("ETA -" if left is None else f"ETA {duration(left)}")
-
-
-class _Terminal:
-    """Bars for the whole and each phase, redrawn REFRESH times a second."""
-
-    def __init__(self, feed: Feed, stream: TextIO) -> None:
-        self.feed = feed
-        console = Console(file=stream)
-        self.bars = Bars(
-            TextColumn("{task.description:<7}"),
-            BarColumn(bar_width=28),
-            _Percent(),
-            _Bytes(),
-            _Rate(),
-            _Eta(),
-            console=console,
-            auto_refresh=False,
-        )
-        self.tasks: dict[str, TaskID] = {}
-        self.speeds: dict[str, Speed] = {}
-        self.live = Live(
-            console=console,
-            get_renderable=self._frame,
-            refresh_per_second=REFRESH,
-            redirect_stdout=False,
-            redirect_stderr=False,
-        )
-
-    def _frame(self) -> RenderableType:
-        """The bars as the counters stand now (run by rich's refresh thread)."""
-        now = time.monotonic()
-        for name, (done, total) in self.feed.rows().items():
-            if name not in self.tasks:
-                whole = name == self.feed.whole
-                self.tasks[name] = self.bars.add_task(
-                    name, total=total, rate=None, eta=None, whole=whole
-                )
-                self.speeds[name] = Speed()
-            rate = self.bars.tasks[self.tasks[name]].fields.get("rate")
-            if rate is None or total is None or done < total:  # else: the rate it ended at
-                rate = self.speeds[name].reading(now, done)
-            self.bars.update(
-                self.tasks[name],
-                completed=done,
-                total=total,
-                description=self.feed.label(name),
-                rate=rate,
-                eta=eta(done, total, rate),
-            )
-        return self.bars.get_renderable()
-
-    def start(self) -> None:
-        self.live.start()
-
-    def stop(self) -> None:
-        self.live.stop()  # draws the final frame
-
-
 class _Lines:
     """A short line as each phase begins and every PLAIN_EVERY seconds, then a summary."""
 
@@ -249,7 +162,12 @@ def shown(feed: Feed, quiet: bool, stream: TextIO | None = None) -> Iterator[Non
     if quiet:
         yield
         return
-    display = _Terminal(feed, out) if out.isatty() else _Lines(feed, out)
+    if out.isatty():
+        from arkfs.cli.progress_bars import Terminal  # rich loads only to draw bars
+
+        display: Terminal | _Lines = Terminal(feed, out)
+    else:
+        display = _Lines(feed, out)
     display.start()
     try:
         yield

@@ -337,14 +337,14 @@ def _scan(
 
     try:
         scanned = scan(args.dir, progress, args.allow_version_names)
-        changes = None
-        if scanned.digest is None or tree_index.published(scanned.digest) is None:
+        changes, known = None, scanned.digest and tree_index.published(scanned.digest)
+        if not known:
             changes = _changes(scanned, tree_index)
-            if changes is None:
-                scanned.found  # noqa: B018 (made now: ScanError before a store is opened)
             if scanned.packed is not None:
                 tree_index.stage(scanned.packed)
         scanned.packed, scanned.listings = None, {}  # kept in the index, or not needed
+        if not known and changes is None:
+            scanned.found  # noqa: B018 (made now: ScanError before a store is opened)
     except ScanError as exc:
         raise BadInput(str(exc)) from None
     for line in [] if args.quiet else scanned.warnings:

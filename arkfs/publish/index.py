@@ -98,7 +98,7 @@ class TreeIndex:
         self.path = path
         self._loaded: dict[str, bytes] | None = None if path is not None else {}
         self._new: dict[str, bytes] = {}  # rows kept, and rows recorded
-        self._recorded = False
+        self._changed = False  # a row recorded, or one carry dropped
 
     @property
     def _old(self) -> dict[str, bytes]:
@@ -183,7 +183,7 @@ class TreeIndex:
         carries from the latest version, unread and not looked up)."""
         self._new = self._old  # taken over, not copied: nothing reads the old rows after
         for rel in dropped:
-            self._recorded |= self._new.pop(rel, None) is not None
+            self._changed |= self._new.pop(rel, None) is not None
 
     def keep(self, rel: str) -> None:
         """Carry rel's entry, found unchanged by lookup, into the next index."""
@@ -194,13 +194,13 @@ class TreeIndex:
         after; a file changed too recently to be told apart from a later write is not."""
         if key.ctime_ns < read_began_ns - RACY_NS:
             self._new[rel] = _PACKED.pack(*key, known.xet_hash, known.sha256)
-            self._recorded = True
+            self._changed = True
 
     def save(self) -> None:
         """Write the entries kept and recorded in this publish, atomically (not at all if
         they are the entries loaded)."""
-        if self.path is None or (not self._recorded and len(self._new) == len(self._old)):
-            return  # nothing recorded: every row kept is an old one, so all were kept
+        if self.path is None or (not self._changed and len(self._new) == len(self._old)):
+            return  # nothing changed: every row kept is an old one, so all were kept
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, _packed(self._new))
         self.path.with_suffix(".json").unlink(missing_ok=True)  # format 1's index, replaced

@@ -6,6 +6,8 @@ SYSTEM_PACKAGES := fuse3 libfuse3-dev pkg-config attr fio curl postgresql mount 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMP := $(VENV)/.installed
 TEST_ARGS ?=
+# Workers of `make test` (pytest-xdist); each module stays on one worker, with its fixtures.
+TEST_WORKERS ?= 2
 
 .PHONY: install system-packages install-system uninstall-system test test-fast lint demo bench clean
 
@@ -50,7 +52,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 test: install lint
-	$(PY) -m pytest $(TEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope $(TEST_ARGS)
 
 # The unit tests only (no FUSE, no subprocess, no server): the fast loop while changing one layer.
 test-fast: install

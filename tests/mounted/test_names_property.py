@@ -88,7 +88,6 @@ def check_directory(directory: bytes, at_root: bool) -> None:
 
 @settings(
     max_examples=4,
-    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(trees)

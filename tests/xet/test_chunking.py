@@ -57,7 +57,7 @@ def test_chunker_keeps_only_the_open_chunk() -> None:
         assert sum(len(p) for p in chunker._open) < MAX_CHUNK_SIZE
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     seed=st.integers(0, 2**32),
     size=st.integers(0, 400_000),

@@ -47,7 +47,7 @@ chunk_data = st.binary(min_size=1, max_size=3000) | st.builds(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(chunk_data, min_size=1, max_size=12), st.sampled_from([None, *Compression]))
 def test_round_trip(datas: list[bytes], scheme: Compression | None) -> None:
     pairs = chunks_of(*datas)
@@ -63,7 +63,7 @@ def test_round_trip(datas: list[bytes], scheme: Compression | None) -> None:
     assert stored_xorb(xorb.data[: xorb.footer.packed_ends[-1]], xorb.hash) == xorb.data
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(st.data())
 def test_any_flipped_byte_is_caught(data: st.DataObject) -> None:
     pairs, blob = sample_xorb(seed=data.draw(st.integers(0, 50)), n=4)

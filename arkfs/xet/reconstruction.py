@@ -247,8 +247,8 @@ def _footers(v: object) -> dict[bytes, bytes]:
         if not isinstance(encoded, str):
             raise ReconstructionError(f"{FOOTERS_FIELD} entry is not a string")
         try:
-            out[string_to_hash(key)] = base64.b64decode(encoded, validate=True)
-        except binascii.Error:
+            out[string_to_hash(key)] = binascii.a2b_base64(encoded, strict_mode=True)
+        except ValueError:  # binascii.Error, or a character beyond ASCII
             raise ReconstructionError(f"{FOOTERS_FIELD} entry is not base64") from None
     return out
 

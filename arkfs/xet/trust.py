@@ -76,7 +76,7 @@ def verify_terms(
                 f"term {n} claims {t.unpacked_length} bytes, its chunks hold {held}"
             )
         hashes.extend(footer.chunk_hashes[t.start : t.end])
-        ends.extend(total + e - base for e in ue[t.start : t.end])
+        ends.extend(map((total - base).__add__, ue[t.start : t.end]))
         total += held
     if total != size:
         raise ReconstructionError(f"size {size}, but its terms hold {total} bytes")

@@ -1,5 +1,6 @@
 """Xorbs (spec: "Xorb Format"): build, serialize, parse and validate, decode chunk ranges."""
 
+import operator
 import struct
 from array import array
 from collections.abc import Iterator, Sequence
@@ -75,7 +76,7 @@ class XorbFooter:
 
     def chunk_sizes(self) -> list[int]:
         """Uncompressed size of every chunk."""
-        return [self.unpacked_size(i) for i in range(self.num_chunks)]
+        return _steps(self.unpacked_ends)
 
     def verify(self) -> None:
         """Check that the chunk hashes and sizes give the xorb hash (Xorb Hash Computation)."""
@@ -237,7 +238,7 @@ def parse_footer(tail: bytes | memoryview, xorb_size: int | None = None) -> Xorb
     if n == 0 or n > MAX_XORB_CHUNKS or footer_size(n) != info_len:
         raise _fail("hash section num_chunks", base + at + 8, n)
     at += _SECTION_HEAD_SIZE
-    hashes = tuple(buf[at + i * HASH_SIZE : at + (i + 1) * HASH_SIZE] for i in range(n))
+    hashes = tuple([buf[i : i + HASH_SIZE] for i in range(at, at + HASH_SIZE * n, HASH_SIZE)])
     at += HASH_SIZE * n
     _ident(buf, at, _BOUND_IDENT, _BOUND_VERSION, "boundary section")
     if _U32.unpack_from(buf, at + 8)[0] != n:
@@ -263,14 +264,20 @@ def parse_footer(tail: bytes | memoryview, xorb_size: int | None = None) -> Xorb
     return XorbFooter(xh, hashes, packed_ends, unpacked_ends)
 
 
+def _steps(ends: Sequence[int]) -> list[int]:
+    """How far each end lies past the one before it (the first: past 0)."""
+    return list(map(operator.sub, ends, (0, *ends[:-1])))
+
+
 def _check_ends(ends: Sequence[int], at: int, field: str, min_step: int, limit: int | None) -> None:
     """Ends must grow by min_step to a chunk's limit each, and stay within limit."""
-    prev = 0
     max_step = MAX_CHUNK_SIZE + (CHUNK_HEADER_SIZE if min_step > 1 else 0)
-    for i, end in enumerate(ends):
-        if not min_step <= end - prev <= max_step or (limit is not None and end > limit):
+    steps = _steps(ends)
+    if min(steps) >= min_step and max(steps) <= max_step and (limit is None or ends[-1] <= limit):
+        return  # ends grow, so the last is the largest
+    for i, (end, step) in enumerate(zip(ends, steps, strict=True)):
+        if not min_step <= step <= max_step or (limit is not None and end > limit):
             raise _fail(f"{field} {i}", at, end)
-        prev = end
 
 
 def parse_chunk_header(buf: bytes | memoryview, at: int, remaining: int) -> ChunkHeader:

@@ -81,6 +81,9 @@ def test_footers_ride_along_only_when_present() -> None:
     "mutate",
     [
         lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): "not base64!"}),
+        lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): "AP8é"}),
+        lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): "AP8=\n"}),
+        lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): "AP8"}),
         lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): 5}),
         lambda j: j.__setitem__(FOOTERS_FIELD, {"zz": "AP8="}),
         lambda j: j.__setitem__(FOOTERS_FIELD, ["AP8="]),

@@ -93,12 +93,14 @@ def layout_map(
     xorb_ids: dict[bytes, int] = {}
     for t in terms:
         f = footers[t.xorb_hash]
+        if not 0 <= t.start < t.end <= f.num_chunks:
+            raise IndexError(f"chunks {t.start}..{t.end} of a xorb of {f.num_chunks}")
         xid = xorb_ids.setdefault(t.xorb_hash, len(xorb_ids))
         ue, pe = f.unpacked_ends, f.packed_ends
         base = (ends[-1] if ends else 0) - (ue[t.start - 1] if t.start else 0)
-        ends.extend(base + ue[i] for i in range(t.start, t.end))
+        ends.extend(map(base.__add__, ue[t.start : t.end]))
         hashes.extend(f.chunk_hashes[t.start : t.end])
-        packed_start.extend(pe[i - 1] if i else 0 for i in range(t.start, t.end))
+        packed_start.extend(pe[t.start - 1 : t.end - 1] if t.start else (0, *pe[: t.end - 1]))
         packed_end.extend(pe[t.start : t.end])
         xorb_of.extend([xid] * (t.end - t.start))
         index.extend(range(t.start, t.end))

@@ -3,6 +3,8 @@ through EmbeddedBackend (the same store) and RemoteBackend (HTTP)."""
 
 import random
 import shutil
+from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -12,9 +14,10 @@ import trio
 from arkfs.backend.base import Backend
 from arkfs.mount.data.errors import ReadError
 from arkfs.mount.data.reader import ContentReader
-from arkfs.xet.constants import MAX_CHUNK_SIZE
+from arkfs.xet.constants import HASH_SIZE, MAX_CHUNK_SIZE
 from arkfs.xet.hashing import ZERO_HASH, chunk_hash, hash_to_string
-from arkfs.xet.xorb import CHUNK_HEADER_SIZE
+from arkfs.xet.reconstruction import Reconstruction
+from arkfs.xet.xorb import CHUNK_HEADER_SIZE, footer_record, footer_tail, parse_footer
 from tests.mount.data.conftest import BIG, MIB, File, OpenReader, Published
 from tests.support.server import arkfs_server
 
@@ -452,5 +455,45 @@ def test_around_a_read_are_its_chunks_widened_to_whole_pages(
                 and len(wide) == -(-(start + len(data)) // page) * page - lo
             )
             assert wide == f.data[lo : lo + len(wide)]
+
+    trio.run(main)
+
+
+class ForgedFooter:
+    """A backend whose reconstructions carry one sent footer with a chunk hash changed
+    (consistent with nothing: neither its xorb hash nor the file hash)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.name = backend.name
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.backend, name)
+
+    async def reconstruction(
+        self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
+    ) -> Reconstruction:
+        rec = await self.backend.reconstruction(file_hash, start, end, held)
+        xh = rec.terms[len(rec.terms) // 2].xorb_hash
+        footer = parse_footer(*footer_tail(rec.footers[xh]))
+        hashes = (bytes(HASH_SIZE), *footer.chunk_hashes[1:])
+        forged = footer_record(replace(footer, chunk_hashes=hashes))
+        return replace(rec, footers={**rec.footers, xh: forged})
+
+
+def test_a_forged_sent_footer_fails_the_read_and_names_the_footer(
+    published: Published, open_reader: OpenReader
+) -> None:
+    f = published.files[BIG]
+
+    async def main() -> None:
+        async with open_reader("remote") as (reader, backend):
+            forged = cast(Backend, ForgedFooter(backend))
+            with pytest.raises(ReadError, match="fails verification: xorb footer"):
+                await reader.read(forged, f.hash, f.size, f.size // 2, 4096)
+            assert reader.stats.footers_sent == 0
+            # Nothing of it was kept: the honest backend's read maps the file again.
+            assert await reader.read(backend, f.hash, f.size, 0, 4096) == f.data[:4096]
+            assert reader.stats.maps_loaded == 1
 
     trio.run(main)

@@ -34,6 +34,8 @@ from arkfs.net.bearer import bearer
 from arkfs.net.client import (
     json_reply,
     make_client,
+    media_type,
+    msgpack_reply,
     origin,
     raise_for_status,
     send,
@@ -46,6 +48,7 @@ from arkfs.util.msgpack_file import bin_header
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import (
+    BINARY_TYPE,
     FOOTERS_HEADER,
     FOOTERS_HELD_HEADER,
     FetchRange,
@@ -271,7 +274,7 @@ class RemoteBackend:
                 empty = Archive(Manifest(ark, [], found.created), erc, found)
                 return as_withdrawn(empty, withdrawn)
         raise_for_status(resp, what)
-        kind = resp.headers.get("content-type", "").split(";")[0].strip()
+        kind = media_type(resp)
         if kind != MANIFEST_TYPE:
             raise BadReply(
                 f"{what}: {self.name} answered with {kind or 'no content type'}, "
@@ -335,6 +338,8 @@ class RemoteBackend:
 
     def _parse_reconstruction(self, resp: httpx.Response, what: str) -> Reconstruction:
         try:
+            if media_type(resp) == BINARY_TYPE:
+                return Reconstruction.from_json(msgpack_reply(resp, what))
             return Reconstruction.from_json(json_reply(resp, what))
         except XetError as exc:
             raise BadReply(f"{what} from {origin(str(resp.request.url))}: {exc}") from None
@@ -344,7 +349,11 @@ class RemoteBackend:
     ) -> Reconstruction:
         name = hash_to_string(file_hash)
         what = f"reconstruction of file {name}"
-        headers = {"Range": f"bytes={start}-{end - 1}", FOOTERS_HEADER: "1"}
+        headers = {
+            "Range": f"bytes={start}-{end - 1}",
+            FOOTERS_HEADER: "1",
+            "Accept": f"{BINARY_TYPE}, application/json;q=0.9",  # JSON from other CASes
+        }
         if held:
             headers[FOOTERS_HELD_HEADER] = held_header(held)
         resp = await self._reconstruction_reply(name, headers)

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import msgpack
 import trio
 
 from arkfs import __version__
@@ -109,11 +110,34 @@ def json_reply(resp: httpx.Response, what: str) -> dict[str, Any]:
         raise BadReply(
             f"{what}: {origin(str(resp.request.url))} sent malformed JSON ({one_line(str(exc))})"
         ) from None
+    return _an_object(resp, what, obj, "JSON")
+
+
+def msgpack_reply(resp: httpx.Response, what: str) -> dict[str, Any]:
+    """The msgpack map a reply holds, str keys and values decoded, bin values as bytes;
+    BadReply if it holds something else."""
+    try:
+        obj = msgpack.unpackb(resp.content, raw=False)
+    except (ValueError, msgpack.UnpackException) as exc:  # UnicodeDecodeError, ExtraData too
+        raise BadReply(
+            f"{what}: {origin(str(resp.request.url))} sent malformed msgpack ({one_line(str(exc))})"
+        ) from None
+    return _an_object(resp, what, obj, "msgpack")
+
+
+def _an_object(resp: httpx.Response, what: str, obj: object, form: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise BadReply(
-            f"{what}: {origin(str(resp.request.url))} sent JSON {type(obj).__name__}, not an object"
+            f"{what}: {origin(str(resp.request.url))} sent {form} {type(obj).__name__}, "
+            "not an object"
         )
     return obj
+
+
+def media_type(resp: httpx.Response) -> str:
+    """A reply's Content-Type without its parameters, in lower case."""
+    kind: str = resp.headers.get("content-type", "")
+    return kind.partition(";")[0].strip().lower()
 
 
 def _transport_reason(exc: httpx.TransportError) -> str:

@@ -36,10 +36,10 @@ from arkfs.server.accesslog import AccessLog
 from arkfs.server.auth import AuthError, Authorizer, OutsideShoulders, Scope
 from arkfs.server.cas import CasService
 from arkfs.server.health import Health
-from arkfs.server.http import HttpError
+from arkfs.server.http import HttpError, negotiate
 from arkfs.server.hub import HubService
 from arkfs.server.metrics import Metrics
-from arkfs.server.nma import NmaService, negotiate
+from arkfs.server.nma import NmaService
 from arkfs.server.observe import Observer
 from arkfs.server.pages import error_page
 from arkfs.server.public import Network, Public, PublicUrls

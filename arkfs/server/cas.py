@@ -15,6 +15,7 @@ them. `GET /v1/stats` (read scope) reports what the CAS has served since the ser
 import json
 from dataclasses import asdict, dataclass, field, replace
 
+import msgpack
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -25,6 +26,7 @@ from arkfs.server.http import (
     Face,
     HttpError,
     hash_param,
+    negotiate,
     not_modified,
     parse_range,
     read_body,
@@ -46,9 +48,16 @@ from arkfs.service.archive_service import DEDUP_KEY_TTL, MAX_SHARD_SIZE, shard_h
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import FOOTERS_HEADER, FOOTERS_HELD_HEADER, held_name, held_names
+from arkfs.xet.reconstruction import (
+    BINARY_TYPE,
+    FOOTERS_HEADER,
+    FOOTERS_HELD_HEADER,
+    held_name,
+    held_names,
+)
 from arkfs.xet.shard import serialize_stored
 
+_FORMS = ("application/json", BINARY_TYPE)  # a reconstruction's, JSON by default
 MAX_TELEMETRY = 64 * 1024  # hf_xet's upload summaries are about 1.3 KiB of JSON
 
 
@@ -152,10 +161,16 @@ class CasService(Face):
             rec = replace(rec, footers=footers)
         self.stats.reconstructions += 1
         self.stats.reconstruction_bytes += end - start
-        body = rec.to_v2() if v2 else rec.to_v1()
+        # With footers, a client may take the binary form (BINARY_TYPE): no base64, no JSON.
+        binary = with_footers and negotiate(request.headers.get("accept"), _FORMS) == BINARY_TYPE
+        body = rec.to_v2(binary) if v2 else rec.to_v1(binary)
         # The same within a signing window (signing.py), so a client may revalidate it: 304.
-        vary = f"Range, {FOOTERS_HEADER}, {FOOTERS_HELD_HEADER}"
-        response = JSONResponse(body, headers={"Vary": vary})
+        headers = {"Vary": f"Range, Accept, {FOOTERS_HEADER}, {FOOTERS_HELD_HEADER}"}
+        if binary:
+            packed = msgpack.packb(body, use_bin_type=True)
+            response = Response(packed, media_type=BINARY_TYPE, headers=headers)
+        else:
+            response = JSONResponse(body, headers=headers)
         self.stats.reconstruction_bytes_sent += len(response.body)
         return validated(request, response, cache="private, no-cache")
 

@@ -7,7 +7,7 @@ app.py, in the format of the route's face.
 import hashlib
 import re
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Any, BinaryIO, TypeVar
@@ -195,3 +195,32 @@ def validated(
         return response
     kept = {k: v for k, v in headers.items() if k.lower() not in _NOT_IN_304}
     return Response(b"", status_code=304, headers=kept)
+
+
+def negotiate(accept: str | None, offers: Sequence[str]) -> str:
+    """The best offer for an Accept header; offers[0] when none is acceptable."""
+    ranges = []
+    for item in (accept or "").split(","):
+        media, *params = (part.strip() for part in item.split(";"))
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        if media:
+            ranges.append((media.lower(), q))
+    best, best_key = offers[0], (0.0, -1, 0)
+    for index, offer in enumerate(offers):
+        kind = offer.split("/")[0] + "/*"
+        specificity, q = -1, 0.0
+        for media, quality in ranges:
+            s = 2 if media == offer else 1 if media == kind else 0 if media == "*/*" else -1
+            if s > specificity:
+                specificity, q = s, quality
+        key = (q, specificity, -index)
+        if q > 0 and key > best_key:
+            best, best_key = offer, key
+    return best

@@ -109,6 +109,7 @@ from arkfs.server.http import (
     Face,
     HttpError,
     cache_control,
+    negotiate,
     not_modified,
     parse_range,
     spool_body,
@@ -633,35 +634,6 @@ def _choose(request: Request, offers: Sequence[str]) -> str:
     if named in citations.BY_NAME and citations.BY_NAME[named].media_type in offers:
         return citations.BY_NAME[named].media_type
     return negotiate(request.headers.get("accept"), offers)
-
-
-def negotiate(accept: str | None, offers: Sequence[str]) -> str:
-    """The best offer for an Accept header; offers[0] when none is acceptable."""
-    ranges = []
-    for item in (accept or "").split(","):
-        media, *params = (part.strip() for part in item.split(";"))
-        q = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        if media:
-            ranges.append((media.lower(), q))
-    best, best_key = offers[0], (0.0, -1, 0)
-    for index, offer in enumerate(offers):
-        kind = offer.split("/")[0] + "/*"
-        specificity, q = -1, 0.0
-        for media, quality in ranges:
-            s = 2 if media == offer else 1 if media == kind else 0 if media == "*/*" else -1
-            if s > specificity:
-                specificity, q = s, quality
-        key = (q, specificity, -index)
-        if q > 0 and key > best_key:
-            best, best_key = offer, key
-    return best
 
 
 def _entry_json(archive: Ark, e: Entry) -> dict[str, Any]:

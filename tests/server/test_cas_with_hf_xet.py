@@ -5,9 +5,10 @@ import time
 from pathlib import Path
 
 import httpx
+import msgpack
 import pytest
 
-from arkfs.xet.reconstruction import FOOTERS_FIELD, FOOTERS_HEADER, Reconstruction
+from arkfs.xet.reconstruction import BINARY_TYPE, FOOTERS_FIELD, FOOTERS_HEADER, Reconstruction
 from arkfs.xet.trust import recorded_footer
 from tests.support.corpus import write_corpus
 from tests.support.hfxet import download_file, download_range, upload_files
@@ -133,6 +134,31 @@ def test_footers_extension_only_when_asked(served, version: str) -> None:
     assert set(rec.footers) == {t.xorb_hash for t in rec.terms}
     for xh, record in rec.footers.items():
         assert recorded_footer(record, xh).xorb_hash == xh
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_footers_come_in_binary_form_to_a_client_that_takes_it(served, version: str) -> None:
+    """A client that asks for footers and accepts BINARY_TYPE gets the same reply in
+    msgpack, footers as bytes; Accept alone (as hf_xet or a browser might send it), or a
+    client that prefers JSON, gets JSON; the reply varies on Accept for caches."""
+    url, files = served
+    _, file_hash, size = files["random-24MiB"]
+    headers = {"Authorization": "Bearer reader", "Range": f"bytes=0-{size - 1}"}
+    route = f"{url}/{version}/reconstructions/{file_hash}"
+    binary = {"Accept": f"{BINARY_TYPE}, application/json;q=0.9"}
+    as_json = httpx.get(route, headers=headers | {FOOTERS_HEADER: "1"})
+    packed = httpx.get(route, headers=headers | binary | {FOOTERS_HEADER: "1"})
+    assert packed.headers["content-type"] == BINARY_TYPE
+    assert "Accept" in packed.headers["vary"] and "Accept" in as_json.headers["vary"]
+    got = Reconstruction.from_json(msgpack.unpackb(packed.content, raw=False))
+    assert got == Reconstruction.from_json(as_json.json())
+    assert got.footers and len(packed.content) < len(as_json.content)
+    for asked in (headers | binary, headers | {FOOTERS_HEADER: "1", "Accept": "*/*"}):
+        reply = httpx.get(route, headers=asked)
+        assert reply.headers["content-type"].startswith("application/json")
+    prefers_json = {"Accept": f"application/json, {BINARY_TYPE};q=0.5", FOOTERS_HEADER: "1"}
+    reply = httpx.get(route, headers=headers | prefers_json)
+    assert reply.headers["content-type"].startswith("application/json")
 
 
 def test_grant_upload_needs_the_grants_own_signature(served) -> None:

@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+import msgpack
 import pytest
 
 from arkfs.xet.errors import ReconstructionError
@@ -75,6 +76,15 @@ def test_footers_ride_along_only_when_present() -> None:
         assert body[FOOTERS_FIELD][hash_to_string(X2)] == "AP8="
         assert Reconstruction.from_json(body) == r
     assert FOOTERS_FIELD not in rec().to_v1() and FOOTERS_FIELD not in rec().to_v2()
+
+
+def test_the_binary_form_carries_footers_as_bytes() -> None:
+    r = replace(rec(), footers={X1: b"footer of x1", X2: b"\x00\xff"})
+    for body in (r.to_v1(binary=True), r.to_v2(binary=True)):
+        assert body[FOOTERS_FIELD][hash_to_string(X2)] == b"\x00\xff"
+        sent = msgpack.unpackb(msgpack.packb(body, use_bin_type=True), raw=False)
+        assert Reconstruction.from_json(sent) == r
+    assert r.to_v1(binary=True)["terms"] == r.to_v1()["terms"]
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,8 @@ def hash_to_string(h: bytes) -> str:
 
 def string_to_hash(s: str) -> bytes:
     """Inverse of hash_to_string; raises HashStringError on anything but 64 hex digits."""
+    if not isinstance(s, str):  # as a msgpack reply may hold: bytes, a number
+        raise HashStringError(f"a XET hash string is text, not {type(s).__name__}")
     if len(s) != 2 * HASH_SIZE:
         raise HashStringError(
             f"a XET hash string has 64 hex digits, got {len(s)} characters: {s!r}"

@@ -87,6 +87,14 @@ def test_the_binary_form_carries_footers_as_bytes() -> None:
     assert r.to_v1(binary=True)["terms"] == r.to_v1()["terms"]
 
 
+@pytest.mark.parametrize("key", [b"0" * 64, 7])
+def test_a_binary_reply_with_a_key_that_is_no_string_is_refused(key: object) -> None:
+    body = rec().to_v1(binary=True)
+    body[FOOTERS_FIELD] = {key: b"footer"}
+    with pytest.raises(ReconstructionError, match=r"not (bytes|int)"):
+        Reconstruction.from_json(body)
+
+
 @pytest.mark.parametrize(
     "mutate",
     [

@@ -41,7 +41,7 @@ from arkfs.ark.registry import RegistryError, RegistryRecord
 from arkfs.ark.thump import ARKFS_HEADER
 from arkfs.backend.base import BackendError, NotBound, Unreachable
 from arkfs.net.bearer import OriginTokens
-from arkfs.net.client import make_client, origin, read_body, send, stream
+from arkfs.net.client import make_client, media_type, origin, read_body, send, stream
 from arkfs.net.retry import RetryPolicy
 from arkfs.resolver.destinations import Destinations
 from arkfs.resolver.registries import Registries, is_url
@@ -315,8 +315,7 @@ class Resolver:
                     if resp.status_code != 200:
                         return None
                     body = await read_body(resp, MAX_INFO, "?info")
-                    kind = resp.headers.get("content-type", "").split(";", 1)[0]
-                    return metadata_text(body, kind.strip().lower())
+                    return metadata_text(body, media_type(resp))
         except BackendError:
             return None
         return None

@@ -34,11 +34,13 @@ from pathlib import Path
 from arkfs.api import ArkFile, Client, Resolved
 from arkfs.archive.manifest import Entry, Kind
 
-PIECE = 4 * 1024 * 1024  # bytes fetched and written by one job at a time
+# Bytes fetched and written by one job at a time: one fetch of the client's group size
+# (arkfs.api.GROUP_BYTES), so a piece is one request, not four.
+PIECE = 16 * 1024 * 1024
 PART = ".arkfs-part"
 DONE = ".done"
 HASH_BLOCK = 1024 * 1024
-AHEAD = 16  # pieces fetched ahead of the digest, held in memory until it takes them
+AHEAD = 4  # pieces fetched ahead of the digest, held in memory until it takes them
 IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers one pwritev takes
 Parts = list[bytes | memoryview]  # a piece's bytes, as the read path hands them over
 
@@ -96,7 +98,7 @@ def target(found: Resolved, dest: Path | None) -> Path:
     return Path(found.path.rpartition("/")[2] if found.path else found.archive.rpartition("/")[2])
 
 
-def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs: int = 8) -> Path:
+def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs: int) -> Path:
     """Download what ark names to dest (default: target()); return where it went."""
     found, entries = client.tree(ark)
     out = target(found, dest)

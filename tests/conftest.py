@@ -1,5 +1,6 @@
-"""Session-wide test settings: hf_xet writes its state into a temporary HF_HOME; at the end,
-no log any test produced may hold a token or a signed URL."""
+"""Session-wide test settings: hf_xet's state, arkfs's state and default cache live in
+temporary directories; at the end, no log any test produced may hold a token or a signed
+URL."""
 
 import os
 import shutil
@@ -17,6 +18,10 @@ os.environ["HF_HOME"] = _HF_HOME
 os.environ["HF_XET_TELEMETRY_ENABLED"] = "false"
 _STATE_HOME = tempfile.mkdtemp(prefix="arkfs-test-state-")  # publish's tree indexes
 os.environ["XDG_STATE_HOME"] = _STATE_HOME
+# The default chunk and archive cache: a user's ~/.cache/arkfs kept versions of the tests'
+# archives (ark:12345/x7tables@v1) from an earlier run, whose stores are gone.
+_CACHE_HOME = tempfile.mkdtemp(prefix="arkfs-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
 _SERVER_LOGS = tempfile.mkdtemp(prefix="arkfs-test-serve-logs-")
 os.environ[SERVER_LOGS] = _SERVER_LOGS
 
@@ -40,6 +45,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_HF_HOME, ignore_errors=True)
     shutil.rmtree(_SERVER_LOGS, ignore_errors=True)
     shutil.rmtree(_STATE_HOME, ignore_errors=True)
+    shutil.rmtree(_CACHE_HOME, ignore_errors=True)
 
 
 # The real S3 and PostgreSQL servers, for every test that asks for them.

@@ -16,7 +16,7 @@ from arkfs.util.sizes import human
 if TYPE_CHECKING:  # the read path loads when get runs: --help starts at once
     from arkfs.download import GetProgress
 
-JOBS = 8
+JOBS = 4  # pieces at once: with 16 MiB pieces, 64 MiB in flight and few writers per file
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

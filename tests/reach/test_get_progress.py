@@ -14,6 +14,7 @@ from tests.support.cli import run_arkfs
 from tests.support.terminal import ANSI, frames, percent, run_in_terminal
 
 PHASES = ["list", "fetch", "check"]
+BIG_MIB = f"{BIG / 2**20:.1f} MiB"  # as the display shows big.bin's size
 
 
 def test_terminal_shows_phases_bytes_and_reaches_100_only_at_the_end(
@@ -35,7 +36,7 @@ def test_terminal_shows_phases_bytes_and_reaches_100_only_at_the_end(
             assert percent(rows["check"]) == 100, rows
     last = shown[-1]
     assert all(percent(last[row]) == 100 for row in ["get", *PHASES]), last
-    assert "24.0 MiB/24.0 MiB" in last["fetch"] and "done" in last["fetch"], last
+    assert f"{BIG_MIB}/{BIG_MIB}" in last["fetch"] and "done" in last["fetch"], last
     assert "get 100%:" not in ANSI.sub("", screen)  # no plain lines on a terminal
     assert out.read_bytes() == (reach_archive.tables / "big.bin").read_bytes()
 
@@ -52,7 +53,7 @@ def test_plain_lines_without_a_terminal(reach_archive: Published, tmp_path: Path
     said = [re.match(r"get (\d+)%: (\w+)", line) for line in lines]
     assert all(said), lines
     assert list(dict.fromkeys(m[2] for m in said if m)) == [*PHASES, "got"], lines
-    assert lines[-1].startswith(f"get 100%: got {out}: 1 files, 24.0 MiB (24.0 MiB fetched")
+    assert lines[-1].startswith(f"get 100%: got {out}: 1 files, {BIG_MIB} ({BIG_MIB} fetched")
     phases = [m[2] for m in said if m]
     first_whole = next(i for i, m in enumerate(said) if m and m[1] == "100")
     assert first_whole >= phases.index("check"), lines

@@ -2,14 +2,15 @@
 backend, into a memory LRU of decoded chunks.
 
 Missing chunks are claimed in groups: runs of consecutive chunks of one xorb, at most
-GROUP_BYTES each. A chunk another read or the prefetcher already claimed is waited for,
-not fetched twice. Each group is one background job: chunks in the disk cache are read
-and checked in one worker-thread call; the others are fetched, one backend call per run
-with the exact packed byte range from the map, then decompressed and checked against
-their chunk hashes in one worker-thread call, and written to the disk cache afterwards
-(cache_writer.py). With no fetch URL for a xorb (a map from disk) or an expired one, the
-loader asks for a reconstruction of just the run's bytes. Failures are not remembered:
-the next read tries again, so reads work again once a backend is back.
+group_bytes each (GROUP_BYTES for the mount). A chunk another read or the prefetcher
+already claimed is waited for, not fetched twice. Each group is one background job:
+chunks in the disk cache are read and checked in one worker-thread call; the others are
+fetched, one backend call per run with the exact packed byte range from the map, then
+decompressed and checked against their chunk hashes in one worker-thread call, and
+written to the disk cache afterwards (cache_writer.py). With no fetch URL for a xorb (a
+map from disk) or an expired one, the loader asks for a reconstruction of just the run's
+bytes. Failures are not remembered: the next read tries again, so reads work again once
+a backend is back.
 
 Loaded chunks go into the memory LRU (memory_bytes of decoded chunks), which reads use
 directly. Prefetch claims background groups: at most PREFETCH_GROUPS run at once;
@@ -64,9 +65,11 @@ class ChunkLoader:
         parts: Parts,
         urls: FetchUrls,
         memory_bytes: int = MEMORY_BYTES,
+        group_bytes: int = GROUP_BYTES,
     ) -> None:
         self._parts = parts
         self._urls = urls
+        self._group_bytes = group_bytes
         self.memory: LRU[bytes, bytes] = LRU(memory_bytes)  # chunk hash -> decoded chunk
         self._inflight: dict[bytes, Pending[Chunks]] = {}
         self._prefetching = 0
@@ -121,7 +124,7 @@ class ChunkLoader:
             if p is None:
                 size = fmap.ends[i] - fmap.start(i)
                 if not groups or not (
-                    fmap.follows(groups[-1][1][-1], i) and group_bytes + size <= GROUP_BYTES
+                    fmap.follows(groups[-1][1][-1], i) and group_bytes + size <= self._group_bytes
                 ):
                     if prefetch and self._prefetching >= PREFETCH_GROUPS:
                         done = k

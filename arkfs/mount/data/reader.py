@@ -31,7 +31,7 @@ from arkfs.backend.base import CasReader
 from arkfs.mount.data.backend_calls import FetchUrls
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
-from arkfs.mount.data.chunk_loader import MEMORY_BYTES, ChunkLoader
+from arkfs.mount.data.chunk_loader import GROUP_BYTES, MEMORY_BYTES, ChunkLoader
 from arkfs.mount.data.errors import ReadError
 from arkfs.mount.data.file_map import FileMap
 from arkfs.mount.data.jobs import Host, Limiters
@@ -60,6 +60,7 @@ class ContentReader:
         *,
         max_parallel_fetches: int = 16,
         memory_bytes: int = MEMORY_BYTES,
+        group_bytes: int = GROUP_BYTES,
     ) -> None:
         limit_arenas()
         self._cache = cache
@@ -71,7 +72,7 @@ class ContentReader:
         urls = FetchUrls()
         parts = Parts(cache, stats, self._host, self._limiters, self._writer)
         self._maps = MapLoader(parts, urls)
-        self._chunks = ChunkLoader(parts, urls, memory_bytes)
+        self._chunks = ChunkLoader(parts, urls, memory_bytes, group_bytes)
         self._prefetcher = Prefetcher()
         self._objects = ObjectLoader(parts, self._prefetcher)
 

@@ -89,6 +89,29 @@ def test_a_bad_chunk_drops_its_pack(tmp_path: Path) -> None:
     assert cache.bad_files == 1 and len(cache) == 1
 
 
+def test_chunks_apart_in_a_pack_are_each_their_own_bytes(tmp_path: Path) -> None:
+    """Chunks 0, 2 and 5 of a pack: one read of their span, each chunk exactly its bytes."""
+    cache = ChunkCache(tmp_path, 1 << 20)
+    cache.scan()
+    items = chunks(6, seed=3)
+    cache.put_chunks(items)
+    asked = [items[5][0], items[0][0], items[2][0], items[2][0]]
+    got = cache.get_chunks(asked)
+    assert got == {h: d for h, d in items if h in asked}
+    assert all(type(c) is bytes for c in got.values())
+
+
+def test_a_pack_cut_short_is_dropped_and_its_chunks_missing(tmp_path: Path) -> None:
+    cache = ChunkCache(tmp_path, 1 << 20)
+    cache.scan()
+    items = chunks(3, seed=4)
+    cache.put_chunks(items)
+    (pack,) = packs(tmp_path)
+    os.truncate(pack, pack.stat().st_size - 10)  # the last chunk's end is gone
+    assert cache.get_chunks([h for h, _ in items]) == {}
+    assert not pack.exists() and len(cache) == 0 and cache.bad_files == 1
+
+
 def test_chunks_at_hand_are_read_without_blocking_and_checked(tmp_path: Path) -> None:
     cache = ChunkCache(tmp_path, 1 << 20)
     cache.scan()

@@ -31,12 +31,10 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arkfs.api import ArkFile, Client, Resolved
+from arkfs.api import GROUP_BYTES, ArkFile, Client, Resolved
 from arkfs.archive.manifest import Entry, Kind
 
-# Bytes fetched and written by one job at a time: one fetch of the client's group size
-# (arkfs.api.GROUP_BYTES), so a piece is one request, not four.
-PIECE = 16 * 1024 * 1024
+PIECE = GROUP_BYTES  # bytes fetched and written by one job at a time: one request each
 PART = ".arkfs-part"
 DONE = ".done"
 HASH_BLOCK = 1024 * 1024

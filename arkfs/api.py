@@ -53,9 +53,10 @@ __all__ = ["Client", "Info", "Resolved", "info", "open", "resolve"]
 T = TypeVar("T")
 DEFAULT_CACHE_SIZE = "10G"  # as the mount's default (cli/settings.py)
 BUFFER = 1024 * 1024  # the buffered file's reads: 1 MiB, as the mount's readahead
-# A client reads whole files (get's pieces, fsspec's sequential reads): a group twice the
-# mount's halves the requests per GiB, and the server's per-request CPU with them.
-GROUP_BYTES = 16 * 1024 * 1024
+# A client reads whole files (get's pieces, fsspec's sequential reads): a fetch group twice
+# the mount's (chunk_loader.GROUP_BYTES) halves the requests per GiB, and the server's
+# per-request CPU with them.
+CLIENT_GROUP_BYTES = 16 * 1024 * 1024
 MAX_SYMLINKS = 40  # links followed inside an archive before ELOOP, as Linux
 
 
@@ -142,7 +143,7 @@ class Client:
             return
         try:
             cache = ChunkCache(self.options.cache_dir, self.options.cache_size)
-            self.reader = ContentReader(cache, MountStats(), group_bytes=GROUP_BYTES)
+            self.reader = ContentReader(cache, MountStats(), group_bytes=CLIENT_GROUP_BYTES)
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.reader.run)
                 self._token = trio.lowlevel.current_trio_token()

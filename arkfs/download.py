@@ -31,10 +31,10 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from arkfs.api import GROUP_BYTES, ArkFile, Client, Resolved
+from arkfs.api import CLIENT_GROUP_BYTES, ArkFile, Client, Resolved
 from arkfs.archive.manifest import Entry, Kind
 
-PIECE = GROUP_BYTES  # bytes fetched and written by one job at a time: one request each
+PIECE = CLIENT_GROUP_BYTES  # bytes fetched and written by one job at a time: one request each
 PART = ".arkfs-part"
 DONE = ".done"
 HASH_BLOCK = 1024 * 1024

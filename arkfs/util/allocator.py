@@ -8,7 +8,7 @@ arenas share that space. (Fixing the mmap threshold instead cut RSS as much, but
 8 MiB buffer then costs its page faults anew: cold reads were slower.)
 
 A process that only downloads (`arkfs get`) keeps what it frees instead (keep_freed): its
-8 MiB fetch buffers and decoded groups come back from the arenas, with no fresh pages to
+16 MiB fetch buffers and decoded groups come back from the arenas, with no fresh pages to
 fault in and zero.
 """
 

@@ -6,7 +6,7 @@ Layout under root, every file named by the XET hash string of what names it:
     maps/<first 2 hex digits>/<file hash>       a file's verified map (file_map.pack_map)
     blocks/<first 2 hex digits>/<block id>      a block of a plain HTTP object (below)
 
-Chunks are cached in packs: the chunks one fetch brought (a run of up to 8 MiB) go into
+Chunks are cached in packs: the chunks one fetch brought (a group: up to 8 MiB in the mount) go into
 one file, a header listing each chunk's hash, size and checksum, then their bytes. One
 file per chunk cost a create, a rename and a directory entry per 64 KiB, which halved a
 cold read; a pack is one sequential write and one sequential read. A pack's id is the hash
@@ -133,7 +133,7 @@ def _touch(fd: int) -> None:
 
 def _pack(chunks: list[tuple[bytes, bytes]]) -> tuple[list[bytes], list[_Listed]]:
     """A pack file's parts: magic, count, (hash, size, checksum) per chunk, then the chunks'
-    bytes (written one after another: no copy of up to 8 MiB); and where each chunk is."""
+    bytes (written one after another: no copy of a whole group); and where each chunk is."""
     checks = [_checksum(data) for _, data in chunks]
     head = [PACK_MAGIC, _COUNT.pack(len(chunks))]
     head += [_ENTRY.pack(h, len(data), c) for (h, data), c in zip(chunks, checks, strict=True)]

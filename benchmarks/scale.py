@@ -33,6 +33,7 @@ from benchmarks.common import (
 )
 from benchmarks.corpora import tree_layout
 from benchmarks.metadata import timed
+from tests.support.peak import run_with_peak_rss
 
 SHRINK = 16  # sizes of the 100k tree / SHRINK: log-uniform in [64 B, 4 KiB)
 SMALL, LARGE = (2_000, 20_000) if QUICK else (100_000, 1_000_000)
@@ -64,24 +65,14 @@ def scale_tree(root: Path, files: int) -> Path:
 
 def _publish(tree: Path, *target: str) -> tuple[float, float]:
     """Seconds `arkfs publish` took to publish tree as ARK to target, from a cold page
-    cache (so both trees are read from the disk alike), and its peak RSS in MiB."""
+    cache (so both trees are read from the disk alike), and its own peak RSS in MiB."""
     drop_caches()
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [ARKFS, "publish", str(tree), "--ark", ARK, *target],
-        env=os.environ | {"ARKFS_TOKEN": WRITE},
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        _, status, usage = os.wait4(proc.pid, 0)  # its rusage: ru_maxrss, in KiB
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise subprocess.CalledProcessError(proc.returncode, proc.args)
-    return time.perf_counter() - start, usage.ru_maxrss * 1024 / MIB
+    command = [ARKFS, "publish", str(tree), "--ark", ARK, *target]
+    code, _, peak = run_with_peak_rss(command, os.environ | {"ARKFS_TOKEN": WRITE})
+    if code:
+        raise subprocess.CalledProcessError(code, command)
+    return time.perf_counter() - start, peak / MIB
 
 
 def _info_bytes(url: str, accept: str) -> float:

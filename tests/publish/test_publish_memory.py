@@ -4,7 +4,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import httpx
 import pytest
 
 from tests.support.cli import ARKFS, run_arkfs
+from tests.support.peak import run_with_peak_rss
 from tests.support.server import arkfs_server
 
 ARK = "ark:12345/x6mem"
@@ -41,27 +41,11 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     shutil.rmtree(root)
 
 
-# Linux carries the parent's peak RSS into a child that execs, so a child of this (large)
-# test process would report at least its size: a small Python forks and waits instead.
-PEAK_OF_CHILD = """
-import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    f.write(str(usage.ru_maxrss * 1024))  # Linux counts in KiB
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
-def publish_peak_rss(args: list[str], env: dict[str, str], out: Path) -> int:
+def publish_peak_rss(args: list[str], env: dict[str, str]) -> int:
     """Run `arkfs publish ARGS`, assert it succeeds, and return its peak RSS in bytes."""
-    peak = out / "peak"
-    command = [sys.executable, "-c", PEAK_OF_CHILD, str(peak), ARKFS, "publish", *args]
-    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert done.returncode == 0, done.stderr.decode()
-    return int(peak.read_text())
+    code, err, peak = run_with_peak_rss([ARKFS, "publish", *args], env, subprocess.PIPE)
+    assert code == 0, (err or b"").decode()
+    return peak
 
 
 def check_read_back(url: str, tree: Path) -> None:
@@ -103,10 +87,10 @@ def test_publish_peak_memory_is_bounded(tree: Path, tmp_path: Path, backend: str
     try:
         if backend == "server":
             with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
-                peak = publish_peak_rss([*args, "--server", url], env, tmp_path)
+                peak = publish_peak_rss([*args, "--server", url], env)
                 check_read_back(url, tree)
         else:
-            peak = publish_peak_rss([*args, "--store", str(store)], env, tmp_path)
+            peak = publish_peak_rss([*args, "--store", str(store)], env)
             with arkfs_server(store, "--tokens", str(tokens)) as (url, _):
                 check_read_back(url, tree)
         print(f"\npublish ({backend}) of {BIG} new bytes: peak RSS {peak / 1e6:.0f} MB", end="")

@@ -8,6 +8,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -342,7 +344,7 @@ def _scan(
             changes = _changes(scanned, tree_index)
             if scanned.packed is not None:
                 tree_index.stage(scanned.packed)
-        scanned.packed, scanned.listings = None, {}  # kept in the index, or not needed
+        scanned.packed = None  # kept in the index, or not needed
         if not known and changes is None:
             scanned.found  # noqa: B018 (made now: ScanError before a store is opened)
     except ScanError as exc:
@@ -374,12 +376,12 @@ def _found(scanned: Scanned) -> list[Found]:
         raise BadInput(str(exc)) from None
 
 
-def _check(scanned: Scanned) -> None:
+def _check(root: Entry, entries: Iterable[Entry]) -> None:
     """Refuse, before any hashing, a tree the manifest would refuse: one line, exit 2."""
     from arkfs.publish.scan import ScanError, check_publishable
 
     try:
-        check_publishable(scanned)
+        check_publishable(root, entries)
     except ScanError as exc:
         raise BadInput(str(exc)) from None
 
@@ -446,7 +448,7 @@ def _publish(
             root=scanned.root,
             tree_index=tree_index,
             allow_empty=args.allow_empty,
-            check=None if since is not None else lambda: _check(scanned),
+            check=None if since is not None else partial(_check, scanned.root),
             scan=scanned.digest,
             dropped=None if since is None else since.dropped,
         )

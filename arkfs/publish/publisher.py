@@ -24,8 +24,9 @@ import os
 import struct
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import islice
 
 import trio
 
@@ -140,9 +141,10 @@ class Publisher:
         self._ref = XorbRef()
         self._slots = trio.Semaphore(UPLOAD_SLOTS)
         # New xorbs: footer (packed: ~40 bytes a chunk, not a hash and two ints as objects),
-        # serialized size.
-        self._built: list[tuple[bytes, int]] = []
-        self._first_chunks: set[bytes] = set()
+        # serialized size, and the indices of the chunks that begin a file (_FIRSTS; they
+        # are global-dedup eligible): 4 bytes a chunk, where a set of hashes took ~100.
+        self._built: list[tuple[bytes, int, bytes]] = []
+        self._firsts: list[int] = []  # of the xorb being built
         self._hash_limiter = trio.CapacityLimiter(1)
         self._unacked = {id(self._ref)}  # new xorbs (XorbRef ids) the CAS has not accepted yet
         self._waiting: deque[tuple[XorbRef, ...]] = deque()  # placed files' xorbs, in order
@@ -161,7 +163,7 @@ class Publisher:
         skipped: list[str] | None = None,
         root: Entry | None = None,
         allow_empty: bool = False,
-        check: Callable[[], None] | None = None,
+        check: Callable[[Iterable[Entry]], None] | None = None,
         scan: bytes | None = None,
         dropped: set[str] | None = None,
     ) -> Summary:
@@ -169,11 +171,13 @@ class Publisher:
         message, and say what it did. previous is the latest version (None if unbound): its
         chunks are known to be stored already. root is the tree's root directory (mode,
         mtime, attributes). If manifest and erc equal previous's, nothing is bound unless
-        allow_empty. check (the scan's check_publishable) runs before the first file is
-        read, so a tree the manifest would refuse is refused before any hashing, unless
-        _check_first says the files to read cost less than the check: then (as when no
-        file is to be read) it runs only if building the manifest, which checks the same,
-        fails (it cost 0.9 s of an unchanged republish of 100,000 files). scan, the tree's
+        allow_empty. found is consumed: emptied, and each file's Found dropped once it is
+        read (~330 bytes a file: 330 MB at 1,000,000). check (the scan's check_publishable,
+        given the entries) runs before the first file is read, so a tree the manifest would
+        refuse is refused before any hashing, unless _check_first says the files to read
+        cost less than the check: then (as when no file is to be read) it runs, on the
+        entries made, only if building the manifest, which checks the same, fails (it cost
+        0.9 s of an unchanged republish of 100,000 files). scan, the tree's
         Scanned.digest, is remembered in the tree index with the version bound (or found
         equal), for unchanged_scan to tell the next publish of the same tree. With dropped
         (scan.Changes), found holds only the entries that changed since previous: previous's
@@ -189,7 +193,7 @@ class Publisher:
         if self.journal is not None:
             for footer, size in self.journal.load():  # acknowledged before an interruption
                 self.index.add_footer(footer)
-                self._built.append((footer.pack(), size))
+                self._built.append((footer.pack(), size, b""))
         summary = Summary(
             ark, self.progress.files, self.progress.total, 0, 0, 0, 0, 0, 0, None, skipped or []
         )
@@ -213,9 +217,12 @@ class Publisher:
         files = [f for f in files if f.entry.link in (None, f.entry.path)]
         files = self._unknown(files, entries, linked)
         if files and check is not None and _check_first(files, found, previous):
-            check()
+            check(f.entry for f in found)
+        found.clear()
+        unread = deque(files)
+        del files
         async with trio.open_nursery() as uploads:
-            for batch in _batches(files):
+            for batch in _batches(unread):
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
                     await self._seed(batch[0].entry.path)
                     entry, digest, placed = await self._place_file(batch[0], uploads)
@@ -261,7 +268,7 @@ class Publisher:
             )
         except ManifestError as exc:
             if check is not None:  # the scan's message, for what the scan finds
-                check()
+                check(entries)
             if onto is not None:  # the remembered scan does not describe previous
                 self.tree_index.forget_rows()
                 raise PublishError(
@@ -277,8 +284,8 @@ class Publisher:
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
             return self._unchanged(previous, summary, scan)
         self.progress.begin("bind")
-        shards = await self._upload_shards(list(new_files.items()))
-        new_files.clear()
+        shards = await self._upload_shards(new_files)
+        del new_files
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
@@ -574,7 +581,7 @@ class Publisher:
             await self._seal(uploads)
         index = self._builder.add(chunk.hash, chunk.data)
         if first:
-            self._first_chunks.add(chunk.hash)
+            self._firsts.append(index)
         self.index.add(chunk.hash, (self._ref, index))
         self.progress.new += chunk.size
         return Placed(self._ref, index, chunk.hash, chunk.size)
@@ -583,12 +590,14 @@ class Publisher:
         """Serialize and upload the xorb being built; wait while UPLOAD_SLOTS are in flight."""
         await self._slots.acquire()
         self.progress.begin("upload")
-        ref, chunks = self._ref, self._builder.chunks
-        self._builder, self._ref = XorbBuilder(), XorbRef()
+        ref, chunks, firsts = self._ref, self._builder.chunks, self._firsts
+        self._builder, self._ref, self._firsts = XorbBuilder(), XorbRef(), []
         self._unacked.add(id(self._ref))
-        uploads.start_soon(self._upload_xorb, ref, chunks)
+        uploads.start_soon(self._upload_xorb, ref, chunks, firsts)
 
-    async def _upload_xorb(self, ref: XorbRef, chunks: list[tuple[bytes, bytes]]) -> None:
+    async def _upload_xorb(
+        self, ref: XorbRef, chunks: list[tuple[bytes, bytes]], firsts: list[int]
+    ) -> None:
         try:
             xorb = await trio.to_thread.run_sync(serialize_xorb, chunks)
             size = sum(len(data) for _, data in chunks)
@@ -597,7 +606,8 @@ class Publisher:
             await self.backend.upload_xorb(xorb.hash, xorb.data)
             if self.journal is not None:
                 self.journal.record(xorb.footer, len(xorb.data))
-            self._built.append((xorb.footer.pack(), len(xorb.data)))
+            packed_firsts = struct.pack(f"<{len(firsts)}I", *firsts)
+            self._built.append((xorb.footer.pack(), len(xorb.data), packed_firsts))
             self._unacked.discard(id(ref))
             self._placed(None)
             self.progress.stored += size
@@ -618,7 +628,7 @@ class Publisher:
             self._waiting.popleft()
             self.progress.files_stored += 1
 
-    async def _upload_shards(self, new_files: list[tuple[bytes, bytes]]) -> int:
+    async def _upload_shards(self, new_files: dict[bytes, bytes]) -> int:
         """Register the files, then the new xorbs' chunks, in shards under the size limit;
         how many were sent. FileBlocks are made MAX_SHARD_FILES at a time and CasBlocks
         MAX_SHARD_CHUNKS at a time, as each shard is sent (for 1,000,000 files the shards
@@ -626,21 +636,21 @@ class Publisher:
         by each group's shards as they are made."""
         count = 0
         files: tuple[FileBlock, ...] = ()
-        for start in range(0, len(new_files), MAX_SHARD_FILES):
+        records = iter(new_files.items())  # not a list: 64 MB of pairs at 1,000,000 files
+        while group := list(islice(records, MAX_SHARD_FILES)):
             if files:
                 count += await self._send(Shard(files=files))
-            group = new_files[start : start + MAX_SHARD_FILES]
             files = tuple(self._file_block(*n) for n in group)
         # The last group of files goes with the first group of chunks: a small publish
         # sends one shard.
         cas: list[CasBlock] = []
         chunks = 0
-        for packed, size in self._built:
+        for packed, size, firsts in self._built:
             footer = parse_footer(packed, size)
             if cas and chunks + footer.num_chunks > MAX_SHARD_CHUNKS:
                 count += await self._send(Shard(files=files, cas_blocks=tuple(cas)))
                 files, cas, chunks = (), [], 0
-            cas.append(self._cas_block(footer, size))
+            cas.append(_cas_block(footer, size, firsts))
             chunks += footer.num_chunks
         if files or cas or not count:  # an empty shard when nothing is new, as before
             count += await self._send(Shard(files=files, cas_blocks=tuple(cas)))
@@ -655,12 +665,6 @@ class Publisher:
             await self.backend.upload_shard(data)
             self.progress.shards_sent += len(data)
         return len(parts)
-
-    def _cas_block(self, footer: XorbFooter, size: int) -> CasBlock:
-        """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks."""
-        return cas_block(
-            footer, size, lambda h: is_global_dedup_eligible(h, h in self._first_chunks)
-        )
 
 
 class _FilePlacer:
@@ -732,6 +736,15 @@ class _FilePlacer:
         await self._end_run(uploads)
 
 
+def _cas_block(footer: XorbFooter, size: int, firsts: bytes) -> CasBlock:
+    """CAS Info Section entry of a new xorb, flagging its global-dedup eligible chunks:
+    those at the indices packed in firsts (chunks that begin a file), and the rest the
+    hash rule admits."""
+    hashes = footer.chunk_hashes
+    first = {hashes[i] for (i,) in struct.iter_unpack("<I", firsts)}
+    return cas_block(footer, size, lambda h: is_global_dedup_eligible(h, h in first))
+
+
 def _check_first(files: list[Found], found: list[Found], previous: Archive | None) -> bool:
     """Should the scan's check run before files are read? Always for a first version;
     for a later one only if reading them costs more than the check, which makes an entry
@@ -740,11 +753,13 @@ def _check_first(files: list[Found], found: list[Found], previous: Archive | Non
     return previous is None or sum(f.entry.size for f in files) > CHECK_BYTES * len(found)
 
 
-def _batches(files: list[Found]) -> Iterator[list[Found]]:
-    """Runs of small files of at most BATCH_BYTES and BATCH_FILES; a large file alone."""
+def _batches(files: deque[Found]) -> Iterator[list[Found]]:
+    """Runs of small files of at most BATCH_BYTES and BATCH_FILES; a large file alone.
+    Each file is taken off files as its batch is made, so none is kept once read."""
     batch: list[Found] = []
     size = 0
-    for f in files:
+    while files:
+        f = files.popleft()
         if f.entry.size > SMALL_FILE:
             if batch:
                 yield batch
@@ -841,7 +856,7 @@ async def publish_tree(
     root: Entry | None = None,
     tree_index: TreeIndex | None = None,
     allow_empty: bool = False,
-    check: Callable[[], None] | None = None,
+    check: Callable[[Iterable[Entry]], None] | None = None,
     scan: bytes | None = None,
     dropped: set[str] | None = None,
 ) -> tuple[Summary, Manifest]:

@@ -6,13 +6,14 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 import pytest
 import trio
 
-from arkfs.archive.manifest import Kind
+from arkfs.archive.manifest import Entry, Kind
 from arkfs.archive.record import Archive
 from arkfs.ark.erc import Erc
 from arkfs.backend.embedded import EmbeddedBackend
@@ -212,7 +213,7 @@ def test_the_scan_check_runs_before_any_read_and_only_on_failure_when_no_file_is
     checks: list[int] = []  # files opened when each check ran
     refuse = [False]
 
-    def check() -> None:
+    def check(entries: Iterable[Entry]) -> None:
         checks.append(len(opened))
         if refuse[0]:
             raise _Refused("refused")
@@ -232,10 +233,10 @@ def test_the_scan_check_runs_before_any_read_and_only_on_failure_when_no_file_is
             )  # fmt: skip
 
         try:
-            await again(scanned.found, None)
+            await again(list(scanned.found), None)  # a publish consumes what it is given
             assert checks == [0] and len(opened) == 1  # checked, then read
             previous = await backend.archive(ARK)
-            await again(scanned.found, previous)
+            await again(list(scanned.found), previous)
             assert checks == [0] and len(opened) == 1  # nothing read, nothing checked
             refuse[0] = True
             with pytest.raises(_Refused):  # the manifest refuses it: the check says why

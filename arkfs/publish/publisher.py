@@ -328,8 +328,12 @@ class Publisher:
         beside their scanned entries for build (no second Entry per file: most files of a
         republish, one pass, counted once at its end). The index is trusted only where it
         agrees with the previous version at the same path (XET hash and SHA-256), so it
-        never names a file the CAS may not hold, nor another path's."""
+        never names a file the CAS may not hold, nor another path's; with no previous
+        version (a first publish of this ARK) the index is not even loaded (a stale index
+        of 1,000,000 files is ~300 MB)."""
         index, prior, unknown, size = self.tree_index, self._prior_at, [], 0
+        if not prior:
+            return files
         hashes = self._known
         for f in files:
             e, key = f.entry, f.key

@@ -2,15 +2,22 @@
 
 import io
 import os
+import time
 from pathlib import Path
 
 import msgpack
 import pytest
+import trio
 
+from arkfs.ark.erc import Erc
+from arkfs.backend.embedded import EmbeddedBackend
+from arkfs.cli.target import latest
 from arkfs.publish import index as index_module
 from arkfs.publish import publisher
 from arkfs.publish.index import RACY_NS, Known, StatKey, TreeIndex, index_path
-from arkfs.publish.publisher import STABLE_TRIES, PublishError, _digest_small
+from arkfs.publish.publisher import STABLE_TRIES, PublishError, _digest_small, publish_tree
+from arkfs.publish.scan import scan
+from arkfs.store.local import LocalStore
 from arkfs.xet.digest import FileHasher
 
 
@@ -99,3 +106,40 @@ def test_a_saved_index_is_written_in_parts_that_load_back(
     rows = {rel.encode(): row for rel, row in saved._new.items()}
     document = {"format": index_module.FORMAT, "files": rows}
     assert path.read_bytes() == msgpack.packb(document, use_bin_type=True)
+
+
+def test_a_first_version_does_not_load_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first publish of an ARK cannot trust any row (none agrees with a previous
+    version), so the tree's index, however large, is not read; a republish reads it."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a").write_bytes(b"one file\n")
+    os.utime(tree / "a", ns=(1, 1))
+    loads: list[Path] = []
+    real_load = index_module._load
+
+    def load(path: Path) -> dict[str, bytes]:
+        loads.append(path)
+        return real_load(path)
+
+    monkeypatch.setattr(index_module, "_load", load)
+    where = tmp_path / "index.msgpack"
+
+    async def main() -> None:
+        backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
+        erc = Erc(who="w", what="x", when="2026", where="ark:12345/x6one")
+        try:
+            for ark in ("ark:12345/x6one", "ark:12345/x6two", "ark:12345/x6two"):
+                previous = await latest(backend, ark)
+                await publish_tree(
+                    backend, ark, scan(tree).found, erc, previous=previous,
+                    root=scan(tree).root, tree_index=TreeIndex(where), allow_empty=True,
+                )  # fmt: skip
+        finally:
+            await backend.aclose()
+
+    time.sleep(2 * RACY_NS / 1e9)  # not a timing assert: the index records settled files
+    trio.run(main)
+    assert where.exists() and loads == [where]  # only the third, a second version, read it

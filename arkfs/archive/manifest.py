@@ -35,12 +35,12 @@ import stat
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from itertools import chain, islice, repeat
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 import msgpack
 
@@ -61,6 +61,7 @@ MAX_MANIFEST_SIZE = 256 * 1024 * 1024
 ENTRY_CACHE = 4096  # entries kept made, per manifest
 CHECK_BLOCK = 1 << 12  # paths checked at a time on load (bounds the bytes objects made)
 _DOTS = (b"", b".", b"..")  # names that are not file names
+_T = TypeVar("_T")
 _BAD_NAMES = (b"\0\0", b"\0.\0", b"\0..\0", b"/\0", b"/.\0", b"/..\0")  # ...joined by NUL
 _UNLISTED = -2  # no parent directory listed
 UNLIKE_BLOCK = 1024  # entries whose columns files_unlike compares at once
@@ -1069,7 +1070,8 @@ def build(
     """A manifest of entries in any order (sorted here); a file without its hashes takes
     them from hashes (Entries.of). With onto (columns and positions to drop), entries
     replace those positions of the columns (Entries.merged)."""
-    ordered = sorted(entries, key=path_order)
+    ordered = list(entries)
+    sort_by_path(ordered, operator.attrgetter("path"))
     if onto is None:
         columns = Entries.of(ordered, hashes)
     else:
@@ -1080,6 +1082,16 @@ def build(
 def path_order(entry: Entry) -> bytes:
     """The key entries are sorted by: their paths as bytes."""
     return entry.path.encode("utf-8", "surrogateescape")
+
+
+def sort_by_path(items: list[_T], path_of: Callable[[_T], str]) -> None:
+    """Sort items in place in path_order of their paths. When every path is ASCII, the
+    paths themselves sort in that order, and no bytes key is made per item (~100 MB at
+    1,000,000; a surrogate escape sorts apart from its byte, hence the check)."""
+    if all(path_of(item).isascii() for item in items):
+        items.sort(key=path_of)
+    else:
+        items.sort(key=lambda item: path_of(item).encode("utf-8", "surrogateescape"))
 
 
 def entry_ark(archive: Ark, path: str) -> Ark:

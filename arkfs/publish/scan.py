@@ -29,6 +29,7 @@ from arkfs.archive.manifest import (
     check_root,
     check_xattr_name,
     path_order,
+    sort_by_path,
 )
 from arkfs.ark.errors import ArkError, ManifestError
 from arkfs.ark.filenames import check_filename
@@ -225,8 +226,12 @@ def _entries(base: str, rows: Iterable[_Row]) -> list[Found]:
                 inodes.setdefault((dev, ino), []).append(len(found))
             found.append(Found(entry, base, StatKey(size, mtime, ctime, ino)))
     _link(found, inodes.values())
-    found.sort(key=lambda f: path_order(f.entry))
+    sort_by_path(found, _path)
     return found
+
+
+def _path(f: Found) -> str:
+    return f.entry.path
 
 
 def _unpacked(packed: bytes) -> Any:

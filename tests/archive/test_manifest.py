@@ -417,3 +417,14 @@ def test_merged_entries_are_checked_and_take_no_hard_links() -> None:
     linked = [Entry("d/c", Kind.FILE, 1, 0o644, 1, H1, link="d/c")]
     with pytest.raises(ManifestError, match="hard-linked"):
         before.merged([], [*linked, Entry("d/e", Kind.FILE, 1, 0o644, 1, H1, link="d/c")])
+
+
+@given(st.lists(st.text(alphabet="a~Z/é\udc80\udcff\U0001f600", max_size=4), max_size=8))
+def test_sort_by_path_is_path_order(paths: list[str]) -> None:
+    """Sorting by path takes the paths themselves only when that is the UTF-8 byte order:
+    a surrogate escape (a byte that is not UTF-8) sorts apart from the code point."""
+    entries = [Entry(p, Kind.FILE, 0, 0o644, 0, bytes(32)) for p in paths]
+    manifest.sort_by_path(entries, lambda e: e.path)
+    assert [e.path for e in entries] == sorted(
+        paths, key=lambda p: p.encode("utf-8", "surrogateescape")
+    )

@@ -103,7 +103,7 @@ def test_a_saved_index_is_written_in_parts_that_load_back(
     saved.save()
     loaded = TreeIndex(path)
     assert all(loaded.lookup(rel, key) is not None for rel, key in keys.items())
-    rows = {rel.encode(): row for rel, row in saved._new.items()}
+    rows = {rel.encode(): row for rel, row in saved._rows()}
     document = {"format": index_module.FORMAT, "files": rows}
     assert path.read_bytes() == msgpack.packb(document, use_bin_type=True)
 

@@ -203,12 +203,15 @@ class TreeIndex:
 
     def save(self) -> None:
         """Write the entries kept and recorded in this publish, atomically (not at all if
-        they are the entries loaded)."""
-        if self.path is None or (not self._changed and len(self._new) == len(self._old)):
-            return  # nothing changed: every row kept is an old one, so all were kept
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, _packed(len(self._new) + len(self._recorded), self._rows()))
-        self.path.with_suffix(".json").unlink(missing_ok=True)  # format 1's index, replaced
+        they are the entries loaded), and let go of every row: saving is a publish's last
+        use of them (~110 MB at 1,000,000 files, freed before its manifest is built)."""
+        if self.path is not None and (self._changed or len(self._new) != len(self._old)):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            rows = _packed(len(self._new) + len(self._recorded), self._rows())
+            write_atomic(self.path, rows)
+            self.path.with_suffix(".json").unlink(missing_ok=True)  # format 1's, replaced
+        # else nothing changed: every row kept is an old one, so all were kept
+        self._loaded, self._new, self._recorded, self._recorded_rows = {}, {}, [], bytearray()
 
     def _rows(self) -> Iterator[tuple[str, bytes]]:
         """The rows kept, then the rows recorded."""

@@ -262,6 +262,7 @@ class Publisher:
             self.progress.hashed += digest.size  # its first's bytes: stored once
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
+        self.tree_index.save()  # its rows go before the manifest's columns are made
         try:
             self.manifest = build(
                 ark, entries, time.time(), root=root, hashes=self._known, onto=onto
@@ -278,7 +279,6 @@ class Publisher:
             raise PublishError(f"the manifest cannot be built: {exc}") from None
         entries.clear()  # the manifest's columns hold them now
         self._known.clear()
-        self.tree_index.save()
         summary = replace(summary, files=self.manifest.file_count)  # hard links included
         nothing_new = previous is not None and not allow_empty and not self._built
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):

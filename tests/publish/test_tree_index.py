@@ -100,10 +100,10 @@ def test_a_saved_index_is_written_in_parts_that_load_back(
     keys = {f"d/é{i}": StatKey(i, i, i, i) for i in range(10)}
     for rel, key in keys.items():
         saved.record(rel, key, Known(bytes([len(rel)]) * 32, bytes(32)), key.ctime_ns + RACY_NS + 1)
+    rows = {rel.encode(): row for rel, row in saved._rows()}
     saved.save()
     loaded = TreeIndex(path)
     assert all(loaded.lookup(rel, key) is not None for rel, key in keys.items())
-    rows = {rel.encode(): row for rel, row in saved._rows()}
     document = {"format": index_module.FORMAT, "files": rows}
     assert path.read_bytes() == msgpack.packb(document, use_bin_type=True)
 

@@ -215,7 +215,9 @@ def run_publish(args: argparse.Namespace) -> int:
     from arkfs.cli.publish_progress import shown
     from arkfs.publish.index import TreeIndex, index_path
     from arkfs.publish.progress import Progress
+    from arkfs.util.allocator import limit_arenas
 
+    limit_arenas()  # the hashing and upload threads' freed space shares two arenas
     if args.server:  # as open_backend: loaded before the progress shows
         import arkfs.backend.remote  # noqa: F401
     given = _ark_to_bind(args.ark) if args.ark else None

@@ -47,6 +47,7 @@ from arkfs.publish.index import Known, StatKey, TreeIndex, Version, now_ns
 from arkfs.publish.journal import UploadJournal
 from arkfs.publish.progress import Progress
 from arkfs.publish.scan import Found, Scanned
+from arkfs.util.allocator import release_freed
 from arkfs.xet.digest import Chunk, FileDigest, FileHasher, cut_blocks
 from arkfs.xet.hashing import is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
@@ -263,6 +264,7 @@ class Publisher:
             self.progress.deduplicated += digest.size
             self.progress.files_stored += 1
         self.tree_index.save()  # its rows go before the manifest's columns are made
+        release_freed()  # and the xorbs' chunks, freed by now, leave the arenas
         try:
             self.manifest = build(
                 ark, entries, time.time(), root=root, hashes=self._known, onto=onto

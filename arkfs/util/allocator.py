@@ -9,7 +9,8 @@ arenas share that space. (Fixing the mmap threshold instead cut RSS as much, but
 
 A process that only downloads (`arkfs get`) keeps what it frees instead (keep_freed): its
 16 MiB fetch buffers and decoded groups come back from the arenas, with no fresh pages to
-fault in and zero.
+fault in and zero. A publish, which frees much between its phases (the xorbs' chunks once
+hashing ends), gives the free pages back before the next phase allocates (release_freed).
 """
 
 import ctypes
@@ -33,6 +34,16 @@ def keep_freed() -> None:
     """Serve blocks below KEEP_BELOW from the arenas and let each keep up to KEEP_FREE of
     freed space (for a process whose life is one download; see the module docstring)."""
     _set({M_MMAP_THRESHOLD: KEEP_BELOW, M_TRIM_THRESHOLD: KEEP_FREE})
+
+
+def release_freed() -> None:
+    """Return the arenas' free pages to the system (malloc_trim); nothing on another C
+    library."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def _set(params: dict[int, int]) -> None:

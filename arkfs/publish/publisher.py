@@ -142,8 +142,8 @@ class Publisher:
         self._ref = XorbRef()
         self._slots = trio.Semaphore(UPLOAD_SLOTS)
         # New xorbs: footer (packed: ~40 bytes a chunk, not a hash and two ints as objects),
-        # serialized size, and the indices of the chunks that begin a file (_FIRSTS; they
-        # are global-dedup eligible): 4 bytes a chunk, where a set of hashes took ~100.
+        # serialized size, and the indices of its chunks that begin a file (global-dedup
+        # eligible), packed as u32: 4 bytes a chunk, where a set of hashes took ~100.
         self._built: list[tuple[bytes, int, bytes]] = []
         self._firsts: list[int] = []  # of the xorb being built
         self._hash_limiter = trio.CapacityLimiter(1)

@@ -14,7 +14,8 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
   one unreachable-endpoint rule), until it answers again; one that sent bad bytes (a
   footer failing its hash here, chunks or a reconstruction failing their checks in the
   data path, which calls blame() or blame_reconstruction()) for BAD_TIME, with one log
-  line naming it;
+  line naming it; such a mirror is never asked as a hedge, only once the one before it
+  failed;
 - a mirror much slower than the others is asked after them, as CVMFS demotes hosts: each
   mirror's reply time (per MiB, for fetches over one; manifests are not timed) is
   smoothed (SMOOTHING), and one whose smoothed time is over SLOW_FACTOR times the
@@ -27,6 +28,7 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
 """
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Collection
 from typing import TypeVar
@@ -220,11 +222,17 @@ class MirroredBackend:
                 scope.cancel()
             failed.set()
 
+        now = time.monotonic()
         async with trio.open_nursery() as nursery:
-            for index in order:
+            for position, index in enumerate(order):
                 failed = trio.Event()
                 nursery.start_soon(attempt, index, failed, nursery.cancel_scope)
-                with trio.move_on_after(hedge):
+                after = order[position + 1 :]
+                # A mirror asked last (down, or it sent bad bytes) is never a hedge: it is
+                # asked only once the one before it failed, however slow that one is.
+                with trio.move_on_after(
+                    math.inf if after and self._avoided(after[0], now) else hedge
+                ):
                     await failed.wait()
         if done:
             return done[0]

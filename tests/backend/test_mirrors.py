@@ -99,6 +99,27 @@ def test_a_failing_mirror_fails_over_at_once_and_is_asked_last_after() -> None:
     assert down.asked == 1 and up.asked == 2  # the second call asked `up` first
 
 
+def test_a_mirror_asked_last_is_never_a_hedge_for_a_slow_one() -> None:
+    """A mirror that sent a bad reply is asked only once the one before it failed: a
+    healthy mirror slower than HEDGE_AFTER is waited for, not hedged with it."""
+
+    async def slow() -> Any:
+        await trio.sleep(3 * HEDGE_AFTER)
+        return ["v1"]
+
+    liar, good = Mirror("liar", error(BadReply("garbled"))), Mirror("good", slow)
+    mirrors = MirroredBackend([liar, good])
+
+    async def main() -> None:
+        assert await mirrors.versions("ark:1/x") == ["v1"]  # the liar first, then marked
+        start = trio.current_time()
+        assert await mirrors.versions("ark:1/x") == ["v1"]
+        assert trio.current_time() - start == pytest.approx(3 * HEDGE_AFTER)
+
+    run(main)
+    assert liar.asked == 1 and good.asked == 2
+
+
 @pytest.mark.parametrize(
     ("errors", "raised"),
     [

@@ -132,10 +132,10 @@ def test_a_first_version_does_not_load_the_index(
         erc = Erc(who="w", what="x", when="2026", where="ark:12345/x6one")
         try:
             for ark in ("ark:12345/x6one", "ark:12345/x6two", "ark:12345/x6two"):
-                previous = await latest(backend, ark)
+                previous, scanned = await latest(backend, ark), scan(tree)  # found is used up
                 await publish_tree(
-                    backend, ark, scan(tree).found, erc, previous=previous,
-                    root=scan(tree).root, tree_index=TreeIndex(where), allow_empty=True,
+                    backend, ark, scanned.found, erc, previous=previous,
+                    root=scanned.root, tree_index=TreeIndex(where), allow_empty=True,
                 )  # fmt: skip
         finally:
             await backend.aclose()

@@ -148,7 +148,16 @@ class Publisher:
         self._firsts: list[int] = []  # of the xorb being built
         self._hash_limiter = trio.CapacityLimiter(1)
         self._unacked = {id(self._ref)}  # new xorbs (XorbRef ids) the CAS has not accepted yet
-        self._waiting: deque[tuple[XorbRef, ...]] = deque()  # placed files' xorbs, in order
+        # Placed files' xorbs, in order, each with its file hash if its shard entry is new.
+        self._waiting: deque[tuple[tuple[XorbRef, ...], bytes | None]] = deque()
+        # New files' shard entries (file hash -> _NEW_FILE record: one per content) until
+        # sent, and the hashes of those whose every xorb is stored, in order: they go up
+        # MAX_SHARD_FILES at a time while hashing goes on, so 1,000,000 records (~143 MB)
+        # are never held at once, and the server checks them while the client hashes.
+        self._new_files: dict[bytes, bytes] = {}
+        self._ready: deque[bytes] = deque()
+        self._sending = False  # a group of ready files is being sent
+        self._shards = 0  # shards sent
         self._refs: list[XorbRef] = []  # the xorbs _NEW_FILE records name, by number
         self._ref_numbers: dict[int, int] = {}  # id(XorbRef) -> its number in _refs
         self.manifest: Manifest | None = None  # the manifest bound, once it is
@@ -208,7 +217,6 @@ class Publisher:
                 at = (columns.position(f.entry.path) for f in found)
                 self._prior_at = {columns.path(i): columns.hashes(i) for i in at if i is not None}
             self._prior = columns.file_hash_set()
-        new_files: dict[bytes, bytes] = {}  # file hash -> _NEW_FILE record: one per content
         entries: list[Entry] = []
         linked: dict[str, FileDigest] = {}  # the first of each hard-link group: its digest
         entries += [f.entry for f in found if f.entry.kind is not Kind.FILE]
@@ -227,7 +235,8 @@ class Publisher:
                 if len(batch) == 1 and batch[0].entry.size > SMALL_FILE:
                     await self._seed(batch[0].entry.path)
                     entry, digest, placed = await self._place_file(batch[0], uploads)
-                    self._hashed(entry, digest, placed, entries, linked, new_files)
+                    self._hashed(entry, digest, placed, entries, linked)
+                    self._send_ready(uploads)
                     continue
                 digests = await trio.to_thread.run_sync(
                     _digest_small, [f.source for f in batch], limiter=self._hash_limiter
@@ -243,7 +252,7 @@ class Publisher:
                     entry = self._read(f, digest, key, began)
                     self.progress.hashed += digest.size
                     if digest.file_hash in self._prior:  # stored already, as a whole file
-                        self._hashed(entry, digest, None, entries, linked, new_files)
+                        self._hashed(entry, digest, None, entries, linked)
                         self.progress.deduplicated += digest.size
                         continue
                     await self._seed(f.entry.path)
@@ -251,7 +260,8 @@ class Publisher:
                     for chunk in chunks:
                         await placer.add(chunk, uploads)
                     await placer.finish(uploads)
-                    self._hashed(entry, digest, placer.placed, entries, linked, new_files)
+                    self._hashed(entry, digest, placer.placed, entries, linked)
+                self._send_ready(uploads)
             self.progress.begin("upload")
             if len(self._builder):
                 await self._seal(uploads)
@@ -286,8 +296,7 @@ class Publisher:
         if nothing_new and previous is not None and unchanged(previous, self.manifest, erc):
             return self._unchanged(previous, summary, scan)
         self.progress.begin("bind")
-        shards = await self._upload_shards(new_files)
-        del new_files
+        shards = await self._upload_shards()
         bound = await self.backend.bind(self.manifest, erc, message)
         if self.journal is not None:
             self.journal.remove()
@@ -369,7 +378,6 @@ class Publisher:
         placed: list[Placed] | None,
         entries: list[Entry],
         linked: dict[str, FileDigest],
-        new_files: dict[bytes, bytes],
     ) -> None:
         """A file is hashed and its chunks placed (placed None: stored already, as a whole):
         keep its manifest entry and, if new, its shard entry; its chunks are dropped."""
@@ -379,9 +387,11 @@ class Publisher:
         if placed is None:
             self._placed([])
             return
-        if digest.file_hash not in self._prior and digest.file_hash not in new_files:
-            new_files[digest.file_hash] = self._new_file(digest, placed)
-        self._placed(list({id(p.ref): p.ref for p in placed}.values()))
+        new = None
+        if digest.file_hash not in self._prior and digest.file_hash not in self._new_files:
+            new = digest.file_hash
+            self._new_files[new] = self._new_file(digest, placed)
+        self._placed(list({id(p.ref): p.ref for p in placed}.values()), new)
 
     def _new_file(self, digest: FileDigest, placed: list[Placed]) -> bytes:
         """The shard entry of a file placed: its terms (runs of consecutive chunks of one
@@ -622,27 +632,44 @@ class Publisher:
         finally:
             self._slots.release()
 
-    def _placed(self, xorbs: list[XorbRef] | None) -> None:
-        """A file's chunks are placed in xorbs (or, with None, a xorb was stored): count the
-        files, in order, whose every chunk is now in a stored xorb."""
-        if xorbs is not None and not xorbs and not self._waiting:  # stored already
-            self.progress.files_stored += 1
-            return
+    def _placed(self, xorbs: list[XorbRef] | None, new: bytes | None = None) -> None:
+        """A file's chunks are placed in xorbs (new: its hash, if its shard entry is new), or,
+        with None, a xorb was stored: count the files, in order, whose every chunk is now in
+        a stored xorb, and make the new ones ready to register."""
         if xorbs is not None:
-            self._waiting.append(tuple(xorbs))
-        while self._waiting and not any(id(r) in self._unacked for r in self._waiting[0]):
-            self._waiting.popleft()
+            self._waiting.append((tuple(xorbs), new))
+        while self._waiting and not any(id(r) in self._unacked for r in self._waiting[0][0]):
+            _, stored = self._waiting.popleft()
             self.progress.files_stored += 1
+            if stored is not None:
+                self._ready.append(stored)
 
-    async def _upload_shards(self, new_files: dict[bytes, bytes]) -> int:
-        """Register the files, then the new xorbs' chunks, in shards under the size limit;
-        how many were sent. FileBlocks are made MAX_SHARD_FILES at a time and CasBlocks
-        MAX_SHARD_CHUNKS at a time, as each shard is sent (for 1,000,000 files the shards
-        are some 200 MB together, their blocks several times that), so shard_bytes grows
-        by each group's shards as they are made."""
-        count = 0
+    def _send_ready(self, uploads: trio.Nursery) -> None:
+        """Send the files ready to register, MAX_SHARD_FILES to a shard, in the background
+        (one shard at a time; what is left goes with the bind's shards)."""
+        if not self._sending and len(self._ready) >= MAX_SHARD_FILES:
+            self._sending = True
+            uploads.start_soon(self._send_files)
+
+    async def _send_files(self) -> None:
+        try:
+            while len(self._ready) >= MAX_SHARD_FILES:
+                group = [self._ready.popleft() for _ in range(MAX_SHARD_FILES)]
+                files = tuple(self._file_block(h, self._new_files.pop(h)) for h in group)
+                self._shards += await self._send(Shard(files=files))
+        finally:
+            self._sending = False
+
+    async def _upload_shards(self) -> int:
+        """Register the files not sent yet, then the new xorbs' chunks, in shards under the
+        size limit; how many shards the publish sent. FileBlocks are made MAX_SHARD_FILES
+        at a time and CasBlocks MAX_SHARD_CHUNKS at a time, as each shard is sent (for
+        1,000,000 files the shards are some 200 MB together, their blocks several times
+        that), so shard_bytes grows by each group's shards as they are made."""
+        count = self._shards
         files: tuple[FileBlock, ...] = ()
-        records = iter(new_files.items())  # not a list: 64 MB of pairs at 1,000,000 files
+        self._ready.clear()
+        records = iter(self._new_files.items())  # not a list of pairs
         while group := list(islice(records, MAX_SHARD_FILES)):
             if files:
                 count += await self._send(Shard(files=files))
@@ -660,6 +687,7 @@ class Publisher:
             chunks += footer.num_chunks
         if files or cas or not count:  # an empty shard when nothing is new, as before
             count += await self._send(Shard(files=files, cas_blocks=tuple(cas)))
+        self._new_files.clear()
         return count
 
     async def _send(self, shard: Shard) -> int:

@@ -80,3 +80,48 @@ def test_a_publish_sends_files_and_chunks_in_groups_and_loses_nothing(
             assert e.xet_hash is not None
             data = b"".join(read_file(store, store.get_file(e.xet_hash)))
             assert data == (tree / e.path).read_bytes()
+
+
+def test_files_are_registered_while_hashing_goes_on_once_their_xorbs_are_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full group of files whose xorbs are stored goes up before hashing ends (1,000,000
+    shard entries are never held at once), and no shard names a xorb not yet stored
+    (Upload Flow)."""
+    monkeypatch.setattr(publisher, "MAX_SHARD_FILES", 4)
+    monkeypatch.setattr(publisher, "BATCH_FILES", 1)  # each file hashed on its own
+    monkeypatch.setattr(publisher, "cuts_before", lambda h, size, first: first and size > 0)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(20):
+        (tree / f"f{i:02}").write_bytes(random.Random(i).randbytes(200 + i))
+    stored: set[bytes] = set()
+    events: list[str] = []
+
+    async def main() -> None:
+        backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
+        upload_xorb, upload_shard = backend.upload_xorb, backend.upload_shard
+
+        async def xorb(xorb_hash: bytes, data: bytes) -> bool:
+            ok = await upload_xorb(xorb_hash, data)
+            stored.add(xorb_hash)
+            events.append("xorb")
+            return ok
+
+        async def shard(data: bytes) -> bool:
+            parsed = parse_shard(data)
+            assert all(t.xorb_hash in stored for f in parsed.files for t in f.terms)
+            events.append("files" if parsed.files else "chunks")
+            return await upload_shard(data)
+
+        monkeypatch.setattr(backend, "upload_xorb", xorb)
+        monkeypatch.setattr(backend, "upload_shard", shard)
+        try:
+            await publish_scanned(backend, tree, ARK)
+        finally:
+            await backend.aclose()
+
+    trio.run(main)
+    assert events.count("xorb") == 20
+    last_xorb = len(events) - 1 - events[::-1].index("xorb")
+    assert "files" in events[:last_xorb]  # registered while later files were still hashed

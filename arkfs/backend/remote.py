@@ -32,6 +32,8 @@ from arkfs.ark.version_qualifier import versioned
 from arkfs.backend.base import BadReply, NotBound, Refused, Unauthorized
 from arkfs.net.bearer import bearer
 from arkfs.net.client import (
+    Body,
+    Pieces,
     json_reply,
     make_client,
     media_type,
@@ -143,7 +145,7 @@ class RemoteBackend:
         method: str,
         url: str,
         headers: dict[str, str],
-        content: bytes | None = None,
+        content: Body | None = None,
         timeout: float | None = None,
     ) -> httpx.Response:
         policy = self._reads if method == "GET" else self._writes
@@ -159,7 +161,7 @@ class RemoteBackend:
         method: str,
         url: str,
         headers: dict[str, str],
-        content: bytes | None = None,
+        content: Body | None = None,
         timeout: float | None = None,
     ) -> httpx.Response:
         """A request to the NMA, with the user's token."""
@@ -312,7 +314,7 @@ class RemoteBackend:
         body = packer.pack({"again": version, "erc": erc.to_anvl(), "message": message})
         return await self._put_binding(ark, body)
 
-    async def _put_binding(self, ark: str, body: bytes, wait: float | None = None) -> VersionInfo:
+    async def _put_binding(self, ark: str, body: Body, wait: float | None = None) -> VersionInfo:
         """PUT a bind body (msgpack) for ark (wait: seconds, None the usual timeout); the
         version it bound."""
         what = f"binding of {ark}"
@@ -539,14 +541,13 @@ class RemoteBackend:
         await self._client.aclose()
 
 
-def _bind_body(manifest: Manifest, erc: Erc, message: str) -> bytes:
-    """The msgpack map {manifest, erc, message} of a bind, the manifest's bytes written in
-    from its pieces: one copy of a 1M-entry manifest (~110 MB), not two (to_msgpack, then
-    packb of it)."""
+def _bind_body(manifest: Manifest, erc: Erc, message: str) -> Pieces:
+    """The msgpack map {manifest, erc, message} of a bind, sent from the manifest's pieces:
+    no copy of a 1M-entry manifest (~100 MB), where to_msgpack then packb of it made two."""
     pieces = manifest.msgpack_pieces()
     packer = msgpack.Packer(use_bin_type=True)
     head = packer.pack_map_header(3) + packer.pack("manifest")
     head += bin_header(sum(len(p) for p in pieces))
     tail = packer.pack("erc") + packer.pack(erc.to_anvl())
     tail += packer.pack("message") + packer.pack(message)
-    return b"".join([head, *pieces, tail])
+    return Pieces([head, *pieces, tail])

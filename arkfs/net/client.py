@@ -35,6 +35,26 @@ class TooLarge(BadReply):
     """A reply's body is longer than its caller allows."""
 
 
+class Pieces:
+    """A request body sent piece by piece, never joined into one bytes object (a
+    1,000,000-file manifest's bind body is ~100 MB: joined, it was a second copy at the
+    publish's peak); a retry sends it again from its first piece."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+        self.size = sum(map(len, pieces))
+
+    def joined(self) -> bytes:
+        return b"".join(self.pieces)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+
+Body = bytes | Pieces
+
+
 def make_client(timeout: float) -> httpx.AsyncClient:
     """One client for all requests: HTTP/1.1 keep-alive, room for ~16 parallel fetches.
 
@@ -178,7 +198,7 @@ def _request(
     method: str,
     url: str,
     headers: dict[str, str] | None,
-    content: bytes | None,
+    content: Body | None,
     timeout: float | None,
     connect: float | None = None,
 ) -> httpx.Request:
@@ -186,6 +206,8 @@ def _request(
     if connect is not None:  # a policy's shorter connect (a probe)
         base = times or client.timeout
         times = httpx.Timeout(connect=connect, read=base.read, write=base.write, pool=base.pool)
+    if isinstance(content, Pieces):  # its length, sent as such (not chunked)
+        headers = {**(headers or {}), "Content-Length": str(content.size)}
     return client.build_request(
         method,
         url,
@@ -215,7 +237,7 @@ async def send(
     policy: RetryPolicy,
     *,
     headers: dict[str, str] | None = None,
-    content: bytes | None = None,
+    content: Body | None = None,
     timeout: float | None = None,
 ) -> httpx.Response:
     """Send a request, retrying transient failures; the first reply that is not 429 or 5xx,

@@ -332,4 +332,44 @@ def test_bind_body_is_the_packed_request_without_a_second_copy() -> None:
     manifest = Manifest(ark, entries)
     erc = Erc(who="w", what="x", when="2026", where=ark)
     document = {"manifest": manifest.to_msgpack(), "erc": erc.to_anvl(), "message": "m"}
-    assert remote._bind_body(manifest, erc, "m") == msgpack.packb(document, use_bin_type=True)
+    body = remote._bind_body(manifest, erc, "m")
+    assert body.joined() == msgpack.packb(document, use_bin_type=True)
+    assert body.size == len(body.joined()) and any(p is manifest.entries._xet for p in body.pieces)
+
+
+def test_a_bind_retried_after_a_503_sends_its_whole_body_again() -> None:
+    """The bind body goes out from its pieces with a Content-Length (not chunked), and a
+    retry sends every byte of it again."""
+    ark = "ark:12345/x6again"
+    entries = [Entry(f"f{i:05}", Kind.FILE, 3, 0o644, i, bytes(32)) for i in range(3_000)]
+    manifest = Manifest(ark, entries)
+    erc = Erc(who="w", what="x", when="2026", where=ark)
+    expected = remote._bind_body(manifest, erc, "m").joined()
+    received: list[tuple[str | None, str | None, bytes]] = []
+
+    class FailsOnce(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_PUT(self) -> None:
+            length = self.headers.get("Content-Length")
+            chunked = self.headers.get("Transfer-Encoding")
+            received.append((length, chunked, self.rfile.read(int(length or 0))))
+            if len(received) == 1:
+                self.send_error(503, "busy")
+                return
+            version = {"version": 1, "created": 1.0, "message": "m", "follows": None}
+            reply = json.dumps({**version, "files": 3000, "bytes": 9000})
+            self.send_response(201)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply.encode())
+
+    async def binds(b: RemoteBackend) -> None:
+        await b.bind(manifest, erc, "m")
+
+    with serve_in_thread(FailsOnce) as url:
+        run(url, "t", binds, retries=2)
+    assert [r[:2] for r in received] == [(str(len(expected)), None)] * 2
+    assert all(body == expected for _, _, body in received)

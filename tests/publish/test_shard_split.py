@@ -6,6 +6,7 @@ benchmarks/scale.py); the file limit bounds every shard's intake.
 """
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,37 @@ from tests.support.publishing import publish_scanned
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 ARK = "ark:12345/x6shards"
+
+
+def publish_watched(
+    tree: Path,
+    store: Path,
+    on_xorb: Callable[[bytes], None] = lambda h: None,
+    on_shard: Callable[[Shard], None] = lambda s: None,
+) -> None:
+    """Publish tree into a new embedded store, telling on_xorb each xorb stored (its hash)
+    and on_shard each shard before it is stored."""
+
+    async def main() -> None:
+        backend = EmbeddedBackend(LocalStore.open(store))
+        upload_xorb, upload_shard = backend.upload_xorb, backend.upload_shard
+
+        async def xorb(xorb_hash: bytes, data: bytes) -> bool:
+            ok = await upload_xorb(xorb_hash, data)
+            on_xorb(xorb_hash)
+            return ok
+
+        async def shard(data: bytes) -> bool:
+            on_shard(parse_shard(data))
+            return await upload_shard(data)
+
+        backend.upload_xorb, backend.upload_shard = xorb, shard  # type: ignore[method-assign]
+        try:
+            await publish_scanned(backend, tree, ARK)
+        finally:
+            await backend.aclose()
+
+    trio.run(main)
 
 
 def test_shards_are_split_by_file_count_and_lose_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,22 +86,7 @@ def test_a_publish_sends_files_and_chunks_in_groups_and_loses_nothing(
     for i in range(30):
         (tree / f"f{i:02}").write_bytes(random.Random(i).randbytes(100 + i))
     sent: list[Shard] = []
-
-    async def main() -> None:
-        backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
-        upload = backend.upload_shard
-
-        async def recorded(data: bytes) -> bool:
-            sent.append(parse_shard(data))
-            return await upload(data)
-
-        monkeypatch.setattr(backend, "upload_shard", recorded)
-        try:
-            await publish_scanned(backend, tree, ARK)
-        finally:
-            await backend.aclose()
-
-    trio.run(main)
+    publish_watched(tree, tmp_path / "store", on_shard=sent.append)
     files = [f.file_hash for s in sent for f in s.files]
     xorbs = [c.xorb_hash for s in sent for c in s.cas_blocks]
     assert len(files) == len(set(files)) == 30 and len(xorbs) == len(set(xorbs)) > 1
@@ -98,30 +115,15 @@ def test_files_are_registered_while_hashing_goes_on_once_their_xorbs_are_stored(
     stored: set[bytes] = set()
     events: list[str] = []
 
-    async def main() -> None:
-        backend = EmbeddedBackend(LocalStore.open(tmp_path / "store"))
-        upload_xorb, upload_shard = backend.upload_xorb, backend.upload_shard
+    def xorb(xorb_hash: bytes) -> None:
+        stored.add(xorb_hash)
+        events.append("xorb")
 
-        async def xorb(xorb_hash: bytes, data: bytes) -> bool:
-            ok = await upload_xorb(xorb_hash, data)
-            stored.add(xorb_hash)
-            events.append("xorb")
-            return ok
+    def shard(parsed: Shard) -> None:
+        assert all(t.xorb_hash in stored for f in parsed.files for t in f.terms)
+        events.append("files" if parsed.files else "chunks")
 
-        async def shard(data: bytes) -> bool:
-            parsed = parse_shard(data)
-            assert all(t.xorb_hash in stored for f in parsed.files for t in f.terms)
-            events.append("files" if parsed.files else "chunks")
-            return await upload_shard(data)
-
-        monkeypatch.setattr(backend, "upload_xorb", xorb)
-        monkeypatch.setattr(backend, "upload_shard", shard)
-        try:
-            await publish_scanned(backend, tree, ARK)
-        finally:
-            await backend.aclose()
-
-    trio.run(main)
+    publish_watched(tree, tmp_path / "store", on_xorb=xorb, on_shard=shard)
     assert events.count("xorb") == 20
     last_xorb = len(events) - 1 - events[::-1].index("xorb")
     assert "files" in events[:last_xorb]  # registered while later files were still hashed

@@ -40,7 +40,7 @@ def _locked_temp(directory: Path) -> tuple[int, Path]:
 
 
 def write_atomic(
-    path: Path, data: bytes | memoryview | Iterable[bytes], durable: bool = True
+    path: Path, data: bytes | memoryview | Iterable[bytes | memoryview], durable: bool = True
 ) -> None:
     """Replace path with data (or its parts, one after another, never joined in memory: a
     generator's as it makes them) so that a crash leaves either the old file or the whole

@@ -7,6 +7,9 @@ import lz4.frame
 from arkfs.xet._bytegroup import ungroup4
 from arkfs.xet.errors import CompressionError
 
+# A decoded chunk: its own bytes, or a view of the stored payload it was (no copy).
+ChunkData = bytes | memoryview
+
 # How much of a chunk the ByteGrouping4 trial compresses before committing to the whole chunk.
 _BG4_SAMPLE = 16 * 1024
 
@@ -70,10 +73,13 @@ def compress_best(data: bytes) -> tuple[Compression, bytes]:
     return scheme, packed
 
 
-def decompress(payload: bytes | memoryview, scheme: int, size: int) -> bytes:
-    """Decompress one chunk payload, refusing output that is not exactly size bytes."""
+def decompress(payload: bytes | memoryview, scheme: int, size: int) -> ChunkData:
+    """Decompress one chunk payload, refusing output that is not exactly size bytes. A
+    stored (uncompressed) payload is handed back as it is, not copied: a copy of every
+    byte under the GIL was the top GIL holder of a cold read of random data (py-spy)."""
+    out: ChunkData
     if scheme == Compression.NONE:
-        out = bytes(payload)
+        out = payload
     elif scheme in (Compression.LZ4, Compression.BG4_LZ4):
         out = _lz4_exact(payload, size)
         if scheme == Compression.BG4_LZ4:
@@ -89,7 +95,7 @@ def _lz4_exact(payload: bytes | memoryview, size: int) -> bytes:
     """Decode one LZ4 frame into at most size bytes (no decompression bombs)."""
     decoder = lz4.frame.LZ4FrameDecompressor()
     try:
-        out: bytes = decoder.decompress(bytes(payload), max_length=size)
+        out: bytes = decoder.decompress(payload, max_length=size)
     except RuntimeError as exc:
         raise CompressionError(f"corrupt LZ4 frame: {exc}") from None
     if not decoder.eof:

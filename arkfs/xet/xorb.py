@@ -6,7 +6,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from arkfs.xet.compression import Compression, compress, compress_best, decompress
+from arkfs.xet.compression import ChunkData, Compression, compress, compress_best, decompress
 from arkfs.xet.constants import (
     HASH_SIZE,
     MAX_CHUNK_SIZE,
@@ -300,7 +300,7 @@ def parse_chunk_header(buf: bytes | memoryview, at: int, remaining: int) -> Chun
     return ChunkHeader(csize, h[4], usize)
 
 
-def iter_chunks(data: bytes | memoryview, base: int = 0) -> Iterator[tuple[ChunkHeader, bytes]]:
+def iter_chunks(data: bytes | memoryview, base: int = 0) -> Iterator[tuple[ChunkHeader, ChunkData]]:
     """Decode consecutive chunks from bytes that start at a chunk header (the url_range case).
 
     base is the offset of data[0] in the xorb, for error messages.
@@ -320,13 +320,13 @@ def iter_chunks(data: bytes | memoryview, base: int = 0) -> Iterator[tuple[Chunk
 
 def decode_range(
     data: bytes | memoryview, footer: XorbFooter, start: int, end: int, base: int
-) -> list[bytes]:
+) -> list[ChunkData]:
     """Decode chunks [start, end) from data = xorb bytes [base, ...), checking every hash."""
     lo, hi = footer.packed_range(start, end)
     if base > lo or base + len(data) < hi:
         raise _fail("chunk range", base, f"bytes {lo}..{hi} not within fetched {len(data)}")
     view = memoryview(data)[lo - base : hi - base]
-    chunks = []
+    chunks: list[ChunkData] = []
     for i, (_header, chunk) in enumerate(iter_chunks(view, lo), start):
         if i >= end:
             raise _fail("chunk count", lo, f"more than {end - start} chunks in range")
@@ -339,7 +339,7 @@ def decode_range(
     return chunks
 
 
-def verify_chunk(data: bytes, expected: bytes, index: int) -> None:
+def verify_chunk(data: ChunkData, expected: bytes, index: int) -> None:
     """Raise HashMismatchError unless data hashes to expected."""
     actual = chunk_hash(data)
     if actual != expected:
@@ -441,7 +441,7 @@ def _decode_region(
             raise _fail("num_chunks", 0, f"more than {MAX_XORB_CHUNKS}")
         headers.append(header)
         if keep:
-            chunks.append(chunk)
+            chunks.append(bytes(chunk))  # kept past the region's life: its own bytes
         if footer is None:
             hashes.append(chunk_hash(chunk))
             continue

@@ -113,7 +113,7 @@ async def read_range(backend: Backend, fh: bytes, start: int, end: int) -> bytes
     """Bytes [start, end) of a file as a reader gets them: plan, fetch, footer, decode."""
     rec = await backend.reconstruction(fh, start, end)
     footers = {}
-    pieces: list[bytes] = []
+    pieces: list[bytes | memoryview] = []
     for term in rec.terms:
         fr = rec.fetch_for(term)
         if term.xorb_hash not in footers:

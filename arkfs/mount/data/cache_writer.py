@@ -8,13 +8,14 @@ At close, drain() lets the writes under way finish, CLOSE_GRACE at most.
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import trio
 
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.file_map import MAP_BYTES, FileMap
 from arkfs.mount.data.jobs import Host
+from arkfs.xet.compression import ChunkData
 from arkfs.xet.xorb import XorbFooter, footer_size
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class CacheWriter:
         """Bytes handed over and not written yet."""
         return self._backlog
 
-    async def write_chunks(self, chunks: dict[bytes, bytes]) -> None:
+    async def write_chunks(self, chunks: Mapping[bytes, ChunkData]) -> None:
         """Write verified chunks as one pack, unless that would pass the backlog bound."""
         size = sum(len(c) for c in chunks.values())
         if self._backlog + size <= self.max_backlog:

@@ -1,5 +1,5 @@
 """Chunks for the data path: claimed in groups, each loaded once, from the disk cache or a
-backend, into a memory LRU of decoded chunks.
+backend, into memory (chunk_memory.py).
 
 Missing chunks are claimed in groups: runs of consecutive chunks of one xorb, at most
 group_bytes each (GROUP_BYTES for the mount). A chunk another read or the prefetcher
@@ -12,11 +12,12 @@ map from disk) or an expired one, the loader asks for a reconstruction of just t
 bytes. Failures are not remembered: the next read tries again, so reads work again once
 a backend is back.
 
-Loaded chunks go into the memory LRU (memory_bytes of decoded chunks), which reads use
-directly. Prefetch claims background groups: at most PREFETCH_GROUPS run at once;
-prefetch never queues, it claims only what it can start now, so a group a read joins is
-always under way. The in-flight table holds only chunks of running groups: those of the
-reads in progress plus the prefetch groups.
+Loaded chunks go into memory (memory_bytes of the buffers holding them: a stored chunk
+is a view of its fetch, not a copy), which reads use directly. Prefetch claims
+background groups: at most PREFETCH_GROUPS run at once; prefetch never queues, it claims
+only what it can start now, so a group a read joins is always under way. The in-flight
+table holds only chunks of running groups: those of the reads in progress plus the
+prefetch groups.
 """
 
 import logging
@@ -27,11 +28,12 @@ import trio
 
 from arkfs.backend.base import Blamable, CasReader
 from arkfs.mount.data.backend_calls import FetchUrls, call_backend
+from arkfs.mount.data.chunk_memory import ChunkMemory
 from arkfs.mount.data.errors import BadBytes, Expired, ReadError
 from arkfs.mount.data.file_map import FileMap, decode_run
 from arkfs.mount.data.jobs import Pending
 from arkfs.mount.data.parts import Parts
-from arkfs.util.lru import LRU
+from arkfs.xet.compression import ChunkData
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import FetchRange
@@ -43,7 +45,7 @@ MEMORY_BYTES = 64 * MIB  # decoded chunks kept in memory
 GROUP_BYTES = 8 * MIB  # most decoded bytes one group loads
 PREFETCH_GROUPS = 4
 
-Chunks = dict[bytes, bytes]  # chunk hash -> decoded, verified bytes
+Chunks = dict[bytes, ChunkData]  # chunk hash -> decoded, verified bytes
 
 
 def _runs(fmap: FileMap, indices: Sequence[int]) -> list[list[int]]:
@@ -70,7 +72,7 @@ class ChunkLoader:
         self._parts = parts
         self._urls = urls
         self._group_bytes = group_bytes
-        self.memory: LRU[bytes, bytes] = LRU(memory_bytes)  # chunk hash -> decoded chunk
+        self.memory = ChunkMemory(memory_bytes)  # chunk hash -> decoded chunk
         self._inflight: dict[bytes, Pending[Chunks]] = {}
         self._prefetching = 0
 
@@ -188,7 +190,7 @@ class ChunkLoader:
 
     async def _fetch_run(
         self, backend: CasReader, fmap: FileMap, run: list[int], prefetch: bool
-    ) -> list[bytes]:
+    ) -> list[ChunkData]:
         """Fetch the packed bytes of run (one xorb, consecutive chunks); decode and check them.
 
         Bytes that fail their check, or a reply cut short, are fetched once more with a
@@ -268,7 +270,7 @@ class ChunkLoader:
         return url
 
     def _remember(self, chunks: Chunks) -> None:
-        """Keep decoded chunks in the memory LRU."""
+        """Keep decoded chunks in memory."""
         memory = self.memory
         for h, c in chunks.items():
-            memory.put(h, c, len(c))
+            memory.put(h, c)

@@ -24,6 +24,7 @@ import blake3
 import msgpack
 
 from arkfs.mount.data.errors import BadMapFile
+from arkfs.xet.compression import ChunkData
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import XorbFormatError
 from arkfs.xet.hashing import hash_to_string, packed_file_hash
@@ -117,14 +118,14 @@ def layout_map(
     )
 
 
-def decode_run(data: bytes, fmap: FileMap, run: Sequence[int]) -> list[bytes]:
+def decode_run(data: bytes, fmap: FileMap, run: Sequence[int]) -> list[ChunkData]:
     """The chunks at map indices run (consecutive in one xorb) from their fetched bytes.
 
     Chunk Header Format and Compression Schemes: decompress each; Chunk Hashes: check
     each against the map. Blocking: call it in a worker thread. Raises XetError.
     """
     base = fmap.packed_start[run[0]]
-    out: list[bytes] = []
+    out: list[ChunkData] = []
     for k, (_header, chunk) in enumerate(iter_chunks(data, base)):
         if k >= len(run):
             raise XorbFormatError("xorb", "chunk count", base, f"more than {len(run)} chunks")

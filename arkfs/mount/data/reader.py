@@ -42,6 +42,7 @@ from arkfs.mount.data.prefetch import Prefetcher
 from arkfs.mount.stats import MountStats
 from arkfs.resolver.objects import ObjectReader, RemoteObject
 from arkfs.util.allocator import limit_arenas
+from arkfs.xet.compression import ChunkData
 
 __all__ = ["ContentReader", "ReadError"]
 
@@ -188,7 +189,7 @@ class ContentReader:
         at = lo - fmap.start(before)
         return lo, joined[at : at + hi - lo]
 
-    def _at_hand(self, fmap: FileMap, indices: list[int]) -> list[bytes] | None:
+    def _at_hand(self, fmap: FileMap, indices: list[int]) -> list[ChunkData] | None:
         """The chunks at indices if all are at hand (memory, else the page cache), or None;
         never waits."""
         memory = self._chunks.memory
@@ -241,7 +242,7 @@ class ContentReader:
             )
         first, last = fmap.span(offset, end)
         memory = self._chunks.memory
-        chunks: list[bytes] = []  # b"" for a chunk not in memory: no chunk is empty
+        chunks: list[ChunkData] = []  # b"" for a chunk not in memory: no chunk is empty
         missing: list[int] = []
         for i in range(first, last):
             c = memory.get(fmap.chunk_hash(i), b"")
@@ -258,7 +259,7 @@ class ContentReader:
             return _parts(fmap, first, chunks, offset, end)
         pendings = self._chunks.claim(backend, fmap, missing)
         self._prefetch(backend, fmap, stream, offset, end)
-        got: dict[bytes, bytes] = {}
+        got: dict[bytes, ChunkData] = {}
         for p in pendings:
             got.update(await p.wait())
         for i in missing:
@@ -266,7 +267,7 @@ class ContentReader:
         return _parts(fmap, first, chunks, offset, end)
 
     def _fill_at_hand(
-        self, fmap: FileMap, first: int, missing: list[int], chunks: list[bytes]
+        self, fmap: FileMap, first: int, missing: list[int], chunks: list[ChunkData]
     ) -> bool:
         """Fill in the missing chunks, and keep them in memory, if the disk cache has them
         all at hand (in the page cache) to read without a thread hop, and they are few."""
@@ -278,7 +279,7 @@ class ContentReader:
         memory = self._chunks.memory
         for i, c in zip(missing, found, strict=True):
             chunks[i - first] = c
-            memory.put(fmap.chunk_hash(i), c, len(c))
+            memory.put(fmap.chunk_hash(i), c)
         self.stats.disk_hits += len(missing)
         self.stats.cache_hits += len(missing)
         return True
@@ -318,7 +319,7 @@ class ContentReader:
 
 
 def _parts(
-    fmap: FileMap, first: int, chunks: list[bytes], offset: int, end: int
+    fmap: FileMap, first: int, chunks: list[ChunkData], offset: int, end: int
 ) -> list[bytes | memoryview]:
     """Bytes [offset, end) of the file from its chunks first, first + 1, ...: the chunks
     whole, the first and last cut down as views (nothing is copied)."""

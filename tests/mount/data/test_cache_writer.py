@@ -15,6 +15,7 @@ from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.errors import ReadError
 from arkfs.mount.data.jobs import Host
+from arkfs.xet.compression import ChunkData
 from arkfs.xet.hashing import chunk_hash
 from tests.mount.data.test_chunk_cache import file_map
 
@@ -30,7 +31,7 @@ class HeldCache(ChunkCache):
         self.error = error
         self.written: list[int] = []  # bytes of each pack written
 
-    def put_chunks(self, chunks: Iterable[tuple[bytes, bytes]]) -> None:
+    def put_chunks(self, chunks: Iterable[tuple[bytes, ChunkData]]) -> None:
         assert self.go.wait(30)
         if self.error is not None:
             raise self.error

@@ -15,6 +15,7 @@ from arkfs.mount.data.jobs import Host, Limiters
 from arkfs.mount.data.map_loader import MapLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.stats import MountStats
+from arkfs.xet.compression import ChunkData
 from tests.mount.data.fake_backend import FETCH, FakeBackend
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
@@ -52,7 +53,7 @@ def test_prefetch_claims_only_the_groups_it_can_start(tmp_path: Path) -> None:
             assert own not in joined
             for stall in stalls:
                 stall.release()
-            got: dict[bytes, bytes] = {}
+            got: dict[bytes, ChunkData] = {}
             for p in [*joined, own]:
                 got |= await p.wait()
             assert got[fmap.chunk_hash(later)] == f.data[fmap.start(later) : fmap.ends[later]]

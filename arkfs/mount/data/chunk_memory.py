@@ -8,6 +8,7 @@ therefore what is kept, weighed and let go, whole and in LRU order; a chunk that
 own bytes is its own buffer.
 """
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from arkfs.util.lru import LRU
@@ -52,19 +53,20 @@ class ChunkMemory:
 
     def get(self, h: bytes, default: ChunkData = b"") -> ChunkData:
         """The chunk, its buffer now the most recently used; default if absent."""
-        key = self._where.get(h)
-        if key is None:
-            return default
-        held = self._buffers.get(key)
-        assert held is not None
-        return held.chunks[h]
+        return self._find(h, default, self._buffers.get)
 
     def peek(self, h: bytes, default: ChunkData = b"") -> ChunkData:
         """The chunk, leaving the LRU order alone; default if absent."""
+        return self._find(h, default, self._buffers.peek)
+
+    def _find(
+        self, h: bytes, default: ChunkData, look: Callable[[int], "_Held | None"]
+    ) -> ChunkData:
+        """The chunk under h in the buffer look() finds; default if absent."""
         key = self._where.get(h)
         if key is None:
             return default
-        held = self._buffers.peek(key)
+        held = look(key)
         assert held is not None
         return held.chunks[h]
 

@@ -9,6 +9,7 @@ from arkfs.archive.manifest import Entry, Kind, Manifest, build
 from arkfs.ark.erc import Erc
 from arkfs.backend.base import Backend
 from arkfs.xet.chunking import chunk_stream
+from arkfs.xet.compression import ChunkData
 from arkfs.xet.hashing import chunk_hash, file_hash, is_global_dedup_eligible, verification_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.shard import FileBlock, Shard, cas_block, serialize_upload
@@ -113,7 +114,7 @@ async def read_range(backend: Backend, fh: bytes, start: int, end: int) -> bytes
     """Bytes [start, end) of a file as a reader gets them: plan, fetch, footer, decode."""
     rec = await backend.reconstruction(fh, start, end)
     footers = {}
-    pieces: list[bytes | memoryview] = []
+    pieces: list[ChunkData] = []
     for term in rec.terms:
         fr = rec.fetch_for(term)
         if term.xorb_hash not in footers:

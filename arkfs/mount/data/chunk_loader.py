@@ -41,7 +41,7 @@ from arkfs.xet.reconstruction import FetchRange
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
-MEMORY_BYTES = 64 * MIB  # decoded chunks kept in memory
+MEMORY_BYTES = 64 * MIB  # buffers of the decoded chunks kept in memory (chunk_memory.py)
 GROUP_BYTES = 8 * MIB  # most decoded bytes one group loads
 PREFETCH_GROUPS = 4
 

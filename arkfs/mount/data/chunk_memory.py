@@ -9,30 +9,20 @@ own bytes is its own buffer.
 """
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from arkfs.util.lru import LRU
 from arkfs.xet.compression import ChunkData
 
-if TYPE_CHECKING:
-    from typing_extensions import Buffer  # typing.Buffer once Python 3.12 is the floor
-
-
-class _Held:
-    """One buffer and the chunks kept of it, by hash."""
-
-    __slots__ = ("buffer", "chunks")
-
-    def __init__(self, buffer: "Buffer") -> None:
-        self.buffer = buffer  # keeps id(buffer) from being reused while it is held
-        self.chunks: dict[bytes, ChunkData] = {}
+# The chunks kept of one buffer, by hash. Never empty while held, they keep the buffer
+# alive, so its id (the key it is held under) cannot be reused meanwhile.
+Held = dict[bytes, ChunkData]
 
 
 class ChunkMemory:
     """Chunks by hash; the least recently used buffers go once theirs pass capacity."""
 
     def __init__(self, capacity: int) -> None:
-        self._buffers: LRU[int, _Held] = LRU(capacity)
+        self._buffers: LRU[int, Held] = LRU(capacity)
         self._where: dict[bytes, int] = {}  # chunk hash -> id of the buffer holding it
 
     def __contains__(self, h: object) -> bool:
@@ -59,16 +49,14 @@ class ChunkMemory:
         """The chunk, leaving the LRU order alone; default if absent."""
         return self._find(h, default, self._buffers.peek)
 
-    def _find(
-        self, h: bytes, default: ChunkData, look: Callable[[int], "_Held | None"]
-    ) -> ChunkData:
+    def _find(self, h: bytes, default: ChunkData, look: Callable[[int], Held | None]) -> ChunkData:
         """The chunk under h in the buffer look() finds; default if absent."""
         key = self._where.get(h)
         if key is None:
             return default
         held = look(key)
         assert held is not None
-        return held.chunks[h]
+        return held[h]
 
     def put(self, h: bytes, chunk: ChunkData) -> None:
         """Keep chunk under h, its buffer now the most recently used."""
@@ -77,19 +65,17 @@ class ChunkMemory:
         old = self._where.get(h)
         if old is not None and old != key:
             self._drop(old, h)
-        held = self._buffers.peek(key)
-        if held is None:
-            held = _Held(buffer)
-        held.chunks[h] = chunk
+        held = self._buffers.peek(key, {})
+        held[h] = chunk
         self._where[h] = key
         for _, evicted in self._buffers.put(key, held, memoryview(buffer).nbytes):
-            for gone in evicted.chunks:
+            for gone in evicted:
                 del self._where[gone]
 
     def _drop(self, key: int, h: bytes) -> None:
         """Forget chunk h of the buffer under key, and the buffer once it keeps none."""
         held = self._buffers.peek(key)
         assert held is not None
-        del held.chunks[h]
-        if not held.chunks:
+        del held[h]
+        if not held:
             self._buffers.pop(key)

@@ -39,11 +39,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from itertools import chain, islice, repeat
+from itertools import islice
 from typing import Any, NamedTuple, TypeVar, overload
 
 import msgpack
 
+from arkfs.archive import _tree
 from arkfs.ark.erc import Erc
 from arkfs.ark.errors import ArkError, ManifestError, VersionError
 from arkfs.ark.filenames import filename_text, filename_to_qualifier, qualifier_to_filename
@@ -59,11 +60,13 @@ VERSION = 2  # 1: one array per entry; 2: one column per field (Entries)
 ENTRY_FIELDS = ("path", "kind", "size", "mode", "mtime_ns", "xet_hash", "sha256", "target")
 MAX_MANIFEST_SIZE = 256 * 1024 * 1024
 ENTRY_CACHE = 4096  # entries kept made, per manifest
-CHECK_BLOCK = 1 << 12  # paths checked at a time on load (bounds the bytes objects made)
-_DOTS = (b"", b".", b"..")  # names that are not file names
 _T = TypeVar("_T")
-_BAD_NAMES = (b"\0\0", b"\0.\0", b"\0..\0", b"/\0", b"/.\0", b"/..\0")  # ...joined by NUL
-_UNLISTED = -2  # no parent directory listed
+_FAULTS = {  # what _tree.parents finds wrong with an entry
+    _tree.FAULT_ENDS: "its path's end does not cut 'paths'",
+    _tree.FAULT_ORDER: "entries must be sorted by path, without repeats",
+    _tree.FAULT_NAME: "not a relative path of file names",
+    _tree.FAULT_PARENT: "its parent directory is not listed",
+}
 UNLIKE_BLOCK = 1024  # entries whose columns files_unlike compares at once
 # The extended-attribute namespaces arkfs serves itself; a source attribute may not be in one.
 OWN_XATTRS = ("user.ark.", "user.xet.", "user.arkfs.")
@@ -275,43 +278,17 @@ class Entries(Sequence[Entry]):
                 bad = next(i for i, v in enumerate(column) if v < 0 or (top and v > top))
                 raise ManifestError(f"{self._where(bad)}: size, mode or mtime out of range")
         # A directory sorts before everything in it (its path is their prefix), so the
-        # directories are taken first, and each block of paths is checked in whole-list
-        # passes (C loops): a loop per entry was most of the time a mount took to load.
+        # directories are taken first; then one C pass checks order, names and parents.
         dirs = {self._path_bytes(i): i for i in _positions(self._kinds, _DIR)}
         dirs[b""] = -1
-        parents, previous = array("i"), b""
-        for lo in range(0, count, CHECK_BLOCK):
-            block = self._block_paths(lo, min(lo + CHECK_BLOCK, count))
-            if not all(map(operator.lt, block, islice(block, 1, None))) or (
-                lo and block[0] <= previous
-            ):
-                before = [previous, *block]
-                at = next(j for j in range(len(block)) if (j or lo) and block[j] <= before[j])
-                raise ManifestError(
-                    f"{self._where(lo + at)}: entries must be sorted by path, without repeats"
-                )
-            # NUL is in no path: joined by NUL, a name that is empty, `.` or `..` shows
-            # as one of these between two NULs (or a slash and a NUL).
-            joined = b"\0" + b"\0".join(block) + b"\0"
-            if any(bad in joined for bad in _BAD_NAMES):
-                at = next(j for j, p in enumerate(block) if p.rpartition(b"/")[2] in _DOTS)
-                raise ManifestError(f"{self._where(lo + at)}: not a relative path of file names")
-            heads = map(operator.itemgetter(0), map(bytes.rpartition, block, repeat(b"/")))
-            found = array("i", map(dirs.get, heads, repeat(_UNLISTED)))
-            if _UNLISTED in found:
-                at = found.index(_UNLISTED)
-                raise ManifestError(f"{self._where(lo + at)}: its parent directory is not listed")
-            parents += found
-            previous = block[-1]
+        found, fault, at = _tree.parents(self._paths, self._ends, dirs)
+        if fault:
+            raise ManifestError(f"{self._where(at)}: {_FAULTS[fault]}")
+        parents = array("i")
+        parents.frombytes(found)
         self._check_slots()
         del dirs[b""]
         return parents, dirs
-
-    def _block_paths(self, lo: int, hi: int) -> list[bytes]:
-        """The paths of positions lo to hi - 1, as bytes."""
-        paths, stops = self._paths, self._ends[lo:hi]  # a slice: islice would walk from 0
-        starts = chain((self._ends[lo - 1] if lo else 0,), stops[:-1])
-        return [paths[a:b] for a, b in zip(starts, stops, strict=True)]
 
     def _check_slots(self) -> None:
         """Raise ManifestError unless only files have an XET hash and a SHA-256 (flagged, else

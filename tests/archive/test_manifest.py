@@ -1,5 +1,6 @@
 """Archive manifests: round trips, validation, and entry ARKs."""
 
+from array import array
 from pathlib import Path
 
 import msgpack
@@ -8,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arkfs.archive import manifest
+from arkfs.archive._tree import FAULT_ENDS, parents
 from arkfs.archive.manifest import (
     ENTRY_FIELDS,
     UNLIKE_BLOCK,
@@ -298,7 +300,6 @@ def _tree(*paths: str) -> list[Entry]:
     ]
 
 
-@pytest.mark.parametrize("block", [2, 3, manifest.CHECK_BLOCK])
 @pytest.mark.parametrize(
     ("paths", "message"),
     [
@@ -309,34 +310,50 @@ def _tree(*paths: str) -> list[Entry]:
         (("a", "b", "c/", "c/.."), "'c/..': not a relative path"),
         (("a", "b", "c/", "c/."), "'c/.': not a relative path"),
         (("+", "-", ".", "a"), "'.': not a relative path"),
+        (("", "a"), "'': not a relative path"),
         (("a", "b", "c/x"), "'c/x': its parent directory is not listed"),
         (("a", "a/x"), "'a/x': its parent directory is not listed"),
         (("a/", "a/b/", "a/b/c", "a/d/e"), "'a/d/e': its parent directory is not listed"),
+        # the parent of a run of entries is looked up once: one after the run is not its
+        (("a/", "a/x", "a/y", "ab/", "ab/x", "ac/x"), "'ac/x': its parent directory"),
+        (("a/", "a/b/", "a/b/x", "a/c/x"), "'a/c/x': its parent directory"),
     ],
 )
-def test_tree_faults_are_found_in_any_block_of_paths(
-    monkeypatch: pytest.MonkeyPatch, block: int, paths: tuple[str, ...], message: str
-) -> None:
-    """The tree is checked a block of paths at a time: a fault is named alike wherever the
-    blocks fall (one at a block's edge, too)."""
-    monkeypatch.setattr(manifest, "CHECK_BLOCK", block)
+def test_tree_faults_name_the_first_entry_at_fault(paths: tuple[str, ...], message: str) -> None:
     with pytest.raises(ManifestError, match=message):
         Entries.of(_tree(*paths))
 
 
-@pytest.mark.parametrize("block", [1, 2, 5])
-def test_a_tree_checked_in_blocks_has_the_same_index(
-    monkeypatch: pytest.MonkeyPatch, block: int
-) -> None:
-    paths = ("a/", "a/b/", "a/b/c", "a/d", "e", "f/", "f/g/", "f/g/h", "f/i")
-    whole = Entries.of(_tree(*paths))
-    monkeypatch.setattr(manifest, "CHECK_BLOCK", block)
-    blocked = Entries.of(_tree(*paths))
-    for directory in ("", "a", "a/b", "f", "f/g"):
-        assert list(blocked.children(directory)) == list(whole.children(directory))
-    assert [blocked.at_top(i) for i in range(len(paths))] == [
+def test_the_tree_check_finds_each_parent_across_runs() -> None:
+    """Parents are looked up once per run of entries that share one: runs that end, come
+    back and nest give the same children and tops as the paths say."""
+    paths = ("a/", "a/b/", "a/b/c", "a/d", "e", "f/", "f/g/", "f/g/h", "f/i", "f/j/", "f/k")
+    entries = Entries.of(_tree(*paths))
+    for directory, names in {
+        "": ["a", "e", "f"],
+        "a": ["b", "d"],
+        "a/b": ["c"],
+        "f": ["g", "i", "j", "k"],
+        "f/g": ["h"],
+        "f/j": [],
+    }.items():
+        assert [entries.name(i) for i in entries.children(directory)] == names
+    assert [entries.at_top(i) for i in range(len(paths))] == [
         "/" not in p.rstrip("/") for p in paths
     ]
+
+
+def test_path_ends_that_do_not_cut_the_paths_are_a_fault_not_a_read() -> None:
+    """The C pass reads paths only within their bytes: an end past them or before the one
+    before is named, never read."""
+    dirs = {b"": -1}
+    assert parents(b"ab", array("I", [1, 2]), dirs) == (
+        array("i", [-1, -1]).tobytes(),
+        0,
+        0,
+    )
+    assert parents(b"ab", array("I", [1, 3]), dirs)[1:] == (FAULT_ENDS, 1)
+    assert parents(b"ab", array("I", [2, 1]), dirs)[1:] == (FAULT_ENDS, 1)
 
 
 def test_files_unlike_of_the_same_paths_finds_each_change_in_any_block() -> None:

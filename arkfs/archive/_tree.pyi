@@ -1,0 +1,12 @@
+"""Type stub of the C tree check of a manifest's paths (_tree.c)."""
+
+from array import array
+
+FAULT_ENDS: int
+FAULT_ORDER: int
+FAULT_NAME: int
+FAULT_PARENT: int
+
+def parents(
+    paths: bytes | memoryview, ends: array[int] | bytes, dirs: dict[bytes, int], /
+) -> tuple[bytes, int, int]: ...

@@ -5,7 +5,14 @@ from __future__ import annotations
 if False:  # typing only: the command line starts faster without importing typing
     from typing import Any
 
+import sys
+
 __version__ = "0.1.0"
+
+# httpx imports its own command line (click, rich, pygments) whenever those are installed,
+# as they are beside huggingface_hub: 60-85 ms of every arkfs command's start-up, for code
+# arkfs never runs. Marked missing, it is skipped (httpx then defines a stub `main`).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 _API = ("Client", "open", "info", "resolve")  # arkfs/api.py, imported on first use
 

@@ -2,6 +2,7 @@
 heavy modules its run needs (issue 25: --help within three times a bare `python -c pass`).
 What is imported is read from sys.modules in a fresh interpreter, not timed."""
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -53,3 +54,18 @@ def test_help_imports_no_heavy_module(command: str) -> None:
     assert "usage: arkfs " + command in done.stdout
     loaded = [m for m in HEAVY if m in out["modules"]]
     assert not loaded, f"`arkfs {command} --help` imported {loaded}"
+
+
+def test_the_http_client_comes_without_its_own_command_line() -> None:
+    """httpx imports its command line (click, pygments) when they are installed, as they
+    are here beside huggingface_hub: arkfs marks it missing, so a command's start-up does
+    not pay for it."""
+    code = (
+        "import json, sys, arkfs, httpx; "
+        "print(json.dumps([m for m in ('click', 'pygments', 'httpx._main') if sys.modules.get(m)]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+    # installed here, so without the mark the list above would not be empty
+    assert importlib.util.find_spec("click") is not None

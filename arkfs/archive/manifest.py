@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
-from itertools import islice
 from typing import Any, NamedTuple, TypeVar, overload
 
 import msgpack
@@ -231,10 +230,8 @@ class Entries(Sequence[Entry]):
             for p in pairs
         ):
             raise ManifestError("manifest 'targets' must be a list of [position, target]")
-        ends = columns["path_ends"]
-        if not all(map(operator.le, ends, islice(ends, 1, None))) or (
-            count and ends[-1] != len(columns["paths"])
-        ):
+        ends = columns["path_ends"]  # that each follows the one before, the tree check sees
+        if count and ends[-1] != len(columns["paths"]):
             raise ManifestError("manifest column 'path_ends' does not cut 'paths'")
         links = obj.get("links", [])  # absent in manifests written before links were kept
         if not isinstance(links, list) or not all(

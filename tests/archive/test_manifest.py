@@ -113,6 +113,16 @@ def _columns(**changes: object) -> bytes:
     return msgpack.packb(obj | changes, use_bin_type=True)
 
 
+def _backward_ends() -> bytes:
+    """The sample's path ends with the second before the first: the last still ends the
+    paths, and the first entry's path is whole."""
+    obj = msgpack.unpackb(sample().to_msgpack(), raw=False, strict_map_key=False)
+    ends = array("I")
+    ends.frombytes(obj["path_ends"])
+    ends[1] = ends[0] - 1
+    return ends.tobytes()
+
+
 def test_version_1_manifests_stay_readable() -> None:
     m = sample()
     old = msgpack.packb(_version_1(m), use_bin_type=True)
@@ -163,6 +173,7 @@ def test_columns_answer_lookups_without_making_every_entry() -> None:
         (_columns(count=3), "holds"),
         (_columns(kinds=b"\x00\x01\x02\x09"), "unknown kind"),
         (_columns(paths=b"c3c3/linkc3/s5.v7.xslemptyx"), "does not cut"),
+        (_columns(path_ends=_backward_ends()), "its path's end does not cut"),
         (_columns(targets=[]), "target"),
         (_columns(targets=[[9, "x"]]), "target"),
         (_columns(xet_hashes=H1 * 4), "XET hash"),

@@ -3,7 +3,7 @@ through EmbeddedBackend (the same store) and RemoteBackend (HTTP)."""
 
 import random
 import shutil
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
@@ -459,13 +459,13 @@ def test_around_a_read_are_its_chunks_widened_to_whole_pages(
     trio.run(main)
 
 
-class ForgedFooter:
-    """A backend whose reconstructions carry one sent footer with a chunk hash changed
-    (consistent with nothing: neither its xorb hash nor the file hash)."""
+class Forged:
+    """A backend whose reconstructions are changed by forge before the reader sees them."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, forge: Callable[[Reconstruction], Reconstruction]):
         self.backend = backend
         self.name = backend.name
+        self.forge = forge
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.backend, name)
@@ -473,23 +473,48 @@ class ForgedFooter:
     async def reconstruction(
         self, file_hash: bytes, start: int, end: int, held: Collection[bytes] = ()
     ) -> Reconstruction:
-        rec = await self.backend.reconstruction(file_hash, start, end, held)
-        xh = rec.terms[len(rec.terms) // 2].xorb_hash
-        footer = parse_footer(*footer_tail(rec.footers[xh]))
-        hashes = (bytes(HASH_SIZE), *footer.chunk_hashes[1:])
-        forged = footer_record(replace(footer, chunk_hashes=hashes))
-        return replace(rec, footers={**rec.footers, xh: forged})
+        return self.forge(await self.backend.reconstruction(file_hash, start, end, held))
 
 
-def test_a_forged_sent_footer_fails_the_read_and_names_the_footer(
-    published: Published, open_reader: OpenReader
+def _forged_footer(rec: Reconstruction) -> Reconstruction:
+    """One sent footer with a chunk hash changed (consistent with nothing: neither its
+    xorb hash nor the file hash)."""
+    xh = rec.terms[len(rec.terms) // 2].xorb_hash
+    footer = parse_footer(*footer_tail(rec.footers[xh]))
+    hashes = (bytes(HASH_SIZE), *footer.chunk_hashes[1:])
+    forged = footer_record(replace(footer, chunk_hashes=hashes))
+    return replace(rec, footers={**rec.footers, xh: forged})
+
+
+def _term_past_its_xorb(rec: Reconstruction) -> Reconstruction:
+    """The middle term names chunks past the end of its xorb, as its sent footer lists it."""
+    terms = list(rec.terms)
+    t = terms[len(terms) // 2]
+    terms[len(terms) // 2] = replace(t, end=t.end + 5)
+    return replace(rec, terms=tuple(terms))
+
+
+@pytest.mark.parametrize(
+    ("forge", "message"),
+    [
+        (_forged_footer, "fails verification: xorb footer"),
+        (_term_past_its_xorb, "fails verification: its terms name chunks its footers lack"),
+    ],
+)
+def test_a_forged_reconstruction_fails_the_read_and_says_why(
+    forge: Callable[[Reconstruction], Reconstruction],
+    message: str,
+    published: Published,
+    open_reader: OpenReader,
 ) -> None:
+    """A sent footer that is not its xorb's, or a term past its xorb's chunks, fails the
+    read with its reason, and nothing of it is kept."""
     f = published.files[BIG]
 
     async def main() -> None:
         async with open_reader("remote") as (reader, backend):
-            forged = cast(Backend, ForgedFooter(backend))
-            with pytest.raises(ReadError, match="fails verification: xorb footer"):
+            forged = cast(Backend, Forged(backend, forge))
+            with pytest.raises(ReadError, match=message):
                 await reader.read(forged, f.hash, f.size, f.size // 2, 4096)
             assert reader.stats.footers_sent == 0
             # Nothing of it was kept: the honest backend's read maps the file again.

@@ -12,6 +12,10 @@
  * made a bytes object per path and three more per name: most of the time a mount took
  * to load a 100,000-entry manifest. Here a parent is looked up once per run of entries
  * that share it.
+ *
+ * And by_parent(parents) -> bytes: the positions ordered by parent, then by position
+ * (int32), as a stable sort by parent gives them: a counting sort, one pass to count and
+ * one to place, where sorted() with a key took 10 ms per 100,000 entries.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -108,9 +112,47 @@ done:
     return result;
 }
 
+static PyObject *
+by_parent(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const int32_t *parent = (const int32_t *)view.buf;
+    Py_ssize_t count = view.len / (Py_ssize_t)sizeof(int32_t), i;
+    PyObject *out = NULL;
+    /* start[p + 1]: where the children of p begin; the root's (-1) at 0 */
+    Py_ssize_t *start = PyMem_Calloc((size_t)count + 2, sizeof(Py_ssize_t));
+    if (start == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < count; i++) {
+        if (parent[i] < -1 || parent[i] >= count) {
+            PyErr_Format(PyExc_ValueError, "entry %zd has parent %d of %zd", i, parent[i], count);
+            goto done;
+        }
+        start[parent[i] + 2]++;
+    }
+    for (i = 1; i < count + 2; i++)
+        start[i] += start[i - 1];
+    out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int32_t));
+    if (out == NULL)
+        goto done;
+    int32_t *order = (int32_t *)PyBytes_AS_STRING(out);
+    for (i = 0; i < count; i++)
+        order[start[parent[i] + 1]++] = (int32_t)i;
+done:
+    PyMem_Free(start);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"parents", parents, METH_VARARGS,
      "Each entry's parent position (int32 bytes), the first fault and the entry at fault."},
+    {"by_parent", by_parent, METH_O,
+     "The positions (int32 bytes) ordered by parent, then by position."},
     {NULL, NULL, 0, NULL},
 };
 

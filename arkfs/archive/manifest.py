@@ -483,7 +483,8 @@ class Entries(Sequence[Entry]):
         if parent is None:
             return []
         if self._by_parent is None:
-            self._by_parent = array("i", sorted(range(len(self)), key=self._parents.__getitem__))
+            self._by_parent = array("i")
+            self._by_parent.frombytes(_tree.by_parent(self._parents))
         order, key = self._by_parent, self._parents.__getitem__
         lo = bisect_left(order, parent, key=key)
         return order[lo : bisect_right(order, parent, lo=lo, key=key)]

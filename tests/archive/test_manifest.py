@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arkfs.archive import manifest
-from arkfs.archive._tree import FAULT_ENDS, parents
+from arkfs.archive._tree import FAULT_ENDS, by_parent, parents
 from arkfs.archive.manifest import (
     ENTRY_FIELDS,
     UNLIKE_BLOCK,
@@ -352,6 +352,19 @@ def test_the_tree_check_finds_each_parent_across_runs() -> None:
     assert [entries.at_top(i) for i in range(len(paths))] == [
         "/" not in p.rstrip("/") for p in paths
     ]
+
+
+@given(st.lists(st.integers(min_value=-1, max_value=40), max_size=40))
+def test_positions_by_parent_are_a_stable_sort_by_parent(drawn: list[int]) -> None:
+    """The C counting sort orders positions as sorted() by parent does, ties by position;
+    a parent outside the entries is refused, not followed."""
+    count = len(drawn)
+    found = [min(p, count - 1) for p in drawn]
+    order = array("i")
+    order.frombytes(by_parent(array("i", found)))
+    assert list(order) == sorted(range(count), key=found.__getitem__)
+    with pytest.raises(ValueError, match="parent"):
+        by_parent(array("i", [*found, count + 1]))
 
 
 def test_path_ends_that_do_not_cut_the_paths_are_a_fault_not_a_read() -> None:

@@ -1,7 +1,8 @@
 /*
- * The tree check of a manifest's paths in C (manifest.py, Entries._check).
+ * A manifest's tree in C: its check (manifest.py, Entries._check) and its children index
+ * (Entries.children).
  *
- * One function, parents(paths, ends, dirs) -> (parents, fault, at). paths holds every
+ * parents(paths, ends, dirs) -> (parents, fault, at). paths holds every
  * path, entry i's ending at ends[i] (uint32); dirs maps each directory's path (bytes) to
  * its position, b"" to -1. parents holds each entry's parent position as int32, in
  * order. fault says what is wrong with entry at, the first at fault (0: nothing):
@@ -157,7 +158,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_tree", "The tree check of a manifest's paths in C.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_tree", "A manifest's tree in C: its check and its children index.", -1, methods,
 };
 
 PyMODINIT_FUNC

@@ -1,4 +1,4 @@
-"""Type stub of the C tree check of a manifest's paths (_tree.c)."""
+"""Type stub of a manifest's tree in C: its check and its children index (_tree.c)."""
 
 from array import array
 

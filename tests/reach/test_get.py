@@ -255,32 +255,6 @@ def test_a_resumed_piece_that_is_wrong_fails_the_sha256_and_leaves_no_file(
     assert out.read_bytes() == truth and progress.fetched == len(truth)
 
 
-def test_pieces_are_written_from_the_chunk_buffers_whatever_pwritev_takes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A piece goes to disk as its parts, however few bytes and buffers each pwritev takes."""
-    from arkfs import download
-
-    calls: list[int] = []
-    pwritev = os.pwritev
-
-    def short(fd: int, buffers: list[memoryview], at: int) -> int:
-        calls.append(len(buffers))
-        return pwritev(fd, [bytes(b"".join(buffers)[:1000])], at)
-
-    monkeypatch.setattr(os, "pwritev", short)
-    monkeypatch.setattr(download, "IOV_MAX", 3)
-    parts: list[bytes | memoryview] = [os.urandom(n) for n in (700, 0, 2500, 1, 64 * 1024)]
-    parts.append(memoryview(os.urandom(5000))[17:4000])
-    fd = os.open(tmp_path / "out", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        assert download._pwrite_all(fd, parts, 10) == sum(map(len, parts))
-    finally:
-        os.close(fd)
-    assert (tmp_path / "out").read_bytes() == bytes(10) + b"".join(parts)
-    assert max(calls) == 3 and len(calls) == -(-sum(map(len, parts)) // 1000)
-
-
 GET_AND_LIST_MODULES = """
 import json, sys
 from arkfs.cli.main import main

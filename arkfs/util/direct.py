@@ -1,0 +1,102 @@
+"""Big writes that skip the page cache (O_DIRECT) where the file system allows it.
+
+A buffered write of a GiB copies it into page cache pages allocated for it, then charges
+and writes them back: 0.3-1.2 s of CPU per GiB on the 2-core test VM, varying with how
+the host backs the guest's freed memory. A direct write of the same bytes cost 0.05 s:
+the device reads them from the writer's memory. It needs buffers, offsets and lengths
+aligned to the device's blocks, so the parts are copied into an aligned buffer, reused
+from write to write (by _gather.c, without the GIL), and an unaligned tail goes through
+the ordinary descriptor. Where O_DIRECT is refused (tmpfs, some network and FUSE file
+systems) every byte does.
+"""
+
+import errno
+import mmap
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from arkfs.util._gather import gather
+
+ALIGN = 4096  # offsets, lengths and buffer addresses: a page covers any block size up to it
+MIN_DIRECT = 256 * 1024  # smaller writes gain less than the copy into a buffer costs
+SPARE_BUFFERS = 8  # aligned buffers kept for the next writes (one per writer at once)
+IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers one pwritev takes
+Buffer = bytes | bytearray | memoryview
+
+_spare: list[mmap.mmap] = []
+_spare_lock = threading.Lock()
+
+
+class DirectFile:
+    """An open file (fd, the caller's to close) and, where the file system allows, a
+    direct (O_DIRECT) descriptor of it, this object's to close."""
+
+    def __init__(self, fd: int, path: os.PathLike[str] | str) -> None:
+        self.fd = fd
+        self.direct: int | None = None
+        try:
+            self.direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+
+    def pwrite_parts(self, parts: Sequence[Buffer], at: int) -> int:
+        """Write parts one after another from offset at; return the bytes written."""
+        total = sum(map(len, parts))
+        if self.direct is None or at % ALIGN or total < MIN_DIRECT:
+            pwrite_all(self.fd, parts, at)
+            return total
+        with _aligned(total) as buffer:
+            gather(buffer, parts)
+            done, whole = 0, total - total % ALIGN
+            try:
+                while done < whole:
+                    done += os.pwrite(self.direct, buffer[done:whole], at + done)
+            except OSError as exc:  # refused after all (a device with bigger blocks)
+                if exc.errno != errno.EINVAL:
+                    raise
+                self.close()
+            pwrite_all(self.fd, [buffer[done:total]], at + done)
+        return total
+
+    def close(self) -> None:
+        """Close the direct descriptor (fd stays open)."""
+        if self.direct is not None:
+            os.close(self.direct)
+            self.direct = None
+
+
+@contextmanager
+def _aligned(size: int) -> Iterator[memoryview]:
+    """A page-aligned buffer of size bytes, a spare one if one is big enough."""
+    with _spare_lock:
+        fit = next((b for b in _spare if len(b) >= size), None)
+        if fit is not None:
+            _spare.remove(fit)
+    buffer = fit or mmap.mmap(-1, -(-size // ALIGN) * ALIGN)
+    view = memoryview(buffer)[:size]
+    try:
+        yield view
+    finally:
+        view.release()  # the caller's slices of it are gone: close() needs no views left
+        with _spare_lock:
+            _spare.append(buffer)
+            if len(_spare) > SPARE_BUFFERS:
+                smallest = min(_spare, key=len)
+                _spare.remove(smallest)
+                smallest.close()
+
+
+def pwrite_all(fd: int, parts: Sequence[Buffer], at: int) -> None:
+    """Write parts from offset at, straight from their buffers (pwritev may write less than
+    it is given, and takes IOV_MAX buffers at most)."""
+    views = [memoryview(p) for p in parts if len(p)]
+    while views:
+        n = os.pwritev(fd, views[:IOV_MAX], at)
+        at += n
+        while views and n >= len(views[0]):
+            n -= len(views.pop(0))
+        if n:
+            views[0] = views[0][n:]

@@ -16,7 +16,9 @@ from arkfs.util.sizes import human
 if TYPE_CHECKING:  # the read path loads when get runs: --help starts at once
     from arkfs.download import GetProgress
 
-JOBS = 4  # pieces at once: with 16 MiB pieces, 64 MiB in flight and few writers per file
+# Pieces at once: 8 keep the server's disk and the client busy (a cold 1 GiB get: 2.75 s
+# median against 2.95 s with 4, peak RSS 370 MB against 275 MB), 128 MiB in flight.
+JOBS = 8
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -10,6 +10,7 @@ the ordinary descriptor. Where O_DIRECT is refused (tmpfs, some network and FUSE
 systems) every byte does.
 """
 
+import contextlib
 import errno
 import mmap
 import os
@@ -36,11 +37,10 @@ class DirectFile:
     def __init__(self, fd: int, path: os.PathLike[str] | str) -> None:
         self.fd = fd
         self.direct: int | None = None
-        try:
+        # The file is open already: whatever refuses the second open (EINVAL on tmpfs,
+        # EOPNOTSUPP, ...) leaves the ordinary descriptor to write every byte.
+        with contextlib.suppress(OSError):
             self.direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
-        except OSError as exc:
-            if exc.errno != errno.EINVAL:
-                raise
 
     def pwrite_parts(self, parts: Sequence[Buffer], at: int) -> int:
         """Write parts one after another from offset at; return the bytes written."""

@@ -142,3 +142,26 @@ def test_buffers_are_reused_and_few_are_kept(monkeypatch: pytest.MonkeyPatch) ->
         for _ in range(direct.SPARE_BUFFERS + 3):
             stack.enter_context(direct._aligned(ALIGN))
     assert len(direct._spare) == direct.SPARE_BUFFERS
+
+
+def test_a_file_system_that_refuses_o_direct_gets_every_byte_through_the_ordinary_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_open = os.open
+
+    def no_direct(path: Path, flags: int, mode: int = 0o777) -> int:
+        if flags & os.O_DIRECT:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", no_direct)
+    out = tmp_path / "out"
+    file = _open(out)
+    assert file.direct is None
+    parts = _parts(MIB + 5)
+    try:
+        assert file.pwrite_parts(parts, 0) == MIB + 5
+    finally:
+        file.close()
+        os.close(file.fd)
+    assert out.read_bytes() == b"".join(parts)

@@ -4,6 +4,7 @@ the ordinary descriptor where it is refused; gather copies parts in order."""
 import contextlib
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,19 @@ def _open(path: Path) -> DirectFile:
     return DirectFile(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), path)
 
 
+@pytest.fixture
+def direct_file(tmp_path: Path) -> Iterator[DirectFile]:
+    """tmp_path/out opened with its direct descriptor (where the file system allows)."""
+    file = _open(tmp_path / "out")
+    try:
+        if file.direct is None:
+            pytest.skip(f"the file system of {tmp_path} refuses O_DIRECT")
+        yield file
+    finally:
+        file.close()
+        os.close(file.fd)
+
+
 def test_gather_copies_the_parts_in_order_and_refuses_what_does_not_fit() -> None:
     dest = bytearray(12)
     assert gather(dest, [b"abc", memoryview(b"xyzw")[1:3], bytearray(b"!"), b""]) == 6
@@ -40,12 +54,9 @@ def test_gather_copies_the_parts_in_order_and_refuses_what_does_not_fit() -> Non
 
 
 def test_a_piece_goes_direct_but_for_its_unaligned_tail(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    direct_file: DirectFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = tmp_path / "out"
-    file = _open(out)
-    if file.direct is None:
-        pytest.skip(f"the file system of {tmp_path} refuses O_DIRECT")
+    file, out = direct_file, tmp_path / "out"
     direct_fd, written = file.direct, []
     pwrite = os.pwrite
 
@@ -55,12 +66,8 @@ def test_a_piece_goes_direct_but_for_its_unaligned_tail(
 
     monkeypatch.setattr(os, "pwrite", noted)
     parts = _parts(3 * MIB + 1234)
-    try:
-        assert file.pwrite_parts(parts, 2 * MIB) == 3 * MIB + 1234
-        assert file.pwrite_parts([b"small"], 0) == 5  # too small to be worth a copy
-    finally:
-        file.close()
-        os.close(file.fd)
+    assert file.pwrite_parts(parts, 2 * MIB) == 3 * MIB + 1234
+    assert file.pwrite_parts([b"small"], 0) == 5  # too small to be worth a copy
     assert written == [(direct_fd, 2 * MIB, 3 * MIB)]  # the 1234-byte tail: pwritev
     data = out.read_bytes()
     assert data[: 2 * MIB] == b"small" + bytes(2 * MIB - 5)
@@ -68,12 +75,9 @@ def test_a_piece_goes_direct_but_for_its_unaligned_tail(
 
 
 def test_a_refused_direct_write_goes_through_the_ordinary_descriptor(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    direct_file: DirectFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = tmp_path / "out"
-    file = _open(out)
-    if file.direct is None:
-        pytest.skip(f"the file system of {tmp_path} refuses O_DIRECT")
+    file, out = direct_file, tmp_path / "out"
     direct_fd = file.direct
 
     def refused(fd: int, data: memoryview, at: int) -> int:
@@ -82,12 +86,9 @@ def test_a_refused_direct_write_goes_through_the_ordinary_descriptor(
 
     monkeypatch.setattr(os, "pwrite", refused)
     parts = _parts(MIB + 3)
-    try:
-        assert file.pwrite_parts(parts, ALIGN) == MIB + 3
-        assert file.direct is None  # and it stays closed for the later pieces
-        assert file.pwrite_parts(parts, 2 * MIB) == MIB + 3
-    finally:
-        os.close(file.fd)
+    assert file.pwrite_parts(parts, ALIGN) == MIB + 3
+    assert file.direct is None  # and it stays closed for the later pieces
+    assert file.pwrite_parts(parts, 2 * MIB) == MIB + 3
     data = out.read_bytes()
     assert data[ALIGN : ALIGN + MIB + 3] == b"".join(parts) == data[2 * MIB :]
 

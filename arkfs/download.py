@@ -198,7 +198,7 @@ class _FileJob:
         with self.lock:
             if self.file is None:
                 self.opened = self.client.open(self.ark)
-                self.file = DirectFile(os.open(self.part, os.O_RDWR | os.O_CREAT, 0o600), self.part)
+                self.file = DirectFile(self.part)
                 os.ftruncate(self.file.fd, self.entry.size)
             raw = self.opened.raw if self.opened is not None else None
             assert isinstance(raw, ArkFile)
@@ -288,7 +288,6 @@ def _complete(
     earlier run), give it its mode and mtime, and rename it into place."""
     os.fsync(file.fd)
     file.close()
-    os.close(file.fd)
     if sha256 is not None and entry.sha256 is not None and sha256 != entry.sha256:
         part.unlink()
         record.unlink(missing_ok=True)

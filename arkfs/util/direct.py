@@ -31,11 +31,11 @@ _spare_lock = threading.Lock()
 
 
 class DirectFile:
-    """An open file (fd, the caller's to close) and, where the file system allows, a
-    direct (O_DIRECT) descriptor of it, this object's to close."""
+    """A file open for writing twice: fd, ordinary, and, where the file system allows,
+    direct (O_DIRECT); close() closes both."""
 
-    def __init__(self, fd: int, path: os.PathLike[str] | str) -> None:
-        self.fd = fd
+    def __init__(self, path: os.PathLike[str] | str, mode: int = 0o600) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, mode)
         self.direct: int | None = None
         # The file is open already: whatever refuses the second open (EINVAL on tmpfs,
         # EOPNOTSUPP, ...) leaves the ordinary descriptor to write every byte.
@@ -57,12 +57,17 @@ class DirectFile:
             except OSError as exc:  # refused after all (a device with bigger blocks)
                 if exc.errno != errno.EINVAL:
                     raise
-                self.close()
+                self._no_direct()
             pwrite_all(self.fd, [buffer[done:total]], at + done)
         return total
 
     def close(self) -> None:
-        """Close the direct descriptor (fd stays open)."""
+        """Close both descriptors."""
+        self._no_direct()
+        os.close(self.fd)
+
+    def _no_direct(self) -> None:
+        """Write the rest through the ordinary descriptor only."""
         if self.direct is not None:
             os.close(self.direct)
             self.direct = None

@@ -26,21 +26,16 @@ def _parts(total: int) -> list[bytes | memoryview]:
     return parts
 
 
-def _open(path: Path) -> DirectFile:
-    return DirectFile(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), path)
-
-
 @pytest.fixture
 def direct_file(tmp_path: Path) -> Iterator[DirectFile]:
     """tmp_path/out opened with its direct descriptor (where the file system allows)."""
-    file = _open(tmp_path / "out")
+    file = DirectFile(tmp_path / "out")
     try:
         if file.direct is None:
             pytest.skip(f"the file system of {tmp_path} refuses O_DIRECT")
         yield file
     finally:
         file.close()
-        os.close(file.fd)
 
 
 def test_gather_copies_the_parts_in_order_and_refuses_what_does_not_fit() -> None:
@@ -95,13 +90,12 @@ def test_a_refused_direct_write_goes_through_the_ordinary_descriptor(
 
 def test_an_unaligned_offset_is_written_through_the_ordinary_descriptor(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    file = _open(out)
+    file = DirectFile(out)
     parts = _parts(MIB)
     try:
         assert file.pwrite_parts(parts, 10) == MIB
     finally:
         file.close()
-        os.close(file.fd)
     assert out.read_bytes() == bytes(10) + b"".join(parts)
 
 
@@ -157,12 +151,11 @@ def test_a_file_system_that_refuses_o_direct_gets_every_byte_through_the_ordinar
 
     monkeypatch.setattr(os, "open", no_direct)
     out = tmp_path / "out"
-    file = _open(out)
+    file = DirectFile(out)
     assert file.direct is None
     parts = _parts(MIB + 5)
     try:
         assert file.pwrite_parts(parts, 0) == MIB + 5
     finally:
         file.close()
-        os.close(file.fd)
     assert out.read_bytes() == b"".join(parts)

@@ -131,7 +131,13 @@ class GetFeed:
         from arkfs.cli.progress_display import duration
 
         p = self.progress
+        kept = f", {_files(p.kept)} kept" if p.kept else ""
         return (
-            f"get 100%: got {p.dest}: {p.files} files, {human(p.total)} ({human(p.fetched)} "
-            f"fetched, {p.kept} files kept) in {duration(seconds)}"
+            f"get 100%: got {p.dest}: {_files(p.files)}, {human(p.total)} "
+            f"({human(p.fetched)} fetched{kept}) in {duration(seconds)}"
         )
+
+
+def _files(n: int) -> str:
+    """The count n of files, in words."""
+    return f"{n} file" if n == 1 else f"{n} files"

@@ -155,7 +155,7 @@ class Authorizer:
         if scope is Scope.READ and self.open_read and anonymous:
             return None
         if not header or not header.startswith("Bearer "):
-            raise AuthError(401, "missing bearer token: pass --token or set ARKFS_TOKEN")
+            raise AuthError(401, "no bearer token sent")
         token = header[len("Bearer ") :].strip()
         granted = self._scope(token, derived)
         if granted is None:

@@ -53,7 +53,7 @@ def test_plain_lines_without_a_terminal(reach_archive: Published, tmp_path: Path
     said = [re.match(r"get (\d+)%: (\w+)", line) for line in lines]
     assert all(said), lines
     assert list(dict.fromkeys(m[2] for m in said if m)) == [*PHASES, "got"], lines
-    assert lines[-1].startswith(f"get 100%: got {out}: 1 files, {BIG_MIB} ({BIG_MIB} fetched")
+    assert lines[-1].startswith(f"get 100%: got {out}: 1 file, {BIG_MIB} ({BIG_MIB} fetched)")
     phases = [m[2] for m in said if m]
     first_whole = next(i for i, m in enumerate(said) if m and m[1] == "100")
     assert first_whole >= phases.index("check"), lines

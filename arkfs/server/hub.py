@@ -10,14 +10,23 @@ huggingface_hub 2.x calls them:
   is redirected to the file's ARK, whose bytes the NMA serves;
 - GET /api/{models|datasets}/{repo}[/revision/{rev}]: the repo's info and files;
 - GET /api/{models|datasets}/{repo}/tree/{rev}[/{path}]: a directory's entries;
-- POST /api/{models|datasets}/{repo}/paths-info/{rev}: named entries;
+- POST /api/{models|datasets}/{repo}/paths-info/{rev}: named entries (a form, as
+  huggingface_hub sends it, or JSON);
+- GET /api/{models|datasets}/{repo}/refs: branch `main` and a tag per version;
+- GET /api/{models|datasets}/{repo}/commits/{rev}: that version and the ones before it,
+  newest first, each titled by its message;
+- GET /api/{models|datasets}/{repo}/auth-check: 200 when the token may read the repo;
 - GET /api/{models|datasets}/{repo}/xet-read-token/{rev}: a read token for the CAS.
 Every route needs read scope; an embargoed archive a real read token, a withdrawn one is
-410 Gone, as on the NMA.
+410 Gone, as on the NMA. A 404 says what is missing in X-Error-Code (RepoNotFound,
+RevisionNotFound, EntryNotFound), as the Hub does: huggingface_hub raises its matching
+error from it, and repo_exists, revision_exists and file_exists answer False.
 """
 
 import hashlib
+import json
 import time
+import urllib.parse
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -33,11 +42,19 @@ from arkfs.ark.errors import ArkError
 from arkfs.ark.normalization import parse
 from arkfs.ark.version_qualifier import version_name, version_of_name, versioned
 from arkfs.server.auth import Scope
-from arkfs.server.http import Face, HttpError
+from arkfs.server.http import Face, HttpError, read_body
+from arkfs.store.errors import NotFound
 from arkfs.xet.hashing import hash_to_string
 
 TYPES = ("models", "datasets")
 MAIN = "main"
+MAX_PATHS_INFO = 1024 * 1024  # bytes of a paths-info request: thousands of paths
+
+
+def _missing(code: str, message: str) -> HttpError:
+    """A 404 that says what is missing as the Hub says it (X-Error-Code: code)."""
+    said = message.encode("ascii", "backslashreplace").decode()  # a header is one ASCII line
+    return HttpError(404, message, {"X-Error-Code": code, "X-Error-Message": said})
 
 
 def commit_id(ark: str, version: int) -> str:
@@ -59,6 +76,9 @@ class HubService(Face):
                 Route(f"{api}/tree/{{rev}}", self.tree),
                 Route(f"{api}/tree/{{rev}}/{{path:path}}", self.tree),
                 Route(f"{api}/paths-info/{{rev}}", self.paths_info, methods=["POST"]),
+                Route(f"{api}/refs", self.refs),
+                Route(f"{api}/commits/{{rev}}", self.commits),
+                Route(f"{api}/auth-check", self.auth_check),
                 Route(f"{api}/xet-read-token/{{rev}}", self.read_token),
             ]
         for prefix in ("", "/models", "/datasets"):
@@ -78,9 +98,12 @@ class HubService(Face):
         try:
             ark = str(parse(f"ark:{p['naan']}/{p['name']}").base)
         except ArkError as exc:
-            raise HttpError(404, f"no repo {p['naan']}/{p['name']}: {exc}") from None
+            raise _missing("RepoNotFound", f"no repo {p['naan']}/{p['name']}: {exc}") from None
         rev = p.get("rev", MAIN)
-        archive, versions, withdrawn = await self.run(self._load, ark, rev)
+        try:
+            archive, versions, withdrawn = await self.run(self._load, ark, rev)
+        except NotFound as exc:
+            raise _missing("RepoNotFound", str(exc)) from None
         if withdrawn is not None:
             raise HttpError(410, f"{ark} was withdrawn on {withdrawn.when}: {withdrawn.reason}")
         if embargoed_until(archive.erc, time.time()) is not None:
@@ -97,7 +120,9 @@ class HubService(Face):
             by_id = {commit_id(ark, v.version): v.version for v in every}
             version = named if named is not None else by_id.get(rev, 0)
             if version not in {v.version for v in every}:
-                raise HttpError(404, f"{ark} has no revision {rev!r}: use main, v1, v2, ...")
+                raise _missing(
+                    "RevisionNotFound", f"{ark} has no revision {rev!r}: use main, v1, v2, ..."
+                )
         archive = self.service.archive(ark, version)
         return archive, every, self.service.withdrawal(ark, version, every)
 
@@ -106,7 +131,7 @@ class HubService(Face):
         path = request.path_params["path"]
         entry = archive.manifest.entry(path)
         if entry is None or entry.kind is not Kind.FILE or entry.xet_hash is None:
-            raise HttpError(404, f"{path!r} is no file of {ark}")
+            raise _missing("EntryNotFound", f"{path!r} is no file of {ark}")
         version = archive.version.version
         commit = commit_id(ark, version)
         base = str(request.base_url).rstrip("/")
@@ -138,7 +163,7 @@ class HubService(Face):
                 "modelId": repo,
                 "sha": commit_id(ark, version),
                 "private": False,
-                "lastModified": datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                "lastModified": _iso(when),
                 "tags": [],
                 "siblings": [{"rfilename": e.path, "size": e.size} for e in files],
             }
@@ -151,7 +176,7 @@ class HubService(Face):
         manifest = archive.manifest
         folder = manifest.entry(path) if path else None
         if path and (folder is None or folder.kind is not Kind.DIR):
-            raise HttpError(404, f"no directory {path!r} in {ark}")
+            raise _missing("EntryNotFound", f"no directory {path!r} in {ark}")
         prefix = f"{path}/" if path else ""
         if recursive:
             found = [e for e in manifest.entries if e.path.startswith(prefix)]
@@ -161,14 +186,36 @@ class HubService(Face):
 
     async def paths_info(self, request: Request) -> Response:
         _, archive, _ = await self._archive(request)
-        form = await request.form()
-        paths = [str(p) for p in form.getlist("paths")]
-        if not paths and "json" in request.headers.get("content-type", ""):
-            paths = list((await request.json()).get("paths", []))
+        body = await read_body(request, MAX_PATHS_INFO, "paths-info request")
+        paths = _asked_paths(body, request.headers.get("content-type", ""))
         found = [archive.manifest.entry(p.strip("/")) for p in paths]
         return JSONResponse(
             [_item(e) for e in found if e is not None and e.kind is not Kind.SYMLINK]
         )
+
+    async def refs(self, request: Request) -> Response:
+        ark, _, versions = await self._archive(request)
+        latest = versions[-1].version
+
+        def ref(name: str, kind: str, version: int) -> dict[str, str]:
+            return {
+                "name": name,
+                "ref": f"refs/{kind}/{name}",
+                "targetCommit": commit_id(ark, version),
+            }
+
+        tags = [ref(v.name, "tags", v.version) for v in reversed(versions)]
+        body = {"branches": [ref(MAIN, "heads", latest)], "converts": [], "tags": tags}
+        return JSONResponse(body | {"pullRequests": []})
+
+    async def commits(self, request: Request) -> Response:
+        ark, archive, versions = await self._archive(request)
+        upto = archive.version.version
+        return JSONResponse([_commit(ark, v) for v in reversed(versions) if v.version <= upto])
+
+    async def auth_check(self, request: Request) -> Response:
+        await self._archive(request)
+        return JSONResponse({})
 
     async def read_token(self, request: Request) -> Response:
         await self._archive(request)
@@ -184,6 +231,39 @@ class HubService(Face):
             "Cache-Control": "no-store",
         }
         return JSONResponse({"accessToken": access, "exp": exp, "casUrl": base}, headers=headers)
+
+
+def _asked_paths(body: bytes, content_type: str) -> list[str]:
+    """The paths a paths-info request names: a form's `paths` fields (huggingface_hub's
+    form), or a JSON object's `paths` list; 400 if the body is neither."""
+    try:
+        if "json" in content_type:
+            asked = json.loads(body or b"{}").get("paths", [])
+        else:
+            asked = urllib.parse.parse_qs(body.decode(), strict_parsing=bool(body)).get("paths", [])
+        if not isinstance(asked, list) or not all(isinstance(p, str) for p in asked):
+            raise ValueError("paths is not a list of strings")
+    except (ValueError, AttributeError) as exc:
+        raise HttpError(400, f"a paths-info request names its paths in `paths`: {exc}") from None
+    return asked
+
+
+def _commit(ark: str, v: VersionInfo) -> dict[str, object]:
+    """A version as the Hub lists a commit: its message's first line is the title (its
+    name, v1, v2, ..., when it has no message)."""
+    title, _, rest = (v.message.strip() or v.name).partition("\n")
+    return {
+        "id": commit_id(ark, v.version),
+        "authors": [],
+        "date": _iso(v.created),
+        "title": title,
+        "message": rest.strip(),
+    }
+
+
+def _iso(when: float) -> str:
+    """A Unix time as the Hub writes one (ISO 8601, UTC)."""
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _item(entry: Entry) -> dict[str, object]:

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from huggingface_hub import HfFileSystem, hf_hub_download, snapshot_download
+from huggingface_hub import (
+    HfApi,
+    HfFileSystem,
+    hf_hub_download,
+    snapshot_download,
+)
+from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
 from tests.reach.conftest import ARK, TOKEN, Published
 
@@ -68,6 +74,48 @@ def test_a_wrong_revision_is_a_clear_404(reach_archive: Published) -> None:
     url = f"{reach_archive.url}/api/models/{REPO}/revision/v9"
     resp = httpx.get(url, headers={"Authorization": f"Bearer {TOKEN}"})
     assert resp.status_code == 404 and "no revision" in resp.text
+    assert resp.headers["X-Error-Code"] == "RevisionNotFound"
+
+
+def test_what_is_missing_is_told_as_the_hub_tells_it(reach_archive: Published) -> None:
+    api = HfApi(endpoint=reach_archive.url, token=TOKEN)
+    assert api.repo_exists(REPO) and api.repo_exists(REPO, repo_type="dataset")
+    assert not api.repo_exists("12345/x6none")
+    assert api.revision_exists(REPO, "v2") and not api.revision_exists(REPO, "v9")
+    assert api.file_exists(REPO, "data/big.bin") and not api.file_exists(REPO, "nope")
+    with pytest.raises(EntryNotFoundError, match="'nope' is no file"):
+        hf_hub_download(REPO, "nope", endpoint=reach_archive.url, token=TOKEN)
+    with pytest.raises(RepositoryNotFoundError):
+        api.auth_check("12345/x6none")
+    api.auth_check(REPO)  # raises unless the token may read it
+
+
+def test_paths_info_refs_and_commits(reach_archive: Published) -> None:
+    api = HfApi(endpoint=reach_archive.url, token=TOKEN)
+    found = api.get_paths_info(REPO, ["readme.txt", "c3", "nope"], revision="v1")
+    assert [(f.path, type(f).__name__) for f in found] == [
+        ("readme.txt", "RepoFile"),
+        ("c3", "RepoFolder"),
+    ]
+    assert found[0].size == len(reach_archive.first_readme)  # type: ignore[union-attr]
+    assert api.get_paths_info(REPO, []) == []
+    fresh = HfFileSystem(endpoint=reach_archive.url, token=TOKEN, skip_instance_cache=True)
+    assert (
+        fresh.info(f"{REPO}/data/big.bin")["size"]
+        == (reach_archive.tree / "data/big.bin").stat().st_size
+    )
+    refs = api.list_repo_refs(REPO)
+    v1, v2 = api.model_info(REPO, revision="v1").sha, api.model_info(REPO).sha
+    assert [(r.name, r.target_commit) for r in refs.branches] == [("main", v2)]
+    assert [(r.name, r.ref, r.target_commit) for r in refs.tags] == [
+        ("v2", "refs/tags/v2", v2),
+        ("v1", "refs/tags/v1", v1),
+    ]
+    commits = api.list_repo_commits(REPO)
+    assert [c.commit_id for c in commits] == [v2, v1]
+    assert commits[0].created_at >= commits[1].created_at
+    assert [c.commit_id for c in api.list_repo_commits(REPO, revision="v1")] == [v1]
+    assert [c.title for c in commits] == ["v2", "v1"]  # published without a message
 
 
 def test_withdrawn_and_embargoed_archives_stay_closed(tmp_path: Path) -> None:
@@ -91,3 +139,15 @@ def test_withdrawn_and_embargoed_archives_stay_closed(tmp_path: Path) -> None:
             headers={"Authorization": f"Bearer {TOKEN}"},
         )
         assert reader.status_code == 200 and reader.json()
+
+
+def test_a_malformed_paths_info_request_is_a_400(reach_archive: Published) -> None:
+    url = f"{reach_archive.url}/api/models/{REPO}/paths-info/main"
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for body, kind in [
+        (b"{", "application/json"),
+        (b'{"paths": "readme.txt"}', "application/json"),
+        (b"paths=\xff", "application/x-www-form-urlencoded"),
+    ]:
+        resp = httpx.post(url, content=body, headers=auth | {"Content-Type": kind})
+        assert resp.status_code == 400 and "`paths`" in resp.text, (body, resp.text)

@@ -189,6 +189,15 @@ class Client:
         """What the directory ark names holds, in path order; a symlink as its target."""
         return self.call(self._list, ark)
 
+    def naans(self) -> list[str]:
+        """The NAANs with a configured server or store, or an archive seen, sorted (the
+        mount's top directory)."""
+        return self.call(self.catalog.naans)
+
+    def names(self, naan: str) -> list[str]:
+        """The Names of the archives bound under naan, sorted (the mount's ark:NAAN/)."""
+        return self.call(self.catalog.names, naan)
+
     def tree(self, ark: str) -> tuple[Resolved, list[Entry]]:
         """What ark names and every entry below it (symlinks as they are), in path order."""
         return self.call(self._tree, ark)

@@ -4,11 +4,13 @@ Registered through the `fsspec.specs` entry point (pyproject.toml). Paths are
 `ark://NAAN/Name[/@vN][/path]`; storage_options are the Client's settings (server, token
 or token_file, store, cache_dir, registry, ...). Everything is done by arkfs.api's Client,
 so reads are verified exactly as in the mount, and a random read fetches only the chunks
-that hold its bytes.
+that hold its bytes. As in the mount, `ark://` lists the NAANs and `ark://NAAN` the
+archives bound under it. Every call that would write raises PermissionError.
 """
 
 import io
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, NoReturn
 
 from fsspec.spec import AbstractFileSystem
 
@@ -41,6 +43,12 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         path = self._strip_protocol(path)
+        if "/" not in path:  # the top, or a NAAN: directories of NAANs, or of archives
+            under = self.client.names(path) if path else self.client.naans()
+            if path and not under and path not in self.client.naans():
+                raise FileNotFoundError(f"ark:{path}/ has no archive here")
+            items = [_directory(f"{path}/{n}" if path else n) for n in under]
+            return items if detail else [i["name"] for i in items]
         found = self.client.resolve(path)
         if found.entry is not None and found.entry.kind != Kind.DIR:
             items = [_details(path, found)]
@@ -53,7 +61,22 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         path = self._strip_protocol(path)
+        if "/" not in path:
+            self.ls(path)  # FileNotFoundError for a NAAN with nothing here
+            return _directory(path)
         return _details(path, self.client.resolve(path))
+
+    def modified(self, path: str) -> datetime:
+        """When the file or directory was last modified, as published (an archive's top:
+        when its version was made)."""
+        path = self._strip_protocol(path)
+        found = self.client.resolve(path)
+        if found.entry is not None:
+            return datetime.fromtimestamp(found.entry.mtime_ns / 1e9, UTC)
+        made = next(
+            v.created for v in self.client.info(path).versions if v.version == found.version
+        )
+        return datetime.fromtimestamp(made, UTC)
 
     def cat_file(
         self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
@@ -69,6 +92,12 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
             raise PermissionError(f"ark:// is read-only: mode {mode!r}")
         return self.client.open(self._strip_protocol(path))
 
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise PermissionError("ark:// is read-only: archives change only by `arkfs publish`")
+
+    rm = _rm = rm_file = rmdir = mkdir = makedirs = mv = cp_file = _refuse
+    put_file = pipe_file = touch = _refuse
+
     def ukey(self, path: str) -> str:
         found = self.client.resolve(self._strip_protocol(path))
         entry = found.entry
@@ -79,6 +108,11 @@ _SETTINGS = frozenset(
     {"server", "store", "token", "token_file", "cache_dir", "cache_size", "registry",
      "fallback", "allow_private", "config"}
 )  # fmt: skip
+
+
+def _directory(name: str) -> dict[str, Any]:
+    """fsspec's info dict of a NAAN or an archive, as a listing of the level above gives it."""
+    return {"name": name, "type": "directory", "size": 0}
 
 
 def _details(name: str, found: Resolved) -> dict[str, Any]:

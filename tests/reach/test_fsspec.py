@@ -61,6 +61,40 @@ def test_ls_info_find_cat_open(options: dict[str, Any], reach_archive: Published
         fs.info(f"{A}/no-such-file")
 
 
+def test_the_top_lists_naans_and_a_naan_its_archives(
+    options: dict[str, Any], reach_archive: Published
+) -> None:
+    fs = fsspec.filesystem("ark", **options)
+    assert fs.ls("ark://", detail=False) == ["12345"]
+    assert fs.ls("ark://12345", detail=False) == [A, T]
+    assert fs.info("12345") == {"name": "12345", "type": "directory", "size": 0}
+    assert fs.glob("12345/*/readme.txt") == [f"{A}/readme.txt"]
+    assert not fs.exists("ark://99999")
+    with pytest.raises(FileNotFoundError):
+        fs.ls("ark://99999")
+
+
+def test_modified_times_and_read_only_refusals(
+    options: dict[str, Any], reach_archive: Published
+) -> None:
+    fs = fsspec.filesystem("ark", **options)
+    mtime = (reach_archive.tree / "c3/s5.v7.xsl").stat().st_mtime
+    assert fs.modified(f"{A}/c3/s5.v7.xsl").timestamp() == pytest.approx(mtime, abs=1e-6)
+    made = [v.created for v in fs.client.info(ARK).versions]
+    assert fs.modified(f"{A}/@v1").timestamp() == pytest.approx(made[0], abs=1e-6)
+    assert fs.modified(A).timestamp() == pytest.approx(made[-1], abs=1e-6)
+    for write in (
+        lambda: fs.rm(f"{A}/readme.txt"),
+        lambda: fs.mkdir(f"{A}/new"),
+        lambda: fs.pipe(f"{A}/new.txt", b"x"),
+        lambda: fs.mv(f"{A}/readme.txt", f"{A}/moved.txt"),
+        lambda: fs.open(f"{A}/new.txt", "wb"),
+    ):
+        with pytest.raises(PermissionError, match="read-only"):
+            write()
+    assert fs.cat_file(f"{A}/readme.txt") == (reach_archive.tree / "readme.txt").read_bytes()
+
+
 def test_pandas_reads_csv(options: dict[str, Any], reach_archive: Published) -> None:
     got = pd.read_csv(f"ark://{T}/table.csv", storage_options=options)
     pd.testing.assert_frame_equal(got, pd.read_csv(reach_archive.tables / "table.csv"))

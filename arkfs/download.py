@@ -25,6 +25,7 @@ one that differs is fetched again. Symlinks are made as the mount shows them; di
 get their modes and mtimes last.
 """
 
+import contextlib
 import hashlib
 import io
 import os
@@ -36,6 +37,7 @@ from pathlib import Path
 from arkfs.api import CLIENT_GROUP_BYTES, ArkFile, Client, Resolved
 from arkfs.archive.manifest import Entry, Kind
 from arkfs.util.direct import DirectFile
+from arkfs.util.sizes import human
 
 PIECE = CLIENT_GROUP_BYTES  # bytes fetched and written by one job at a time: one request each
 PART = ".arkfs-part"
@@ -92,10 +94,13 @@ class GetProgress:
 
 
 def target(found: Resolved, dest: Path | None) -> Path:
-    """Where found goes: dest, else its last name component (the archive's Name)."""
-    if dest is not None:
-        return dest
-    return Path(found.path.rpartition("/")[2] if found.path else found.archive.rpartition("/")[2])
+    """Where found goes: dest (a file into dest when dest is a directory, as cp puts it),
+    else its last name component (the archive's Name)."""
+    name = found.path.rpartition("/")[2] if found.path else found.archive.rpartition("/")[2]
+    if dest is None:
+        return Path(name)
+    is_file = found.entry is not None and found.entry.kind == Kind.FILE
+    return dest / name if is_file and dest.is_dir() else dest
 
 
 def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs: int) -> Path:
@@ -116,12 +121,15 @@ def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs
     for _, path in dirs:
         path.mkdir(parents=True, exist_ok=True)
     progress.files, progress.total = len(files), sum(e.size for e, _ in files)
+    _check_space(out, sum(_to_write(entry, path) for entry, path in files))
     progress.begin("fetch")
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="arkfs-get") as pool:
         futures: list[Future[None]] = []
         try:
-            for file, path in files:
-                futures += _file_jobs(client, pool, f"{base}/{file.path}", file, path, progress)
+            for file, path in files:  # each file's pieces start as soon as it is planned
+                job = _plan(client, f"{base}/{file.path}", file, path, progress)
+                if job is not None:
+                    futures += job.submit(pool)
             finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = next((f.exception() for f in finished if f.exception() is not None), None)
             if failed is not None:
@@ -139,20 +147,15 @@ def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs
     return out
 
 
-def _file_jobs(
-    client: Client,
-    pool: ThreadPoolExecutor,
-    ark: str,
-    entry: Entry,
-    path: Path,
-    progress: GetProgress,
-) -> "list[Future[None]]":
-    """Submit the pieces of one file still missing; the last one to finish completes it."""
+def _plan(
+    client: Client, ark: str, entry: Entry, path: Path, progress: GetProgress
+) -> "_FileJob | None":
+    """The job of one file: its pieces still missing; None if path is that file already."""
     if _is_right(path, entry):
         progress.kept += 1
         progress.add(entry.size, 0)
         progress.check(entry.size)
-        return []
+        return None
     part = path.with_name(f".{path.name}{PART}")
     record = part.with_name(part.name + DONE)
     have = _pieces_done(part, record, entry.size)
@@ -160,8 +163,30 @@ def _file_jobs(
     todo = [at for at in range(0, max(entry.size, 1), PIECE) if at not in have]
     if entry.size == 0:
         todo = [0]
-    job = _FileJob(client, ark, entry, path, part, record, todo, progress)
-    return [pool.submit(job.piece, at) for at in todo]
+    return _FileJob(client, ark, entry, path, part, record, todo, progress)
+
+
+def _to_write(entry: Entry, path: Path) -> int:
+    """Bytes a get writes for one file at most: none if path has its size already (it is
+    checked later), else those of the pieces an earlier run has not written."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_size == entry.size and not path.is_symlink():
+            return 0
+    part = path.with_name(f".{path.name}{PART}")
+    have = _pieces_done(part, part.with_name(part.name + DONE), entry.size)
+    return entry.size - sum(min(PIECE, entry.size - at) for at in have)
+
+
+def _check_space(out: Path, missing: int) -> None:
+    """Refuse to start a get whose bytes would not fit where they go (DownloadError)."""
+    where = next((p for p in (out, *out.absolute().parents) if p.exists()), Path("/"))
+    stat = os.statvfs(where)
+    free = stat.f_bavail * stat.f_frsize
+    if missing > free:
+        raise DownloadError(
+            f"{out}: {human(missing)} to write, {human(free)} free there; "
+            "free some space or choose another DEST"
+        )
 
 
 class _FileJob:
@@ -187,12 +212,29 @@ class _FileJob:
         self.failed = False  # a piece failed: the digest will not move on
         self.file: DirectFile | None = None
         self.opened: io.BufferedReader | None = None
+        self.todo = todo
         self.written = {at for at in range(0, entry.size, PIECE)} - set(todo)
         self.hashed = 0  # bytes of the part file fed to the digest, from the start
         self.ahead: dict[int, Parts] = {}  # pieces written, not yet fed
         # Only a file with pieces of an earlier run is checked whole (the module docstring).
         self.digest = hashlib.sha256() if self.written else None
         self.turn = threading.Lock()  # held by the one thread feeding the digest
+
+    def submit(self, pool: ThreadPoolExecutor) -> "list[Future[None]]":
+        """Submit the pieces still missing (the last to finish completes the file), or, if
+        an earlier run wrote them all and stopped before the rename, the completion."""
+        if not self.todo:
+            return [pool.submit(self.finish)]
+        return [pool.submit(self.piece, at) for at in self.todo]
+
+    def finish(self) -> None:
+        """Complete a file whose every piece an earlier run wrote: check it, rename it."""
+        file, _ = self._open()
+        assert self.opened is not None and self.digest is not None
+        self.opened.close()
+        self._feed(file.fd, wait=True)
+        _complete(file, self.part, self.record, self.path, self.entry, self.digest.digest())
+        self.progress.check(self.entry.size)
 
     def _open(self) -> tuple[DirectFile, ArkFile]:
         with self.lock:
@@ -219,7 +261,10 @@ class _FileJob:
                 if self.failed:
                     return  # the failure is the get's error; this piece is not needed
             data = raw.pread_parts(at, PIECE) if self.entry.size else []
-            n = file.pwrite_parts(data, at)
+            try:
+                n = file.pwrite_parts(data, at)
+            except OSError as exc:  # ENOSPC, EIO, ...: say which file
+                raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         except BaseException:
             with self.fed:
                 self.failed = True

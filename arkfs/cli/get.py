@@ -31,11 +31,18 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "its SHA-256 too), in parallel, through the same "
         "servers, registries, mirrors, tokens and chunk cache as `arkfs mount`. A rerun fetches "
         "only what is missing or wrong; a file appears under its name only once it is whole "
-        "and checked. Modes, mtimes and symlinks are kept as the mount shows them.",
+        "and checked. Modes, mtimes and symlinks are kept as the mount shows them. A get that "
+        "would not fit on DEST's file system stops before it fetches.",
         epilog="Example:\n  arkfs get ark:12345/x6np1wh8k/@v2/data --server https://arks.example.org",
     )
     p.add_argument("ark", metavar="ARK", help="ark:NAAN/Name[/@vN][/PATH]")
-    p.add_argument("dest", metavar="DEST", nargs="?", type=Path, help="default: the last name")
+    p.add_argument(
+        "dest",
+        metavar="DEST",
+        nargs="?",
+        type=Path,
+        help="default: the last name; a file goes inside DEST if DEST is a directory",
+    )
     p.add_argument("--server", action="append", default=[], metavar="URL", help="an arkfs server")
     p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store")
     add_token_options(p, "read token for the --server URLs")

@@ -255,6 +255,55 @@ def test_a_resumed_piece_that_is_wrong_fails_the_sha256_and_leaves_no_file(
     assert out.read_bytes() == truth and progress.fetched == len(truth)
 
 
+def test_a_get_stopped_before_its_rename_is_finished_by_the_rerun(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    """Every piece written and noted, but no rename (stopped during the fsync): the rerun
+    checks the part file whole and renames it, fetching nothing."""
+    truth = (reach_archive.tree / "data/big.bin").read_bytes()
+    (tmp_path / ".big.bin.arkfs-part").write_bytes(truth)
+    pieces = "".join(f"{at}\n" for at in range(0, len(truth), PIECE))
+    (tmp_path / ".big.bin.arkfs-part.done").write_text(pieces)
+    done = get(
+        f"{ARK}/data/big.bin", *where(reach_archive, "store"), "--no-cache", "--json", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["fetched"] == 0
+    assert (tmp_path / "big.bin").read_bytes() == truth
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.bin"]
+
+
+def test_a_file_into_a_directory_and_no_room_for_it(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's DEST that is a directory gets the file inside it, as cp does; a get that
+    would not fit where it goes stops before it fetches, with one line."""
+    from arkfs import download
+    from arkfs.api import Client
+    from arkfs.download import DownloadError, GetProgress
+
+    opts = [*where(reach_archive, "store"), "--no-cache", "-q"]
+    (tmp_path / "into").mkdir()
+    assert get(f"{ARK}/readme.txt", "into", *opts, cwd=tmp_path).returncode == 0
+    truth = (reach_archive.tree / "readme.txt").read_bytes()
+    assert (tmp_path / "into/readme.txt").read_bytes() == truth
+    assert sorted(p.name for p in (tmp_path / "into").iterdir()) == ["readme.txt"]
+    real = os.statvfs
+
+    def small(path: object) -> os.statvfs_result:  # 1 MiB free, in 4 KiB blocks
+        st = real(path)  # type: ignore[arg-type]
+        return os.statvfs_result((*st[:4], 256, *st[5:]))
+
+    monkeypatch.setattr(os, "statvfs", small)
+    no_room = r"big\.bin: 3\.0 MiB to write, 1\.0 MiB free"
+    with (
+        Client(store=reach_archive.store, cache_dir=tmp_path / "cache", cache_size=0) as client,
+        pytest.raises(DownloadError, match=no_room),
+    ):
+        download.get(client, f"{ARK}/data/big.bin", tmp_path / "big.bin", GetProgress(), 4)
+    assert not any(p.name.endswith(".bin") or "arkfs-part" in p.name for p in tmp_path.iterdir())
+
+
 GET_AND_LIST_MODULES = """
 import json, sys
 from arkfs.cli.main import main

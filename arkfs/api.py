@@ -38,6 +38,7 @@ from arkfs.mount.config import (
     Discovery,
     ResolverConfig,
     default_config_path,
+    fallback_option,
     load_config,
 )
 from arkfs.mount.data.chunk_cache import ChunkCache
@@ -106,6 +107,8 @@ class Client:
         servers = (server,) if isinstance(server, str) else tuple(server)
         registries = (registry,) if isinstance(registry, str) else tuple(registry)
         try:
+            if isinstance(fallback, str):  # a URL, or "off" as on the command line
+                fallback = fallback_option(fallback)
             resolver = load_config(Path(config) if config else default_config_path(), bool(config))
             if resolver.proxies:  # the config's proxies carry every request from now on
                 proxies.use(resolver.proxies, f"config file {resolver.path}: proxies")

@@ -76,14 +76,13 @@ def run_get(args: argparse.Namespace) -> int:
 
         scratch = tempfile.TemporaryDirectory(prefix="arkfs-get-")
         cache_dir = scratch.name
-    fallback = None if args.fallback is None else (args.fallback != "off" and args.fallback)
     try:
         client = Client(
             tuple(args.server), store=args.store, token=token, cache_dir=cache_dir,
             cache_size=0 if args.no_cache else DEFAULT_CACHE_SIZE,
             registry=tuple(args.registry), allow_private=args.allow_private,
             config=args.config,
-            fallback=fallback,
+            fallback=args.fallback,
         )  # fmt: skip
     except ValueError as exc:
         raise BadInput(str(exc)) from None

@@ -14,6 +14,7 @@ from arkfs.mount.config import (
     Discovery,
     ResolverConfig,
     default_config_path,
+    fallback_option,
     load_config,
 )
 
@@ -61,16 +62,15 @@ def resolver_config(args: argparse.Namespace) -> ResolverConfig:
 def discovery_from(args: argparse.Namespace, config: ResolverConfig) -> Discovery:
     """--registry, --fallback and --allow-private, checked (registry files must read well),
     over config's."""
-    from arkfs.resolver.registries import is_url  # the resolver loads when a command runs
-
     registries = tuple(_check_registry(r) for r in args.registry)
     for source in config.registries:
         _check_registry(source)
     fallback: str | bool | None = None
     if args.fallback is not None:
-        fallback = False if args.fallback == "off" else args.fallback
-        if fallback and not is_url(args.fallback):
-            raise BadInput(f"--fallback {args.fallback!r} is not an http(s) URL or off")
+        try:
+            fallback = fallback_option(args.fallback)
+        except ConfigError as exc:
+            raise BadInput(str(exc)) from None
     return Discovery(registries, fallback, args.allow_private)
 
 

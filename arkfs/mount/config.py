@@ -246,6 +246,18 @@ def _registries(value: object, path: Path) -> tuple[str, ...]:
     return tuple(i if is_url(i) else str(base / Path(i).expanduser()) for i in items)
 
 
+def fallback_option(text: str) -> str | bool:
+    """A fallback as --fallback and the API take it: a resolver's http(s) URL, or `off`
+    (False); ConfigError otherwise."""
+    from arkfs.resolver.registries import is_url
+
+    if text == "off":
+        return False
+    if not is_url(text):
+        raise ConfigError(f"--fallback {text!r} is not an http(s) URL or off")
+    return text
+
+
 def _fallback(value: object, path: Path) -> str | bool | None:
     from arkfs.resolver.registries import is_url
 

@@ -109,3 +109,14 @@ def test_module_functions_use_the_default_client(
     finally:
         if api._default is not None:
             api._default.close()
+
+
+def test_a_fallback_is_a_url_or_off_as_on_the_command_line(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    with Client(store=reach_archive.store, cache_dir=tmp_path / "c", fallback="off") as c:
+        assert c.resolve(f"{ARK}/readme.txt").version == 2
+        with pytest.raises(FileNotFoundError, match="no archive is bound"):
+            c.resolve("ark:99999/elsewhere")  # no resolver asked, not 'off' taken for one
+    with pytest.raises(ValueError, match=r"'n2t\.net' is not an http"):
+        Client(store=reach_archive.store, cache_dir=tmp_path / "c", fallback="n2t.net")

@@ -26,6 +26,7 @@ get their modes and mtimes last.
 """
 
 import contextlib
+import fnmatch
 import hashlib
 import io
 import os
@@ -93,6 +94,29 @@ class GetProgress:
         return self.done + self.checked + (self.dest is not None), 2 * self.total + 1
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Which paths a get takes (--include, --exclude), as `hf download` chooses: a path is
+    taken if it matches an include pattern (or none is given) and no exclude pattern.
+    Patterns are fnmatch's, against the path below what the ARK names: `*` crosses `/`,
+    and a pattern ending in `/` takes a whole directory."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def everything(self) -> bool:
+        return not self.include and not self.exclude
+
+    def takes(self, path: str) -> bool:
+        def matches(patterns: tuple[str, ...]) -> bool:
+            return any(
+                fnmatch.fnmatchcase(path, p + "*" if p.endswith("/") else p) for p in patterns
+            )
+
+        return (not self.include or matches(self.include)) and not matches(self.exclude)
+
+
 def target(found: Resolved, dest: Path | None) -> Path:
     """Where found goes: dest (a file into dest when dest is a directory, as cp puts it),
     else its last name component (the archive's Name)."""
@@ -103,8 +127,16 @@ def target(found: Resolved, dest: Path | None) -> Path:
     return dest / name if is_file and dest.is_dir() else dest
 
 
-def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs: int) -> Path:
-    """Download what ark names to dest (default: target()); return where it went."""
+def get(
+    client: Client,
+    ark: str,
+    dest: Path | None,
+    progress: GetProgress,
+    jobs: int,
+    selection: Selection = Selection(),
+) -> Path:
+    """Download what ark names (the paths selection takes, in a directory) to dest
+    (default: target()); return where it went."""
     found, entries = client.tree(ark)
     out = target(found, dest)
     base = f"{found.archive}/@v{found.version}"
@@ -114,10 +146,21 @@ def get(client: Client, ark: str, dest: Path | None, progress: GetProgress, jobs
         links: list[tuple[Entry, Path]] = []
     else:
         skip = len(found.path) + 1 if found.path else 0
-        where = [(e, out / e.path[skip:]) for e in entries]
-        dirs = [(found.entry, out), *((e, p) for e, p in where if e.kind == Kind.DIR)]
-        files = [(e, p) for e, p in where if e.kind == Kind.FILE]
-        links = [(e, p) for e, p in where if e.kind == Kind.SYMLINK]
+        where = [(e, e.path[skip:]) for e in entries]
+        taken = [(e, rel) for e, rel in where if e.kind == Kind.DIR or selection.takes(rel)]
+        files = [(e, out / rel) for e, rel in taken if e.kind == Kind.FILE]
+        links = [(e, out / rel) for e, rel in taken if e.kind == Kind.SYMLINK]
+        if not selection.everything and not files and not links:
+            raise DownloadError(f"nothing in {found.ark} matches --include/--exclude")
+        # With a selection, only the directories that hold what it took.
+        needed = {p.parent for _, p in files + links}
+        needed |= {a for p in needed for a in p.parents}
+        dirs = [(found.entry, out)]
+        dirs += [
+            (e, out / rel)
+            for e, rel in taken
+            if e.kind == Kind.DIR and (selection.everything or out / rel in needed)
+        ]
     for _, path in dirs:
         path.mkdir(parents=True, exist_ok=True)
     progress.files, progress.total = len(files), sum(e.size for e, _ in files)

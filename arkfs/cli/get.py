@@ -33,7 +33,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "only what is missing or wrong; a file appears under its name only once it is whole "
         "and checked. Modes, mtimes and symlinks are kept as the mount shows them. A get that "
         "would not fit on DEST's file system stops before it fetches.",
-        epilog="Example:\n  arkfs get ark:12345/x6np1wh8k/@v2/data --server https://arks.example.org",
+        epilog="Examples:\n  arkfs get ark:12345/x6np1wh8k/@v2/data --server https://arks.example.org\n"
+        "  arkfs get ark:12345/x6np1wh8k --include '*.csv' --exclude 'old/'",
     )
     p.add_argument("ark", metavar="ARK", help="ark:NAAN/Name[/@vN][/PATH]")
     p.add_argument(
@@ -48,6 +49,21 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     add_token_options(p, "read token for the --server URLs")
     p.add_argument("--cache-dir", type=Path, metavar="DIR", help="the chunk cache (the mount's)")
     p.add_argument("--no-cache", action="store_true", help="neither use nor fill the chunk cache")
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only the paths that match PATTERN (repeatable; fnmatch, against the path below "
+        "ARK: '*.csv', 'data/'), as `hf download --include`",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="not the paths that match PATTERN (repeatable; as --include)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=JOBS, help=f"pieces at once (default {JOBS})")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, only errors")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
@@ -60,7 +76,7 @@ def run_get(args: argparse.Namespace) -> int:
     from arkfs.api import DEFAULT_CACHE_SIZE, Client
     from arkfs.ark.errors import ArkError
     from arkfs.cli.progress_display import shown
-    from arkfs.download import GetProgress, get
+    from arkfs.download import GetProgress, Selection, get
     from arkfs.util.allocator import keep_freed, tune_gc
 
     keep_freed()  # this process's life is the download: its buffers are reused, not refaulted
@@ -90,7 +106,8 @@ def run_get(args: argparse.Namespace) -> int:
     began = time.monotonic()
     try:
         with shown(GetFeed(progress), args.quiet):
-            out = get(client, args.ark, args.dest, progress, args.jobs)
+            selection = Selection(tuple(args.include), tuple(args.exclude))
+            out = get(client, args.ark, args.dest, progress, args.jobs, selection)
     except ArkError as exc:
         raise BadInput(str(exc)) from None
     finally:

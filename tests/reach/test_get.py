@@ -304,6 +304,38 @@ def test_a_file_into_a_directory_and_no_room_for_it(
     assert not any(p.name.endswith(".bin") or "arkfs-part" in p.name for p in tmp_path.iterdir())
 
 
+@pytest.mark.unit
+def test_a_selection_takes_what_hf_download_would() -> None:
+    from arkfs.download import Selection
+
+    assert Selection().everything and Selection().takes("any/thing")
+    csv = Selection(include=("*.csv",))
+    assert csv.takes("a.csv") and csv.takes("deep/er/b.csv") and not csv.takes("a.csv.gz")
+    data = Selection(include=("data/",), exclude=("*.tmp",))
+    assert data.takes("data/x/y") and not data.takes("data/x.tmp") and not data.takes("datax")
+    assert not Selection(exclude=("*",)).takes("a")
+
+
+def test_include_and_exclude_choose_paths_as_hf_download_does(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    opts = [*where(reach_archive, "store"), "--no-cache", "-q"]
+    args = ["--include", "*.txt", "--exclude", "many/", "--exclude", "*spaces*"]
+    assert get(ARK, "copy", *opts, *args, cwd=tmp_path).returncode == 0
+    got = sorted(
+        p.relative_to(tmp_path / "copy").as_posix() for p in (tmp_path / "copy").rglob("*")
+    )
+    assert got == ["empty.txt", "readme.txt"]  # data/ held only what was excluded: no data/
+    tree = reach_archive.tree
+    assert (tmp_path / "copy/readme.txt").read_bytes() == (tree / "readme.txt").read_bytes()
+    assert get(f"{ARK}/c3", "c3", *opts, "--include", "deep/", cwd=tmp_path).returncode == 0
+    assert [p.name for p in (tmp_path / "c3").rglob("*") if p.is_file()] == ["leaf.bin"]
+    none = get(ARK, "none", *opts, "--include", "*.nothing", cwd=tmp_path)
+    assert none.returncode == 1 and none.stderr == (
+        f"arkfs: nothing in {ARK}/@v2 matches --include/--exclude\n"
+    )
+
+
 GET_AND_LIST_MODULES = """
 import json, sys
 from arkfs.cli.main import main

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import trio
 
@@ -205,12 +205,29 @@ class Client:
         """What ark names and every entry below it (symlinks as they are), in path order."""
         return self.call(self._tree, ark)
 
-    def open(self, ark: str, mode: str = "rb") -> io.BufferedReader:
-        """A seekable binary file of the bytes of the file ark names, verified as read."""
-        if mode not in ("r", "rb"):
-            raise ValueError(f"mode {mode!r}: archives are read-only and binary; use 'rb'")
+    @overload
+    def open(self, ark: str, mode: Literal["rb"] = "rb") -> "io.BufferedReader[ArkFile]": ...
+
+    @overload
+    def open(
+        self, ark: str, mode: Literal["r", "rt"], encoding: str = "utf-8", errors: str | None = None
+    ) -> io.TextIOWrapper: ...
+
+    def open(
+        self, ark: str, mode: str = "rb", encoding: str = "utf-8", errors: str | None = None
+    ) -> "io.BufferedReader[ArkFile] | io.TextIOWrapper":
+        """A seekable file of the bytes of the file ark names, verified as read: binary
+        ('rb'), or text ('r', 'rt'; UTF-8 unless encoding says otherwise)."""
+        return self._open(ark, mode, encoding, errors)
+
+    def _open(
+        self, ark: str, mode: str, encoding: str, errors: str | None
+    ) -> "io.BufferedReader[ArkFile] | io.TextIOWrapper":
+        if mode not in ("rb", "r", "rt"):
+            raise ValueError(f"mode {mode!r}: archives are read-only; use 'rb', or 'r' for text")
         archive, found = self.call(self._locate, ark)
-        return io.BufferedReader(ArkFile(self, archive, self._file(found)), BUFFER)
+        binary = io.BufferedReader(ArkFile(self, archive, self._file(found)), BUFFER)
+        return binary if mode == "rb" else io.TextIOWrapper(binary, encoding, errors)
 
     def _file(self, found: Resolved) -> Entry:
         """The file entry found names: a directory is refused."""
@@ -425,9 +442,22 @@ def default_client() -> Client:
         return _default
 
 
-def open(ark: str, mode: str = "rb") -> io.BufferedReader:
-    """A seekable binary file of the file ark names (default client's settings)."""
-    return default_client().open(ark, mode)
+@overload
+def open(ark: str, mode: Literal["rb"] = "rb") -> "io.BufferedReader[ArkFile]": ...
+
+
+@overload
+def open(
+    ark: str, mode: Literal["r", "rt"], encoding: str = "utf-8", errors: str | None = None
+) -> io.TextIOWrapper: ...
+
+
+def open(
+    ark: str, mode: str = "rb", encoding: str = "utf-8", errors: str | None = None
+) -> "io.BufferedReader[ArkFile] | io.TextIOWrapper":
+    """A seekable file of the file ark names, binary or text (Client.open; the default
+    client's settings)."""
+    return default_client()._open(ark, mode, encoding, errors)
 
 
 def info(ark: str) -> Info:

@@ -254,7 +254,7 @@ class _FileJob:
         self.fed = threading.Condition(self.lock)  # notified as hashed moves on, or on failure
         self.failed = False  # a piece failed: the digest will not move on
         self.file: DirectFile | None = None
-        self.opened: io.BufferedReader | None = None
+        self.opened: io.BufferedReader[ArkFile] | None = None
         self.todo = todo
         self.written = {at for at in range(0, entry.size, PIECE)} - set(todo)
         self.hashed = 0  # bytes of the part file fed to the digest, from the start
@@ -285,9 +285,8 @@ class _FileJob:
                 self.opened = self.client.open(self.ark)
                 self.file = DirectFile(self.part)
                 os.ftruncate(self.file.fd, self.entry.size)
-            raw = self.opened.raw if self.opened is not None else None
-            assert isinstance(raw, ArkFile)
-            return self.file, raw
+            assert self.opened is not None
+            return self.file, self.opened.raw
 
     def piece(self, at: int) -> None:
         """Fetch, write and note the piece at offset at; complete the file after its last."""

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from fsspec.spec import AbstractFileSystem
 
-from arkfs.api import Client, Resolved
+from arkfs.api import ArkFile, Client, Resolved
 from arkfs.archive.manifest import Kind
 
 PROTOCOL = "ark"
@@ -82,12 +82,12 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
         self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
     ) -> bytes:
         with self.client.open(self._strip_protocol(path)) as f:
-            size = f.raw.size  # type: ignore[attr-defined]
+            size = f.raw.size
             lo = 0 if start is None else (start if start >= 0 else max(size + start, 0))
             hi = size if end is None else (end if end >= 0 else max(size + end, 0))
-            return bytes(f.raw.pread(lo, max(hi - lo, 0))) if hi > lo else b""  # type: ignore[attr-defined]
+            return bytes(f.raw.pread(lo, max(hi - lo, 0))) if hi > lo else b""
 
-    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> io.BufferedReader:
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> "io.BufferedReader[ArkFile]":
         if mode != "rb":
             raise PermissionError(f"ark:// is read-only: mode {mode!r}")
         return self.client.open(self._strip_protocol(path))

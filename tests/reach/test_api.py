@@ -75,7 +75,7 @@ def test_missing_directories_and_bad_modes_are_oserrors(client: Client) -> None:
     with pytest.raises(IsADirectoryError):
         client.open(f"{ARK}/c3")
     with pytest.raises(ValueError, match="read-only"):
-        client.open(f"{ARK}/readme.txt", "w")
+        client.open(f"{ARK}/readme.txt", "w")  # type: ignore[call-overload]
 
 
 def test_a_flipped_byte_is_an_eio_never_data(reach_archive: Published, tmp_path: Path) -> None:
@@ -120,3 +120,11 @@ def test_a_fallback_is_a_url_or_off_as_on_the_command_line(
             c.resolve("ark:99999/elsewhere")  # no resolver asked, not 'off' taken for one
     with pytest.raises(ValueError, match=r"'n2t\.net' is not an http"):
         Client(store=reach_archive.store, cache_dir=tmp_path / "c", fallback="n2t.net")
+
+
+def test_text_mode_reads_str(client: Client, reach_archive: Published) -> None:
+    truth = (reach_archive.tree / "data/name with spaces-and-hyphens.txt").read_text()
+    with client.open(f"{ARK}/data/name with spaces-and-hyphens.txt", "r") as f:
+        assert f.read() == truth and isinstance(truth, str)
+    with client.open(f"{ARK}/readme.txt", "rt", encoding="ascii") as f:
+        assert f.readline() == (reach_archive.tree / "readme.txt").read_text()

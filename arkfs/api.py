@@ -17,6 +17,7 @@ import io
 import os
 import posixpath
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,14 @@ class Client:
         size = cache_size if isinstance(cache_size, int) else parse_size(cache_size)
         discovery = Discovery(registries, fallback, allow_private)
         self.options = _options(servers, store, resolver, discovery, cache, size, token)
+        self.generation = 0  # how many times the trio thread was started in this object
+        self._forked = False
+        self._fork_lock = threading.Lock()
+        self._start()
+        _clients.add(self)
+
+    def _start(self) -> None:
+        """Start the trio thread and wait until it hosts the catalog and the reader."""
         self._token: trio.lowlevel.TrioToken | None = None
         self._closed: trio.Event | None = None
         self._failure: BaseException | None = None
@@ -135,6 +144,13 @@ class Client:
         started.wait()
         if self._failure is not None:
             raise self._failure
+        self.generation += 1
+
+    def _after_fork(self) -> None:
+        """In a forked child (a DataLoader worker, say): the parent's trio thread is not
+        here; an open client starts its own at its next call."""
+        self._fork_lock = threading.Lock()  # the parent's may have been held
+        self._forked = self._token is not None
 
     async def _main(self, started: threading.Event) -> None:
         """Open the catalog and the reader, host the reader until close()."""
@@ -161,6 +177,11 @@ class Client:
 
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run the async fn(*args) on the client's trio thread; errors as OSError."""
+        if self._forked:
+            with self._fork_lock:
+                if self._forked:
+                    self._start()
+                    self._forked = False
         if self._token is None or not self._thread.is_alive():
             raise OSError(errno.EBADF, "this arkfs client is closed")
         return trio.from_thread.run(_mapped, fn, *args, trio_token=self._token)
@@ -307,6 +328,7 @@ class ArkFile(io.RawIOBase):
         self._client, self._archive, self._entry = client, archive, entry
         self._hash, self.size, self._pos = entry.xet_hash, entry.size, 0
         self.name = f"{archive.key}/{version_name(archive.version)}/{entry.path}"
+        self._generation = client.generation  # the trio thread whose catalog gave archive
 
     def readable(self) -> bool:
         return True
@@ -345,9 +367,19 @@ class ArkFile(io.RawIOBase):
     def _read(self, how: Callable[..., Awaitable[T]], offset: int, length: int) -> T:
         if self.closed:
             raise ValueError("I/O operation on closed file")
-        reader = self._client.reader
-        return self._client.call(
-            how, reader, self._archive.backend, self._hash, self.size, offset, length, self
+        got: T = self._client.call(self._read_in_loop, how, offset, length)
+        return got
+
+    async def _read_in_loop(self, how: Callable[..., Awaitable[T]], offset: int, length: int) -> T:
+        """how(reader, ...) on the client's trio thread: in a process forked since the file
+        was opened, with that thread's copy of the archive (the parent's backends and their
+        connections are not this process's)."""
+        client = self._client
+        if self._generation != client.generation:
+            self._archive = (await client._locate(self.name))[0]
+            self._generation = client.generation
+        return await how(
+            client.reader, self._archive.backend, self._hash, self.size, offset, length, self
         )
 
     def close(self) -> None:
@@ -370,6 +402,18 @@ async def _mapped(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         raise OSError(
             errno.EIO if isinstance(exc, BackendError) else errno.EINVAL, str(exc)
         ) from None
+
+
+_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()  # the open clients, for _forked
+
+
+def _forked() -> None:
+    """After a fork, in the child: every client starts a thread of its own when next used."""
+    for client in list(_clients):
+        client._after_fork()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def _follow(archive: IndexedArchive, path: str) -> tuple[Entry | None, str]:

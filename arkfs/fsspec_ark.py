@@ -5,7 +5,9 @@ Registered through the `fsspec.specs` entry point (pyproject.toml). Paths are
 or token_file, store, cache_dir, registry, ...). Everything is done by arkfs.api's Client,
 so reads are verified exactly as in the mount, and a random read fetches only the chunks
 that hold its bytes. As in the mount, `ark://` lists the NAANs and `ark://NAAN` the
-archives bound under it. Every call that would write raises PermissionError.
+archives bound under it. Every call that would write raises PermissionError. A worker
+forked from a process that used the filesystem (a DataLoader's) reads through it too: its
+Client starts a thread of its own there (arkfs.api).
 """
 
 import io

@@ -95,6 +95,40 @@ def test_modified_times_and_read_only_refusals(
     assert fs.cat_file(f"{A}/readme.txt") == (reach_archive.tree / "readme.txt").read_bytes()
 
 
+def _read_in_child(read: Any, out: Any) -> None:
+    try:
+        out.put(read())
+    except Exception as exc:  # the parent asserts on what came back
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_a_forked_worker_reads_through_what_it_inherited(
+    options: dict[str, Any], reach_archive: Published
+) -> None:
+    """A DataLoader worker is a fork: the filesystem and the files open in the parent must
+    read there too (the parent's trio thread is not in the child), and the right bytes."""
+    import multiprocessing
+
+    fs = fsspec.filesystem("ark", **options)
+    big = (reach_archive.tree / "data/big.bin").read_bytes()
+    f = fs.open(f"{A}/data/big.bin")
+    assert f.read(10) == big[:10]
+    fork = multiprocessing.get_context("fork")
+    reads = {
+        "cat": lambda: fs.cat_file(f"{A}/readme.txt"),
+        "open file": lambda: (f.seek(2_000_000), f.read(1_000_000))[1],
+        "listing": lambda: fs.ls(f"{A}/c3", detail=False),
+    }
+    for name, read in reads.items():
+        out = fork.Queue()
+        child = fork.Process(target=_read_in_child, args=(read, out))
+        child.start()
+        got = out.get(timeout=60)
+        child.join(60)
+        assert got == read(), name  # the same as the parent reads, still working
+    assert child.exitcode == 0
+
+
 def test_pandas_reads_csv(options: dict[str, Any], reach_archive: Published) -> None:
     got = pd.read_csv(f"ark://{T}/table.csv", storage_options=options)
     pd.testing.assert_frame_equal(got, pd.read_csv(reach_archive.tables / "table.csv"))

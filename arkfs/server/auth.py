@@ -188,6 +188,14 @@ class Authorizer:
                 names,
             )
 
+    def granted(self, header: str | None) -> Scope:
+        """The scope of the bearer token in header; AuthError (401) without a valid one."""
+        token = self.require(header, Scope.READ, anonymous=False)
+        scope = self._scope(token, derived=True) if token is not None else None
+        if scope is None:
+            raise AuthError(401, "unknown or expired token")
+        return scope
+
     def granted_shoulders(self, token: str) -> tuple[Shoulder, ...] | None:
         """The shoulders token may bind under (None: any); () for an upload-only token."""
         if is_derived(token):

@@ -16,7 +16,8 @@ huggingface_hub 2.x calls them:
 - GET /api/{models|datasets}/{repo}/commits/{rev}: that version and the ones before it,
   newest first, each titled by its message;
 - GET /api/{models|datasets}/{repo}/auth-check: 200 when the token may read the repo;
-- GET /api/{models|datasets}/{repo}/xet-read-token/{rev}: a read token for the CAS.
+- GET /api/{models|datasets}/{repo}/xet-read-token/{rev}: a read token for the CAS;
+- GET /api/whoami-v2: the token's role (read or write), for `hf auth login` and `whoami`.
 Every route needs read scope; an embargoed archive a real read token, a withdrawn one is
 410 Gone, as on the NMA. A 404 says what is missing in X-Error-Code (RepoNotFound,
 RevisionNotFound, EntryNotFound), as the Hub does: huggingface_hub raises its matching
@@ -81,6 +82,7 @@ class HubService(Face):
                 Route(f"{api}/auth-check", self.auth_check),
                 Route(f"{api}/xet-read-token/{{rev}}", self.read_token),
             ]
+        out.append(Route("/api/whoami-v2", self.whoami))
         for prefix in ("", "/models", "/datasets"):
             out.append(
                 Route(
@@ -216,6 +218,22 @@ class HubService(Face):
     async def auth_check(self, request: Request) -> Response:
         await self._archive(request)
         return JSONResponse({})
+
+    async def whoami(self, request: Request) -> Response:
+        """Who the token is, as the Hub says it: a token has no user here, only a role."""
+        scope = self.auth.granted(request.headers.get("authorization"))
+        role = "write" if scope >= Scope.WRITE else "read"
+        token = {"displayName": f"arkfs-{role}", "role": role}
+        return JSONResponse(
+            {
+                "type": "user",
+                "id": "arkfs",
+                "name": "arkfs",
+                "fullname": f"an arkfs {role} token",
+                "orgs": [],
+                "auth": {"type": "access_token", "accessToken": token},
+            }
+        )
 
     async def read_token(self, request: Request) -> Response:
         await self._archive(request)

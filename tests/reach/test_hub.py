@@ -12,7 +12,7 @@ from huggingface_hub import (
     hf_hub_download,
     snapshot_download,
 )
-from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError
 
 from tests.reach.conftest import ARK, TOKEN, Published
 
@@ -151,3 +151,11 @@ def test_a_malformed_paths_info_request_is_a_400(reach_archive: Published) -> No
     ]:
         resp = httpx.post(url, content=body, headers=auth | {"Content-Type": kind})
         assert resp.status_code == 400 and "`paths`" in resp.text, (body, resp.text)
+
+
+def test_whoami_tells_the_tokens_role(reach_archive: Published) -> None:
+    api = HfApi(endpoint=reach_archive.url)
+    me = api.whoami(token=TOKEN)
+    assert me["name"] == "arkfs" and me["auth"]["accessToken"]["role"] == "read"
+    with pytest.raises(HfHubHTTPError, match="Invalid user token"):  # our 401, as the Hub reads it
+        api.whoami(token="not-a-token")

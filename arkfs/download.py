@@ -38,6 +38,7 @@ from pathlib import Path
 from arkfs.api import CLIENT_GROUP_BYTES, ArkFile, Client, Resolved
 from arkfs.archive.manifest import Entry, Kind
 from arkfs.util.direct import DirectFile
+from arkfs.util.pagecache import let_go
 from arkfs.util.sizes import human
 
 PIECE = CLIENT_GROUP_BYTES  # bytes fetched and written by one job at a time: one request each
@@ -314,7 +315,7 @@ class _FileJob:
             raise
         if file.direct is None:  # start writing the piece back now, so the fsync before
             # the rename has little left to wait for (0.25-0.7 s of a 1 GiB get, else)
-            os.posix_fadvise(file.fd, at, n, os.POSIX_FADV_DONTNEED)
+            let_go(file.fd, at, n)
         with self.lock:
             with open(self.record, "a") as r:
                 r.write(f"{at}\n")

@@ -39,8 +39,10 @@ class DirectFile:
         self.direct: int | None = None
         # The file is open already: whatever refuses the second open (EINVAL on tmpfs,
         # EOPNOTSUPP, ...) leaves the ordinary descriptor to write every byte.
+        direct = getattr(os, "O_DIRECT", None)  # Linux's; macOS has none
         with contextlib.suppress(OSError):
-            self.direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
+            if direct is not None:
+                self.direct = os.open(path, os.O_WRONLY | direct)
 
     def pwrite_parts(self, parts: Sequence[Buffer], at: int) -> int:
         """Write parts one after another from offset at; return the bytes written."""

@@ -336,6 +336,28 @@ def test_include_and_exclude_choose_paths_as_hf_download_does(
     )
 
 
+def test_a_get_and_a_cached_reread_without_linux_only_calls(
+    reach_archive: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on macOS: no O_DIRECT, no posix_fadvise, no RWF_NOWAIT. The same bytes come,
+    written through the ordinary descriptor, and come again from the chunk cache."""
+    from arkfs import download
+    from arkfs.api import Client
+    from arkfs.download import GetProgress
+
+    for name in ("O_DIRECT", "posix_fadvise", "RWF_NOWAIT"):
+        monkeypatch.delattr(os, name)
+    truth = (reach_archive.tree / "data/big.bin").read_bytes()
+    with Client(store=reach_archive.store, cache_dir=tmp_path / "cache") as client:
+        for name in ("first.bin", "again.bin"):
+            download.get(client, f"{ARK}/data/big.bin", tmp_path / name, GetProgress(), 4)
+            assert (tmp_path / name).read_bytes() == truth
+        with client.open(f"{ARK}/data/big.bin") as f:  # small reads: the cache's at-hand path
+            assert [f.read(4096) for _ in range(3)] == [
+                truth[i : i + 4096] for i in (0, 4096, 8192)
+            ]
+
+
 GET_AND_LIST_MODULES = """
 import json, sys
 from arkfs.cli.main import main

@@ -60,6 +60,7 @@ from arkfs.mount.data.errors import BadMapFile
 from arkfs.mount.data.eviction import EvictionPolicy, LRUPolicy
 from arkfs.mount.data.file_map import FileMap, pack_map, unpack_map
 from arkfs.util.atomic import is_temp, remove_stale_temps, write_atomic
+from arkfs.util.pagecache import read_if_cached, will_need
 from arkfs.xet.compression import ChunkData
 from arkfs.xet.constants import HASH_SIZE
 from arkfs.xet.errors import HashStringError, XetError
@@ -112,17 +113,6 @@ def _pread_all(fd: int, start: int, end: int) -> bytes:
 def _intact(data: ChunkData, where: _Where) -> bool:
     """Do a chunk's bytes, read back from its pack, match the checksum written beside them?"""
     return _checksum(data) == where.check
-
-
-def _read_nowait(fd: int, start: int, size: int) -> bytes | None:
-    """Bytes [start, start + size) of an open file if all are in the page cache, else None
-    (os.RWF_NOWAIT: never waits for the disk)."""
-    buf = bytearray(size)
-    try:
-        got = os.preadv(fd, [buf], start, os.RWF_NOWAIT)
-    except OSError:  # EAGAIN: not all cached
-        return None
-    return bytes(buf) if got == size else None
 
 
 def _touch(fd: int) -> None:
@@ -462,7 +452,7 @@ class ChunkCache:
                 opened[key] = f
                 if len(spans) > 1:
                     start, end = span or (0, 0)
-                    os.posix_fadvise(f.fd, start, end - start, os.POSIX_FADV_WILLNEED)
+                    will_need(f.fd, start, end - start)
             for key, f in opened.items():
                 try:
                     start, end = spans[key] or (0, os.fstat(f.fd).st_size)
@@ -554,7 +544,7 @@ class ChunkCache:
                 return None
             try:
                 for h, w in items:
-                    data = _read_nowait(f.fd, w.offset, w.size)
+                    data = read_if_cached(f.fd, w.offset, w.size)
                     if data is None or not _intact(data, w):
                         return None
                     found[h] = data

@@ -40,10 +40,10 @@ system-packages:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-$(STAMP): pyproject.toml arkfs/xet/_gearcut.c arkfs/xet/_bytegroup.c arkfs/xet/_merkle.c arkfs/archive/_tree.c | system-packages
+$(STAMP): pyproject.toml $(wildcard arkfs/*/*.c arkfs/*/*/*.c) | system-packages
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[s3,test,dev]'
+	$(PY) -m pip install -q -e '.[fuse,s3,test,dev]'
 	@touch $@
 
 lint: install

@@ -193,9 +193,24 @@ def run_mount(args: argparse.Namespace) -> int:
         return EXIT_USAGE if exc.usage else EXIT_FAILURE
 
 
+def need_pyfuse3() -> None:
+    """BadInput with the line that installs it, unless pyfuse3 (the mount's FUSE binding,
+    the `fuse` extra: it builds against libfuse3, which get and ark:// never need) is here."""
+    try:
+        import pyfuse3  # noqa: F401
+    except ImportError:
+        raise BadInput(
+            "the mount needs pyfuse3, which is not installed: pip install 'arkfs[fuse]' "
+            "(it builds against libfuse3: apt install libfuse3-dev pkg-config); "
+            "arkfs get and ark:// need no FUSE"
+        ) from None
+
+
 def _mount(args: argparse.Namespace) -> int:
     """Check FUSE, the mountpoint and the options; then mount, in the foreground or not."""
     import logging
+
+    need_pyfuse3()
 
     from arkfs.mount.backends import MountOptions
     from arkfs.mount.daemon import (
@@ -334,6 +349,7 @@ def _fusermount(*args: str) -> subprocess.CompletedProcess[str]:
 
 def run_umount(args: argparse.Namespace) -> int:
     """fusermount3 -u; if the mount is busy, detach it lazily (-uz) and say so."""
+    need_pyfuse3()
     from arkfs.mount.daemon import FSTYPE, mounted
 
     mountpoint = Path(os.path.realpath(args.mountpoint))
@@ -380,6 +396,7 @@ def run_stats(args: argparse.Namespace) -> int:
     """Read user.arkfs.stats from the mount root and print it."""
     import json
 
+    need_pyfuse3()
     from arkfs.mount.daemon import FSTYPE, mounted
     from arkfs.mount.exposition import exposition
     from arkfs.mount.fuse.xattrs import STATS

@@ -153,15 +153,11 @@ def get(
         links = [(e, out / rel) for e, rel in taken if e.kind == Kind.SYMLINK]
         if not selection.everything and not files and not links:
             raise DownloadError(f"nothing in {found.ark} matches --include/--exclude")
-        # With a selection, only the directories that hold what it took.
-        needed = {p.parent for _, p in files + links}
-        needed |= {a for p in needed for a in p.parents}
-        dirs = [(found.entry, out)]
-        dirs += [
-            (e, out / rel)
-            for e, rel in taken
-            if e.kind == Kind.DIR and (selection.everything or out / rel in needed)
-        ]
+        dirs = [(found.entry, out), *((e, out / rel) for e, rel in taken if e.kind == Kind.DIR)]
+        if not selection.everything:  # only the directories that hold what it took
+            needed = {p.parent for _, p in files + links}
+            needed |= {a for p in needed for a in p.parents}
+            dirs = [dirs[0], *((e, p) for e, p in dirs[1:] if p in needed)]
     for _, path in dirs:
         path.mkdir(parents=True, exist_ok=True)
     progress.files, progress.total = len(files), sum(e.size for e, _ in files)

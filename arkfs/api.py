@@ -186,6 +186,12 @@ class Client:
             raise OSError(errno.EBADF, "this arkfs client is closed")
         return trio.from_thread.run(_mapped, fn, *args, trio_token=self._token)
 
+    def _end_stream(self, stream: object) -> None:
+        """Tell the reader a file is closed, if its thread runs here (not in a forked child
+        that has not used the client: the parent's thread would never answer)."""
+        if self._token is not None and self._thread.is_alive():
+            trio.from_thread.run_sync(self.reader.end_stream, stream, trio_token=self._token)
+
     def close(self) -> None:
         """Finish the cache writes under way, close the backends and end the thread."""
         if self._token is not None and self._closed is not None and self._thread.is_alive():
@@ -384,9 +390,7 @@ class ArkFile(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
-            reader = self._client.reader
-            if self._client._token is not None:
-                trio.from_thread.run_sync(reader.end_stream, self, trio_token=self._client._token)
+            self._client._end_stream(self)
         super().close()
 
 
@@ -409,6 +413,8 @@ _clients: "weakref.WeakSet[Client]" = weakref.WeakSet()  # the open clients, for
 
 def _forked() -> None:
     """After a fork, in the child: every client starts a thread of its own when next used."""
+    global _default_lock
+    _default_lock = threading.Lock()  # the parent's may have been held
     for client in list(_clients):
         client._after_fork()
 

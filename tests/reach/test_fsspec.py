@@ -114,7 +114,11 @@ def test_a_forked_worker_reads_through_what_it_inherited(
     f = fs.open(f"{A}/data/big.bin")
     assert f.read(10) == big[:10]
     fork = multiprocessing.get_context("fork")
+    unread = fs.open(f"{A}/readme.txt")
     reads = {
+        "close unread": lambda: (unread.close(), "closed")[
+            1
+        ],  # no answer awaited from the parent's thread
         "cat": lambda: fs.cat_file(f"{A}/readme.txt"),
         "open file": lambda: (f.seek(2_000_000), f.read(1_000_000))[1],
         "listing": lambda: fs.ls(f"{A}/c3", detail=False),
@@ -123,10 +127,12 @@ def test_a_forked_worker_reads_through_what_it_inherited(
         out = fork.Queue()
         child = fork.Process(target=_read_in_child, args=(read, out))
         child.start()
-        got = out.get(timeout=60)
-        child.join(60)
-        assert got == read(), name  # the same as the parent reads, still working
-    assert child.exitcode == 0
+        try:
+            got = out.get(timeout=60)
+            child.join(60)
+        finally:
+            child.kill()  # a child that hangs is stopped, not left behind
+        assert got == read() and child.exitcode == 0, name  # as the parent reads, still working
 
 
 def test_pandas_reads_csv(options: dict[str, Any], reach_archive: Published) -> None:

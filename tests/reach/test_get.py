@@ -358,6 +358,22 @@ def test_a_get_and_a_cached_reread_without_linux_only_calls(
             ]
 
 
+def test_dest_dash_writes_one_file_to_stdout(reach_archive: Published, tmp_path: Path) -> None:
+    opts = where(reach_archive, "server")
+    truth = (reach_archive.tree / "data/big.bin").read_bytes()
+    done = subprocess.run(
+        [ARKFS, "get", f"{ARK}/data/big.bin", "-", *opts], capture_output=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout == truth and done.stderr == b""
+    head = subprocess.run(
+        f"{ARKFS} get {ARK}/data/big.bin - {' '.join(opts)} | head -c 10; exit ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert (head.returncode, head.stdout, head.stderr) == (1, truth[:10], b"")  # quiet, as cat
+    folder = get(f"{ARK}/c3", "-", *opts)
+    assert folder.returncode == 2 and "is a directory" in folder.stderr and folder.stdout == ""
+
+
 GET_AND_LIST_MODULES = """
 import json, sys
 from arkfs.cli.main import main

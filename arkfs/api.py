@@ -41,6 +41,7 @@ from arkfs.mount.config import (
     default_config_path,
     fallback_option,
     load_config,
+    server_urls,
 )
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.reader import ContentReader, ReadError
@@ -50,7 +51,7 @@ from arkfs.net import proxies
 from arkfs.util import paths
 from arkfs.util.sizes import parse_size
 
-__all__ = ["Client", "Info", "Resolved", "info", "open", "resolve"]
+__all__ = ["BadArk", "Client", "Info", "Resolved", "info", "open", "resolve"]
 
 T = TypeVar("T")
 DEFAULT_CACHE_SIZE = "10G"  # as the mount's default (cli/settings.py)
@@ -108,6 +109,8 @@ class Client:
         servers = (server,) if isinstance(server, str) else tuple(server)
         registries = (registry,) if isinstance(registry, str) else tuple(registry)
         try:
+            if servers:
+                server_urls(list(servers), "server")
             if isinstance(fallback, str):  # a URL, or "off" as on the command line
                 fallback = fallback_option(fallback)
             resolver = load_config(Path(config) if config else default_config_path(), bool(config))
@@ -402,10 +405,15 @@ async def _mapped(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         raise OSError(errno.EIO, str(exc)) from None
     except NotBound as exc:
         raise FileNotFoundError(errno.ENOENT, str(exc)) from None
-    except (BackendError, ArkError) as exc:
-        raise OSError(
-            errno.EIO if isinstance(exc, BackendError) else errno.EINVAL, str(exc)
-        ) from None
+    except BackendError as exc:
+        raise OSError(errno.EIO, str(exc)) from None
+    except ArkError as exc:
+        raise BadArk(errno.EINVAL, str(exc)) from None
+
+
+class BadArk(OSError):
+    """An ARK that is not well formed, or names no version (errno EINVAL): the caller's
+    input, which `arkfs get` reports as a usage error (exit 2)."""
 
 
 _clients: "weakref.WeakSet[Client]" = weakref.WeakSet()  # the open clients, for _forked

@@ -78,8 +78,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 def run_get(args: argparse.Namespace) -> int:
     """Download; one line and exit 1 on a failure (not found, a wrong byte), 2 on bad input."""
-    from arkfs.api import DEFAULT_CACHE_SIZE, Client
-    from arkfs.ark.errors import ArkError
+    from arkfs.api import DEFAULT_CACHE_SIZE, BadArk, Client
     from arkfs.cli.progress_display import shown
     from arkfs.download import GetProgress, Selection, get
     from arkfs.util.allocator import keep_freed, tune_gc
@@ -123,8 +122,8 @@ def run_get(args: argparse.Namespace) -> int:
         with shown(GetFeed(progress), args.quiet):
             selection = Selection(tuple(args.include), tuple(args.exclude))
             out = get(client, args.ark, args.dest, progress, args.jobs, selection)
-    except ArkError as exc:
-        raise BadInput(str(exc)) from None
+    except BadArk as exc:
+        raise BadInput(exc.strerror or str(exc)) from None
     finally:
         client.close()
         if scratch is not None:
@@ -141,7 +140,7 @@ def run_get(args: argparse.Namespace) -> int:
 def _to_stdout(client: "Client", ark: str) -> int:
     """Write the file ark names to stdout, in order, each block checked before it goes; a
     reader that stops early (`| head`) ends it quietly, exit 1."""
-    from arkfs.ark.errors import ArkError
+    from arkfs.api import BadArk
 
     out, block = sys.stdout.fileno(), bytearray(STDOUT_BLOCK)
     view = memoryview(block)
@@ -156,8 +155,8 @@ def _to_stdout(client: "Client", ark: str) -> int:
         return 1
     except IsADirectoryError:
         raise BadInput(f"{ark} is a directory: DEST - (stdout) takes one file") from None
-    except ArkError as exc:
-        raise BadInput(str(exc)) from None
+    except BadArk as exc:
+        raise BadInput(exc.strerror or str(exc)) from None
     return 0
 
 

@@ -17,7 +17,7 @@ from arkfs.cli.logs import add_log_level_options
 from arkfs.cli.resolver_options import add_resolver_options, discovery_from, resolver_config
 from arkfs.cli.settings import DEFAULT_CACHE_SIZE, LOG_NAME, effective
 from arkfs.cli.token_options import add_token_options, token_from
-from arkfs.mount.config import DEFAULT_FALLBACK, DEFAULT_TTL
+from arkfs.mount.config import DEFAULT_FALLBACK, DEFAULT_TTL, ConfigError, server_urls
 from arkfs.util.sizes import human, parse_size
 
 if TYPE_CHECKING:  # the mount's machinery is imported when a command runs: --help is quick
@@ -232,9 +232,11 @@ def _mount(args: argparse.Namespace) -> int:
         cache_size = parse_size(str(value["cache_size"]))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    for url in args.server:
-        if not url.startswith(("http://", "https://")):
-            raise BadInput(f"--server {url!r} is not an http:// or https:// URL")
+    if args.server:
+        try:
+            server_urls(args.server, "--server")
+        except ConfigError as exc:
+            raise BadInput(str(exc)) from None
     discovery = discovery_from(args, config)
     ttl = float(value["metadata_ttl"])
     if not 0 <= ttl < math.inf:

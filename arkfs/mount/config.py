@@ -110,7 +110,9 @@ def default_config_path() -> Path:
     return config_dir() / "config.toml"
 
 
-def _urls(value: object, where: str) -> tuple[str, ...]:
+def server_urls(value: object, where: str) -> tuple[str, ...]:
+    """A server URL or a list of them (config file, --server, the API), each http(s);
+    ConfigError, saying where, otherwise."""
     urls = [value] if isinstance(value, str) else value
     if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
         raise ConfigError(f"{where} must be a URL or a list of URLs")
@@ -138,7 +140,7 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
     unknown = sorted(set(data) - set(KEYS))
     if unknown:
         raise ConfigError(f"config file {path}: unknown key {unknown[0]!r} ({', '.join(KEYS)})")
-    servers = _urls(data["servers"], f"{path}: servers") if "servers" in data else ()
+    servers = server_urls(data["servers"], f"{path}: servers") if "servers" in data else ()
     naans_table = data.get("naans", {})
     if not isinstance(naans_table, dict):
         raise ConfigError(f"config file {path}: [naans] must be a table of NAAN = URL(s)")
@@ -149,7 +151,7 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
             check_naan(naan)
         except ArkError as exc:
             raise ConfigError(f"config file {path}: [naans] {key}: {exc}") from None
-        naans[naan] = _urls(value, f"{path}: [naans] {key}")
+        naans[naan] = server_urls(value, f"{path}: [naans] {key}")
     store = data.get("store")
     if store is not None and not isinstance(store, str):
         raise ConfigError(f"config file {path}: store must be a directory path")

@@ -112,6 +112,7 @@ def test_a_server_url_without_its_scheme_is_bad_input_everywhere(tmp_path: Path)
         ("versions", ark, *server),
         ("bind", ark, "--manifest", str(tmp_path / "files.json"), *server),
         ("mount", str(tmp_path / "mnt"), *server),
+        ("get", ark, *server),
     ):
         line = assert_one_line_failure(run_arkfs(*argv), 2)
         assert "'host:8080' is not an http:// or https:// URL" in line, argv

@@ -68,6 +68,9 @@ def test_a_file_a_directory_and_a_version(reach_archive: Published, tmp_path: Pa
     same_tree(tmp_path / "c3-copy", reach_archive.tree / "c3")
     missing = get(f"{ARK}/no/such", *opts, cwd=tmp_path)
     assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1
+    for malformed in ("notanark", f"{ARK}/@vx/readme.txt"):  # the input's fault: exit 2
+        bad = get(malformed, *opts, cwd=tmp_path)
+        assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr
 
 
 def test_interrupted_then_resumed(reach_archive: Published, tmp_path: Path) -> None:

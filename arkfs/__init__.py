@@ -14,12 +14,12 @@ __version__ = "0.1.0"
 # arkfs never runs. Marked missing, it is skipped (httpx then defines a stub `main`).
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-_API = ("Client", "open", "info", "resolve")  # arkfs/api.py, imported on first use
+_API = ("BadArk", "Client", "open", "info", "resolve")  # arkfs/api.py, imported on first use
 
 
 def __getattr__(name: str) -> Any:
-    """arkfs.open, arkfs.info, arkfs.resolve and arkfs.Client (loaded lazily: the CLI and
-    the mount import arkfs without needing them)."""
+    """arkfs.open, arkfs.info, arkfs.resolve, arkfs.Client and arkfs.BadArk (loaded
+    lazily: the CLI and the mount import arkfs without needing them)."""
     if name in _API:
         from arkfs import api
 

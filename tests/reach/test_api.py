@@ -68,6 +68,10 @@ def test_resolve_names_the_version_and_backend(client: Client, reach_archive: Pu
 
 
 def test_missing_directories_and_bad_modes_are_oserrors(client: Client) -> None:
+    for malformed in ("notanark", f"{ARK}/@vx/readme.txt"):
+        with pytest.raises(arkfs.BadArk) as caught:
+            client.open(malformed)
+        assert caught.value.errno == errno.EINVAL
     with pytest.raises(FileNotFoundError):
         client.open(f"{ARK}/no/such/file")
     with pytest.raises(FileNotFoundError):

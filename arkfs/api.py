@@ -300,7 +300,10 @@ class Client:
         and dots as they are), else as an ARK qualifier (`%2D`, ...; archive/manifest.py).
         """
         base, version, path = split_ark(text)
-        archive = await self.catalog.archive(str(base), version)
+        try:
+            archive = await self.catalog.archive(str(base), version)
+        except NotBound as exc:
+            raise await self._no_version(str(base), version, exc) from None
         if path and archive.manifest.entry(path) is None:
             root = versioned(archive.ark, version)
             path = entry_path(root, parse(f"{root}/{path}")) or path
@@ -308,6 +311,20 @@ class Client:
         named = f"{archive.key}/{version_name(archive.version)}" + (f"/{path}" if path else "")
         resolved = Resolved(named, archive.key, archive.version, path, entry, archive.backend.name)
         return archive, resolved
+
+    async def _no_version(self, key: str, version: int | None, unbound: NotBound) -> NotBound:
+        """What to say when key's version is not found: which version is the latest, when
+        the archive is bound (else unbound as it is). Only here, not in the catalog: the
+        mount answers a missing @vN with ENOENT and no extra request."""
+        if version is None:
+            return unbound
+        try:
+            versions = await self.catalog.versions(key)
+        except BackendError:
+            return unbound
+        if not versions:
+            return unbound
+        return NotBound(f"{key} has no version {version}: its latest is v{versions[-1].version}")
 
 
 def split_ark(text: str) -> tuple[Ark, int | None, str]:

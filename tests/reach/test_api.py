@@ -132,3 +132,10 @@ def test_text_mode_reads_str(client: Client, reach_archive: Published) -> None:
         assert f.read() == truth and isinstance(truth, str)
     with client.open(f"{ARK}/readme.txt", "rt", encoding="ascii") as f:
         assert f.readline() == (reach_archive.tree / "readme.txt").read_text()
+
+
+def test_a_version_past_the_latest_is_named_with_the_latest(client: Client) -> None:
+    with pytest.raises(FileNotFoundError, match=f"^.*{ARK} has no version 9: its latest is v2$"):
+        client.open(f"{ARK}/@v9/readme.txt")
+    with pytest.raises(FileNotFoundError, match="no archive is bound to ark:12345/x6none/@v2"):
+        client.open("ark:12345/x6none/@v2/readme.txt")

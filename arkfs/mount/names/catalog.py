@@ -347,23 +347,10 @@ class Catalog:
         try:
             async with lock:
                 found = self._memory.peek(named) or await self._load(key, version, as_latest)
-        except NotBound as exc:
-            raise await self._no_version(key, version, exc) from None
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._locks.pop(named, None)
         return self._keep(found)
-
-    async def _no_version(self, key: str, version: int, unbound: NotBound) -> NotBound:
-        """What to say of a version no backend has: which versions there are, when the
-        archive is bound (else unbound as it is)."""
-        try:
-            versions = await self.versions(key)
-        except BackendError:
-            return unbound
-        if not versions:
-            return unbound
-        return NotBound(f"{key} has no version {version}: its latest is v{versions[-1].version}")
 
     def _keep(self, found: IndexedArchive) -> IndexedArchive:
         """Hold found in memory (the most recently used MEMORY_ARCHIVES stay)."""

@@ -38,7 +38,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "and checked. Modes, mtimes and symlinks are kept as the mount shows them. A get that "
         "would not fit on DEST's file system stops before it fetches.",
         epilog="Examples:\n  arkfs get ark:12345/x6np1wh8k/@v2/data --server https://arks.example.org\n"
-        "  arkfs get ark:12345/x6np1wh8k --include '*.csv' --exclude 'old/'",
+        "  arkfs get ark:12345/x6np1wh8k --include '*.csv' --exclude 'old/'\n"
+        "  arkfs get ark:12345/x7tables/table.csv - | head",
     )
     p.add_argument("ark", metavar="ARK", help="ark:NAAN/Name[/@vN][/PATH]")
     p.add_argument(

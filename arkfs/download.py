@@ -64,7 +64,9 @@ class GetProgress:
     total: int = 0  # their bytes
     done: int = 0  # bytes in place: fetched now, or found right already
     fetched: int = 0  # bytes fetched by this run
-    checked: int = 0  # bytes of whole files checked against their SHA-256
+    checked: int = 0  # bytes of files in place, checked (chunk by chunk, or whole)
+    to_hash: int = 0  # bytes of resumed files, each to be checked whole against its SHA-256
+    hashed: int = 0  # of those, the bytes checked
     kept: int = 0  # files found right already
     dest: Path | None = None  # where it all went, once it is all there
     phases: list[str] = field(default_factory=lambda: [PHASES[0]])  # begun, in order
@@ -83,16 +85,19 @@ class GetProgress:
             self.done += done
             self.fetched += fetched
 
-    def check(self, size: int) -> None:
-        """A whole file of size bytes is checked."""
+    def check(self, size: int, whole: bool = False) -> None:
+        """A file of size bytes is in place and checked (whole: against its SHA-256, as a
+        resumed file is)."""
         self.begin("check")
         with self.lock:
+            self.hashed += size if whole else 0
             self.checked += size
 
     def overall(self) -> tuple[int, int]:
-        """Work done and work known, in bytes: fetching and checking each byte, and one
-        more for the end, so done reaches known only once every file is in place."""
-        return self.done + self.checked + (self.dest is not None), 2 * self.total + 1
+        """Work done and work known, in bytes: having each byte, hashing each byte of a
+        resumed file again, and one more for the end, so done reaches known only once every
+        file is in place. (A fresh file's chunks are checked as they come: no more work.)"""
+        return self.done + self.hashed + (self.dest is not None), self.total + self.to_hash + 1
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,11 @@ def _plan(
     todo = [at for at in range(0, max(entry.size, 1), PIECE) if at not in have]
     if entry.size == 0:
         todo = [0]
-    return _FileJob(client, ark, entry, path, part, record, todo, progress)
+    job = _FileJob(client, ark, entry, path, part, record, todo, progress)
+    if job.digest is not None:
+        with progress.lock:
+            progress.to_hash += entry.size
+    return job
 
 
 def _to_write(entry: Entry, path: Path) -> int:
@@ -274,7 +283,7 @@ class _FileJob:
         self.opened.close()
         self._feed(file.fd, wait=True)
         _complete(file, self.part, self.record, self.path, self.entry, self.digest.digest())
-        self.progress.check(self.entry.size)
+        self.progress.check(self.entry.size, whole=True)
 
     def _open(self) -> tuple[DirectFile, ArkFile]:
         with self.lock:
@@ -330,7 +339,7 @@ class _FileJob:
             assert self.digest is None or self.hashed == self.entry.size
             self.opened.close()
             _complete(file, self.part, self.record, self.path, self.entry, sha256)
-            self.progress.check(self.entry.size)
+            self.progress.check(self.entry.size, whole=self.digest is not None)
 
     def _may_fetch(self, at: int) -> bool:
         """Whether the piece at offset at may be fetched now: at most AHEAD pieces ahead

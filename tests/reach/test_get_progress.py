@@ -91,3 +91,20 @@ def test_the_whole_is_done_only_once_every_file_is_in_place() -> None:
     assert share(*feed.rows()["get"]) == 99 and not feed.finished()
     p.dest = Path("x")
     assert share(*feed.rows()["get"]) == 100 and feed.finished()
+
+
+def test_the_whole_weighs_a_second_pass_only_for_resumed_files() -> None:
+    """A fresh file's chunks are checked as they come: half of it fetched is half the get
+    (the bar and its ETA follow the fetch). A resumed file is hashed again whole."""
+    p = GetProgress()
+    feed = GetFeed(p)
+    p.files, p.total = 1, 1000
+    p.begin("fetch")
+    p.add(500, 500)
+    assert share(*feed.rows()["get"]) == 49  # 500 of 1001
+    resumed = GetProgress()
+    resumed.files, resumed.total, resumed.to_hash = 1, 1000, 1000
+    resumed.add(1000, 600)
+    assert share(*GetFeed(resumed).rows()["get"]) == 49  # 1000 of 2001
+    resumed.check(1000, whole=True)
+    assert share(*GetFeed(resumed).rows()["get"]) == 99

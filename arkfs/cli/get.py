@@ -110,16 +110,11 @@ def run_get(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    if to_stdout:
-        try:
-            return _to_stdout(client, args.ark)
-        finally:
-            client.close()
-            if scratch is not None:
-                scratch.cleanup()
     progress = GetProgress()
     began = time.monotonic()
     try:
+        if to_stdout:
+            return _to_stdout(client, args.ark)
         with shown(GetFeed(progress), args.quiet):
             selection = Selection(tuple(args.include), tuple(args.exclude))
             out = get(client, args.ark, args.dest, progress, args.jobs, selection)
@@ -141,8 +136,6 @@ def run_get(args: argparse.Namespace) -> int:
 def _to_stdout(client: "Client", ark: str) -> int:
     """Write the file ark names to stdout, in order, each block checked before it goes; a
     reader that stops early (`| head`) ends it quietly, exit 1."""
-    from arkfs.api import BadArk
-
     out, block = sys.stdout.fileno(), bytearray(STDOUT_BLOCK)
     view = memoryview(block)
     try:
@@ -156,8 +149,6 @@ def _to_stdout(client: "Client", ark: str) -> int:
         return 1
     except IsADirectoryError:
         raise BadInput(f"{ark} is a directory: DEST - (stdout) takes one file") from None
-    except BadArk as exc:
-        raise BadInput(exc.strerror or str(exc)) from None
     return 0
 
 

@@ -154,6 +154,15 @@ class Authorizer:
         """
         if scope is Scope.READ and self.open_read and anonymous:
             return None
+        return self._checked(header, scope, derived)[0]
+
+    def granted(self, header: str | None) -> Scope:
+        """The scope of the bearer token in header; AuthError (401) without a valid one."""
+        return self._checked(header, Scope.READ, derived=True)[1]
+
+    def _checked(self, header: str | None, scope: Scope, derived: bool) -> tuple[str, Scope]:
+        """The bearer token in header and the scope it grants, at least scope; AuthError
+        otherwise."""
         if not header or not header.startswith("Bearer "):
             raise AuthError(401, "no bearer token sent")
         token = header[len("Bearer ") :].strip()
@@ -164,7 +173,7 @@ class Authorizer:
             raise AuthError(
                 403, f"this token has {granted.name.lower()} scope, {scope.name.lower()} needed"
             )
-        return token
+        return token, granted
 
     def require_bind(self, header: str | None, ark: Ark, action: str = "bind") -> None:
         """Raise AuthError unless the token may bind (publish, withdraw) ark: write scope,
@@ -187,14 +196,6 @@ class Authorizer:
                 f"among its shoulders ({', '.join(names) or 'none'})",
                 names,
             )
-
-    def granted(self, header: str | None) -> Scope:
-        """The scope of the bearer token in header; AuthError (401) without a valid one."""
-        token = self.require(header, Scope.READ, anonymous=False)
-        scope = self._scope(token, derived=True) if token is not None else None
-        if scope is None:
-            raise AuthError(401, "unknown or expired token")
-        return scope
 
     def granted_shoulders(self, token: str) -> tuple[Shoulder, ...] | None:
         """The shoulders token may bind under (None: any); () for an upload-only token."""

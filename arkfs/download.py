@@ -34,6 +34,7 @@ import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from arkfs.api import CLIENT_GROUP_BYTES, ArkFile, Client, Resolved
 from arkfs.archive.manifest import Entry, Kind
@@ -166,13 +167,15 @@ def get(
     for _, path in dirs:
         path.mkdir(parents=True, exist_ok=True)
     progress.files, progress.total = len(files), sum(e.size for e, _ in files)
-    _check_space(out, sum(_to_write(entry, path) for entry, path in files))
+    resumes = [_resume(path, entry.size) for entry, path in files]  # each record read once
+    _check_space(out, sum(map(_to_write, files, resumes)))
     progress.begin("fetch")
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="arkfs-get") as pool:
         futures: list[Future[None]] = []
         try:
-            for file, path in files:  # each file's pieces start as soon as it is planned
-                job = _plan(client, f"{base}/{file.path}", file, path, progress)
+            for (file, path), resume in zip(files, resumes, strict=True):
+                # each file's pieces start as soon as it is planned
+                job = _plan(client, f"{base}/{file.path}", file, path, resume, progress)
                 if job is not None:
                     futures += job.submit(pool)
             finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
@@ -192,8 +195,34 @@ def get(
     return out
 
 
+class _Resume(NamedTuple):
+    """Where a file is written before its rename, the record of its pieces written there,
+    and the pieces an interrupted run wrote."""
+
+    part: Path
+    record: Path
+    have: set[int]
+
+
+def _resume(path: Path, size: int) -> _Resume:
+    """What an earlier get of the size-byte file at path left to resume from."""
+    part = _part(path)
+    record = part.with_name(part.name + DONE)
+    return _Resume(part, record, _pieces_done(part, record, size))
+
+
+def _part(path: Path) -> Path:
+    """The temporary name a file or symlink is made under, beside path, before its rename."""
+    return path.with_name(f".{path.name}{PART}")
+
+
+def _bytes_of(pieces: set[int], size: int) -> int:
+    """The bytes of the pieces at offsets pieces of a size-byte file."""
+    return sum(min(PIECE, size - at) for at in pieces)
+
+
 def _plan(
-    client: Client, ark: str, entry: Entry, path: Path, progress: GetProgress
+    client: Client, ark: str, entry: Entry, path: Path, resume: _Resume, progress: GetProgress
 ) -> "_FileJob | None":
     """The job of one file: its pieces still missing; None if path is that file already."""
     if _is_right(path, entry):
@@ -201,29 +230,25 @@ def _plan(
         progress.add(entry.size, 0)
         progress.check(entry.size)
         return None
-    part = path.with_name(f".{path.name}{PART}")
-    record = part.with_name(part.name + DONE)
-    have = _pieces_done(part, record, entry.size)
-    progress.add(sum(min(PIECE, entry.size - at) for at in have), 0)
-    todo = [at for at in range(0, max(entry.size, 1), PIECE) if at not in have]
+    progress.add(_bytes_of(resume.have, entry.size), 0)
+    todo = [at for at in range(0, max(entry.size, 1), PIECE) if at not in resume.have]
     if entry.size == 0:
         todo = [0]
-    job = _FileJob(client, ark, entry, path, part, record, todo, progress)
+    job = _FileJob(client, ark, entry, path, resume.part, resume.record, todo, progress)
     if job.digest is not None:
         with progress.lock:
             progress.to_hash += entry.size
     return job
 
 
-def _to_write(entry: Entry, path: Path) -> int:
-    """Bytes a get writes for one file at most: none if path has its size already (it is
-    checked later), else those of the pieces an earlier run has not written."""
+def _to_write(file: tuple[Entry, Path], resume: _Resume) -> int:
+    """Bytes a get writes for one file at most: none if its path has its size already (it
+    is checked later), else those of the pieces an earlier run has not written."""
+    entry, path = file
     with contextlib.suppress(OSError):
         if path.stat().st_size == entry.size and not path.is_symlink():
             return 0
-    part = path.with_name(f".{path.name}{PART}")
-    have = _pieces_done(part, part.with_name(part.name + DONE), entry.size)
-    return entry.size - sum(min(PIECE, entry.size - at) for at in have)
+    return entry.size - _bytes_of(resume.have, entry.size)
 
 
 def _check_space(out: Path, missing: int) -> None:
@@ -429,7 +454,7 @@ def _symlink(entry: Entry, path: Path) -> None:
     assert entry.target is not None
     if path.is_symlink() and os.readlink(path) == entry.target:
         return
-    tmp = path.with_name(f".{path.name}{PART}")
+    tmp = _part(path)
     tmp.unlink(missing_ok=True)
     os.symlink(entry.target, tmp)
     os.utime(tmp, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)

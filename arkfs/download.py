@@ -302,10 +302,10 @@ class _FileJob:
         return [pool.submit(self.piece, at) for at in self.todo]
 
     def finish(self) -> None:
-        """Complete a file whose every piece an earlier run wrote: check it, rename it."""
-        file, _ = self._open()
-        assert self.opened is not None and self.digest is not None
-        self.opened.close()
+        """Complete a file whose every piece an earlier run wrote: check it, rename it (no
+        reader is opened: nothing is fetched)."""
+        assert self.digest is not None
+        file = DirectFile(self.part)
         self._feed(file.fd, wait=True)
         _complete(file, self.part, self.record, self.path, self.entry, self.digest.digest())
         self.progress.check(self.entry.size, whole=True)

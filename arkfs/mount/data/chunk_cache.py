@@ -597,6 +597,10 @@ class ChunkCache:
         self._index.touch(key)
         return fmap
 
+    def has_map(self, file_hash: bytes) -> bool:
+        """Is a map of file_hash in the index? (It may still fail its check when read.)"""
+        return _MAP_TAG + file_hash in self._index.files
+
     def put_map(self, fmap: FileMap) -> None:
         """Store a verified map under its file hash."""
         key = _MAP_TAG + fmap.file_hash

@@ -6,7 +6,8 @@ group_bytes each (GROUP_BYTES for the mount). A chunk another read or the prefet
 already claimed is waited for, not fetched twice. Each group is one background job:
 chunks in the disk cache are read and checked in one worker-thread call; the others are
 fetched, one backend call per run with the exact packed byte range from the map, then
-decompressed and checked against their chunk hashes in one worker-thread call, and
+decompressed and checked against their chunk hashes in one worker-thread call (in place
+for a few KiB: jobs.run_cpu), and
 written to the disk cache afterwards (cache_writer.py). With no fetch URL for a xorb (a
 map from disk) or an expired one, the loader asks for a reconstruction of just the run's
 bytes. Failures are not remembered: the next read tries again, so reads work again once
@@ -31,7 +32,7 @@ from arkfs.mount.data.backend_calls import FetchUrls, call_backend
 from arkfs.mount.data.chunk_memory import ChunkMemory
 from arkfs.mount.data.errors import BadBytes, Expired, ReadError
 from arkfs.mount.data.file_map import FileMap, decode_run
-from arkfs.mount.data.jobs import Pending
+from arkfs.mount.data.jobs import Pending, run_cpu
 from arkfs.mount.data.parts import Parts
 from arkfs.xet.compression import ChunkData
 from arkfs.xet.errors import XetError
@@ -203,7 +204,8 @@ class ChunkLoader:
         for attempt in (1, 2):
             try:
                 data = await self._fetch_bytes(backend, fmap, run, prefetch, fresh=attempt > 1)
-                return await trio.to_thread.run_sync(decode_run, data, fmap, run, limiter=cpu)
+                covers = fmap.ends[run[-1]] - fmap.start(run[0])
+                return await run_cpu(decode_run, data, fmap, run, covers=covers, limiter=cpu)
             except XetError as exc:
                 problem = BadBytes(
                     f"{what}: xorb {hash_to_string(xh)} from {backend.name} fails "

@@ -21,7 +21,7 @@ from arkfs.backend.base import Blamable, CasReader
 from arkfs.mount.data.backend_calls import FetchUrls, call_backend
 from arkfs.mount.data.errors import ReadError, Unverified
 from arkfs.mount.data.file_map import FileMap, build_map, layout_map
-from arkfs.mount.data.jobs import Pending
+from arkfs.mount.data.jobs import Pending, run_cpu
 from arkfs.mount.data.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import ReconstructionError, XetError
@@ -141,9 +141,12 @@ class MapLoader:
     ) -> FileMap:
         """The map from the disk cache, else built from the backend and written there;
         kept in memory either way."""
-        fmap = await trio.to_thread.run_sync(
-            self._parts.cache.get_map, file_hash, limiter=self._parts.limiters.disk
-        )
+        cache = self._parts.cache
+        fmap = None
+        if cache.has_map(file_hash):  # no thread hop to find no file
+            fmap = await trio.to_thread.run_sync(
+                cache.get_map, file_hash, limiter=self._parts.limiters.disk
+            )
         if fmap is None:
             fmap = await self._build_checked(backend, file_hash, size, early)
             self._parts.stats.maps_loaded += 1
@@ -205,8 +208,8 @@ class MapLoader:
             footers |= fetched
         try:
             if not sent:
-                fmap = await trio.to_thread.run_sync(
-                    build_map, file_hash, size, rec.terms, footers, limiter=cpu
+                fmap = await run_cpu(
+                    build_map, file_hash, size, rec.terms, footers, covers=size, limiter=cpu
                 )
             else:
                 # First Byte: lay the map out and let the read fetch by it, then check it.

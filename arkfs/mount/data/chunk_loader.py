@@ -176,8 +176,8 @@ class ChunkLoader:
                 if self._inflight.get(h) is pending:
                     del self._inflight[h]
             self._prefetching -= prefetch
-        if fetched:
-            await self._parts.writer.write_chunks(fetched)
+        if fetched and self._parts.host.running:  # not once the reader is closing
+            self._parts.writer.write_chunks(fetched)
 
     async def _from_disk(self, hashes: list[bytes], prefetch: bool) -> Chunks:
         """The chunks of hashes in the disk cache, checked (one worker-thread call)."""

@@ -1,17 +1,19 @@
 """CacheWriter on its own: the backlog bound, an OSError logged once, drain waiting for
-the writes in flight."""
+the writes in flight, small writes batched into one worker-thread call."""
 
 import logging
 import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
+from unittest.mock import patch
 
 import pytest
 import trio
 import trio.testing
 
-from arkfs.mount.data.cache_writer import CacheWriter
+from arkfs.mount.data.cache_writer import BATCH_BYTES, CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.errors import ReadError
 from arkfs.mount.data.jobs import Host
@@ -63,12 +65,13 @@ def test_chunks_beyond_the_backlog_are_not_written(tmp_path: Path) -> None:
     cache = HeldCache(tmp_path)
 
     async def main() -> None:
-        async with hosted(cache, max_backlog=100_000) as writer, trio.open_nursery() as nursery:
+        async with hosted(cache, max_backlog=100_000) as writer:
             for seed in range(10):
-                nursery.start_soon(writer.write_chunks, chunks(3, 10_000, seed))
+                writer.write_chunks(chunks(3, 10_000, seed))
             await trio.testing.wait_all_tasks_blocked()
             assert writer.backlog == 90_000  # three groups of 30,000 bytes fit, no fourth
             cache.go.set()
+            await writer.drain()
         assert writer.backlog == 0 and cache.written == [30_000] * 3
         assert len(cache) == 9
 
@@ -99,7 +102,8 @@ def test_an_oserror_is_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixt
     async def main() -> None:
         async with hosted(cache, max_backlog=1 << 20) as writer:
             for seed in range(3):
-                await writer.write_chunks(chunks(2, 1000, seed))
+                writer.write_chunks(chunks(2, 1000, seed))
+            await writer.drain()
             assert writer.backlog == 0
 
     with caplog.at_level(logging.WARNING, logger="arkfs.mount.data.cache_writer"):
@@ -114,7 +118,7 @@ def test_drain_waits_for_the_writes_in_flight(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with hosted(cache, max_backlog=1 << 20) as writer, trio.open_nursery() as nursery:
-            nursery.start_soon(writer.write_chunks, chunks(2, 1000, 1))
+            writer.write_chunks(chunks(2, 1000, 1))
             await trio.testing.wait_all_tasks_blocked()
             drained = trio.Event()
 
@@ -136,11 +140,51 @@ def test_drain_gives_up_after_its_grace(tmp_path: Path) -> None:
     cache = HeldCache(tmp_path)
 
     async def main() -> None:
-        async with hosted(cache, max_backlog=1 << 20) as writer, trio.open_nursery() as nursery:
-            nursery.start_soon(writer.write_chunks, chunks(2, 1000, 1))
+        async with hosted(cache, max_backlog=1 << 20) as writer:
+            writer.write_chunks(chunks(2, 1000, 1))
             await trio.testing.wait_all_tasks_blocked()
             await writer.drain(grace=0.05)
             assert writer.backlog == 2000 and cache.written == []
             cache.go.set()
+
+    trio.run(main)
+
+
+class CountedCache(ChunkCache):
+    """A ChunkCache that notes the thread of each write."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, 1 << 30)
+        self.threads: list[int] = []
+
+    def put_chunks(self, chunks: Iterable[tuple[bytes, ChunkData]]) -> None:
+        self.threads.append(threading.get_ident())
+        super().put_chunks(chunks)
+
+
+def test_small_writes_share_a_worker_thread_call(tmp_path: Path) -> None:
+    cache = CountedCache(tmp_path)
+    calls: list[object] = []
+
+    async def main() -> None:
+        async with hosted(cache, max_backlog=1 << 30) as writer:
+            real = trio.to_thread.run_sync
+
+            async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+                calls.append(fn)
+                return await real(fn, *args, **kwargs)
+
+            with patch.object(trio.to_thread, "run_sync", counted):
+                for seed in range(20):  # 20 packs of 2 KB: one batch
+                    writer.write_chunks(chunks(2, 1000, seed))
+                writer.write_map(file_map())
+                await writer.drain()
+                big = chunks(2, BATCH_BYTES // 2, 99)  # a full batch goes at once, alone
+                writer.write_chunks(big)
+                writer.write_chunks(chunks(2, 1000, 50))
+                await writer.drain()
+        assert len(calls) == 3
+        assert len(cache.threads) == 22 and len(set(cache.threads[:20])) == 1
+        assert len(cache) == 44 and cache.get_map(file_map().file_hash) is not None
 
     trio.run(main)

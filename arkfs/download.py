@@ -305,7 +305,7 @@ class _FileJob:
         """Complete a file whose every piece an earlier run wrote: check it, rename it (no
         reader is opened: nothing is fetched)."""
         assert self.digest is not None
-        file = DirectFile(self.part)
+        file = DirectFile(self.part, self.entry.size)
         self._feed(file.fd, wait=True)
         _complete(file, self.part, self.record, self.path, self.entry, self.digest.digest())
         self.progress.check(self.entry.size, whole=True)
@@ -314,7 +314,7 @@ class _FileJob:
         with self.lock:
             if self.file is None:
                 self.opened = self.client.open(self.ark)
-                self.file = DirectFile(self.part)
+                self.file = DirectFile(self.part, self.entry.size)
                 os.ftruncate(self.file.fd, self.entry.size)
             assert self.opened is not None
             return self.file, self.opened.raw
@@ -347,8 +347,9 @@ class _FileJob:
             # the rename has little left to wait for (0.25-0.7 s of a 1 GiB get, else)
             let_go(file.fd, at, n)
         with self.lock:
-            with open(self.record, "a") as r:
-                r.write(f"{at}\n")
+            if self.entry.size > PIECE:  # a file of one piece is simply fetched again
+                with open(self.record, "a") as r:
+                    r.write(f"{at}\n")
             self.written.add(at)
             if self.digest is not None:
                 self.ahead[at] = data

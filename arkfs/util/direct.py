@@ -34,14 +34,16 @@ class DirectFile:
     """A file open for writing twice: fd, ordinary, and, where the file system allows,
     direct (O_DIRECT); close() closes both."""
 
-    def __init__(self, path: os.PathLike[str] | str, mode: int = 0o600) -> None:
+    def __init__(self, path: os.PathLike[str] | str, size: int, mode: int = 0o600) -> None:
+        """Open path, to be size bytes long (a file too small for a direct write gets no
+        direct descriptor)."""
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, mode)
         self.direct: int | None = None
         # The file is open already: whatever refuses the second open (EINVAL on tmpfs,
         # EOPNOTSUPP, ...) leaves the ordinary descriptor to write every byte.
         direct = getattr(os, "O_DIRECT", None)  # Linux's; macOS has none
         with contextlib.suppress(OSError):
-            if direct is not None:
+            if direct is not None and size >= MIN_DIRECT:
                 self.direct = os.open(path, os.O_WRONLY | direct)
 
     def pwrite_parts(self, parts: Sequence[Buffer], at: int) -> int:

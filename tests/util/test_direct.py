@@ -11,7 +11,7 @@ import pytest
 
 from arkfs.util import direct
 from arkfs.util._gather import gather
-from arkfs.util.direct import ALIGN, DirectFile
+from arkfs.util.direct import ALIGN, MIN_DIRECT, DirectFile
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
@@ -29,7 +29,7 @@ def _parts(total: int) -> list[bytes | memoryview]:
 @pytest.fixture
 def direct_file(tmp_path: Path) -> Iterator[DirectFile]:
     """tmp_path/out opened with its direct descriptor (where the file system allows)."""
-    file = DirectFile(tmp_path / "out")
+    file = DirectFile(tmp_path / "out", 4 * MIB)
     try:
         if file.direct is None:
             pytest.skip(f"the file system of {tmp_path} refuses O_DIRECT")
@@ -90,7 +90,7 @@ def test_a_refused_direct_write_goes_through_the_ordinary_descriptor(
 
 def test_an_unaligned_offset_is_written_through_the_ordinary_descriptor(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    file = DirectFile(out)
+    file = DirectFile(out, 4 * MIB)
     parts = _parts(MIB)
     try:
         assert file.pwrite_parts(parts, 10) == MIB
@@ -151,7 +151,7 @@ def test_a_file_system_that_refuses_o_direct_gets_every_byte_through_the_ordinar
 
     monkeypatch.setattr(os, "open", no_direct)
     out = tmp_path / "out"
-    file = DirectFile(out)
+    file = DirectFile(out, 4 * MIB)
     assert file.direct is None
     parts = _parts(MIB + 5)
     try:
@@ -159,3 +159,13 @@ def test_a_file_system_that_refuses_o_direct_gets_every_byte_through_the_ordinar
     finally:
         file.close()
     assert out.read_bytes() == b"".join(parts)
+
+
+def test_a_file_too_small_for_a_direct_write_gets_no_direct_descriptor(tmp_path: Path) -> None:
+    file = DirectFile(tmp_path / "small", MIN_DIRECT - 1)
+    try:
+        assert file.direct is None
+        assert file.pwrite_parts([b"abc"], 0) == 3
+    finally:
+        file.close()
+    assert (tmp_path / "small").read_bytes() == b"abc"

@@ -7,7 +7,7 @@ already claimed is waited for, not fetched twice. Each group is one background j
 chunks in the disk cache are read and checked in one worker-thread call; the others are
 fetched, one backend call per run with the exact packed byte range from the map, then
 decompressed and checked against their chunk hashes in one worker-thread call (in place
-for a few KiB: jobs.run_cpu), and
+when they are few: jobs.run_cpu), and
 written to the disk cache afterwards (cache_writer.py). With no fetch URL for a xorb (a
 map from disk) or an expired one, the loader asks for a reconstruction of just the run's
 bytes. Failures are not remembered: the next read tries again, so reads work again once

@@ -4,7 +4,7 @@ Threads: bookkeeping is on the trio thread; blocking work goes to worker threads
 group at a time, under separate CapacityLimiters (Limiters) for a read's fetches, CPU work
 (decoding, building maps) and disk reads, for background work (prefetch decoding and disk
 reads), and for cache writes, so prefetching and cache writing never hold a slot a read
-waits for. CPU work on a few KiB stays on the trio thread (run_cpu).
+waits for. CPU work on at most INLINE_BYTES stays on the trio thread (run_cpu).
 
 Hosting: background jobs run in a nursery that a Host owns. Whoever hosts the reader
 starts it before the first read with `await nursery.start(reader.run)` (the reader scans

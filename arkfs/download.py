@@ -313,7 +313,7 @@ class _FileJob:
     def _open(self) -> tuple[DirectFile, ArkFile]:
         with self.lock:
             if self.file is None:
-                self.opened = self.client.open(self.ark)
+                self.opened = self.client.open_listed(self.ark, self.entry)
                 self.file = DirectFile(self.part, self.entry.size)
                 os.ftruncate(self.file.fd, self.entry.size)
             assert self.opened is not None

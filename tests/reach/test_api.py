@@ -139,3 +139,19 @@ def test_a_version_past_the_latest_is_named_with_the_latest(client: Client) -> N
         client.open(f"{ARK}/@v9/readme.txt")
     with pytest.raises(FileNotFoundError, match="no archive is bound to ark:12345/x6none/@v2"):
         client.open("ark:12345/x6none/@v2/readme.txt")
+
+
+def test_a_listed_file_opens_without_a_locate_and_must_still_be_that_file(
+    client: Client, reach_archive: Published
+) -> None:
+    """open_listed locates the file at its first read, in that read's call; an entry that
+    is not the file the ARK names is refused, never read."""
+    found, entries = client.tree(ARK)
+    base = f"{ARK}/@v{found.version}"
+    files = {e.path: e for e in entries if e.kind.name == "FILE"}
+    for path in ("data/big.bin", "data/name with spaces-and-hyphens.txt", "c3/s5.v7.xsl"):
+        with client.open_listed(f"{base}/{path}", files[path]) as f:
+            assert f.read() == (reach_archive.tree / path).read_bytes()
+    wrong = client.open_listed(f"{base}/readme.txt", files["c3/s5.v7.xsl"])
+    with wrong, pytest.raises(FileNotFoundError, match="no longer that file"):
+        wrong.read()

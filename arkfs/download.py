@@ -4,11 +4,11 @@ verified, in parallel, resumable, never a partly written file under its final na
 Bytes come through arkfs.api's Client (the mount's read path: chunk hashes, the chunk
 cache, mirrors, tokens). A file is written in PIECE-sized pieces by `jobs` threads into
 `.NAME.arkfs-part`, past the page cache where the file system allows (arkfs.util.direct:
-a GiB through the page cache cost up to a core-second here); each piece written is noted
-in `.NAME.arkfs-part.done`, so a rerun after an interruption fetches only the pieces
-missing. A file is renamed to NAME, with its mode and mtime, once every piece is written,
-and, if any piece was written by an earlier run, once the whole file's SHA-256 matches
-the manifest's.
+a GiB through the page cache cost up to a core-second here); each piece written of a
+file of several is noted in `.NAME.arkfs-part.done`, so a rerun after an interruption
+fetches only the pieces missing (a file of one piece is fetched again). A file is
+renamed to NAME, with its mode and mtime, once every piece is written, and, if any piece
+was written by an earlier run, once the whole file's SHA-256 matches the manifest's.
 
 What vouches for each byte: a piece fetched by this run is the read path's bytes, each
 checked against its chunk hash in the file's map, a map accepted only if its chunk hashes

@@ -161,10 +161,20 @@ def test_a_file_system_that_refuses_o_direct_gets_every_byte_through_the_ordinar
     assert out.read_bytes() == b"".join(parts)
 
 
-def test_a_file_too_small_for_a_direct_write_gets_no_direct_descriptor(tmp_path: Path) -> None:
+def test_a_file_too_small_for_a_direct_write_gets_no_direct_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flags: list[int] = []
+    real_open = os.open
+
+    def noted(path: Path, flag: int, mode: int = 0o777) -> int:
+        flags.append(flag)
+        return real_open(path, flag, mode)
+
+    monkeypatch.setattr(os, "open", noted)
     file = DirectFile(tmp_path / "small", MIN_DIRECT - 1)
     try:
-        assert file.direct is None
+        assert file.direct is None and len(flags) == 1  # no second, direct, open tried
         assert file.pwrite_parts([b"abc"], 0) == 3
     finally:
         file.close()

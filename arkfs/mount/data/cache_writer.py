@@ -63,10 +63,11 @@ class CacheWriter:
 
     def write_chunks(self, chunks: Mapping[bytes, ChunkData]) -> None:
         """Start writing verified chunks as one pack, unless that would pass the backlog
-        bound; ReadError if the host is not running."""
+        bound; while the host closes too (drain() waits for them), not once it stopped
+        (ReadError)."""
         size = sum(len(c) for c in chunks.values())
         if self._backlog + size <= self.max_backlog:
-            self._start(size, self._cache.put_chunks, list(chunks.items()))
+            self._start(size, self._cache.put_chunks, list(chunks.items()), closing=True)
 
     def write_block(self, block_id: bytes, data: bytes) -> None:
         """Start writing a block of a plain HTTP object, unless that would pass the
@@ -94,9 +95,11 @@ class CacheWriter:
         for footer in footers:
             self._cache.put_footer(footer)
 
-    def _start(self, size: int, fn: Callable[..., None], *args: object) -> None:
-        """Queue a write, in the backlog from now on."""
-        nursery = self._host.nursery()
+    def _start(
+        self, size: int, fn: Callable[..., None], *args: object, closing: bool = False
+    ) -> None:
+        """Queue a write, in the backlog from now on (closing: as Host.nursery)."""
+        nursery = self._host.nursery(closing=closing)
         self._backlog += size
         self._queue.append((size, fn, args))
         self._queued += size
@@ -134,12 +137,13 @@ class CacheWriter:
             self._failed = True
 
 
-def _run(batch: list[_Write]) -> OSError | None:
-    """Run each write of batch (blocking); the first OSError, if any failed."""
+def _run(batch: list[_Write]) -> Exception | None:
+    """Run each write of batch (blocking); the first error, if any failed. A write that
+    fails, however, leaves the others of its batch to run, and the reads to go on."""
     failure = None
     for _, fn, args in batch:
         try:
             fn(*args)
-        except OSError as exc:
+        except Exception as exc:  # OSError (ENOSPC, EIO...), or a bug: the cache is optional
             failure = failure or exc
     return failure

@@ -176,7 +176,7 @@ class ChunkLoader:
                 if self._inflight.get(h) is pending:
                     del self._inflight[h]
             self._prefetching -= prefetch
-        if fetched and self._parts.host.running:  # not once the reader is closing
+        if fetched:
             self._parts.writer.write_chunks(fetched)
 
     async def _from_disk(self, hashes: list[bytes], prefetch: bool) -> Chunks:

@@ -105,9 +105,10 @@ class Host:
         """Can jobs start now?"""
         return self._nursery is not None and not self._closed
 
-    def nursery(self) -> trio.Nursery:
-        """The nursery to start a job in; ReadError if not running."""
-        if self._nursery is None or self._closed:
+    def nursery(self, *, closing: bool = False) -> trio.Nursery:
+        """The nursery to start a job in; ReadError if not running (closing: if stopped,
+        only: a cache write of a read still finishing while aclose() drains)."""
+        if self._nursery is None or (self._closed and not closing):
             state = "closed" if self._closed else "not running (start it with reader.run)"
             raise ReadError(f"the content reader is {state}")
         return self._nursery

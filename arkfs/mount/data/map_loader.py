@@ -33,6 +33,7 @@ from arkfs.xet.xorb import XorbFooter, footer_tail, parse_footer
 MAP_CHUNKS = 1 << 20  # chunks of all file maps in memory (~56 MB, ~64 GiB of files)
 MAP_OVERHEAD = 64  # what a map costs beyond its chunks, in chunks
 FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
+INLINE_TERM_BYTES = 8 * 1024  # what checking one term weighs against jobs.INLINE_BYTES
 
 
 Early = Callable[[FileMap], None]  # told the unchecked map, to start fetching by it
@@ -208,8 +209,10 @@ class MapLoader:
             footers |= fetched
         try:
             if not sent:
+                # its cost follows the terms (the server's to choose) as much as the size
+                covers = max(size, len(rec.terms) * INLINE_TERM_BYTES)
                 fmap = await run_cpu(
-                    build_map, file_hash, size, rec.terms, footers, covers=size, limiter=cpu
+                    build_map, file_hash, size, rec.terms, footers, covers=covers, limiter=cpu
                 )
             else:
                 # First Byte: lay the map out and let the read fetch by it, then check it.

@@ -188,3 +188,53 @@ def test_small_writes_share_a_worker_thread_call(tmp_path: Path) -> None:
         assert len(cache) == 44 and cache.get_map(file_map().file_hash) is not None
 
     trio.run(main)
+
+
+def test_chunks_of_a_read_finishing_while_the_reader_closes_are_still_written(
+    tmp_path: Path,
+) -> None:
+    cache = ChunkCache(tmp_path, 1 << 30)
+
+    async def main() -> None:
+        host = Host()
+        writer = CacheWriter(cache, host, trio.CapacityLimiter(4))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            host.close()  # aclose(): close, drain, stop
+            writer.write_chunks(chunks(2, 1000, 1))
+            with pytest.raises(ReadError, match="closed"):
+                writer.write_map(file_map())  # a new read's work is refused
+            await writer.drain()
+            await host.stop()
+        with pytest.raises(ReadError, match="closed"):
+            writer.write_chunks(chunks(2, 1000, 2))  # stopped: nothing runs writes now
+
+    trio.run(main)
+    assert len(cache) == 2
+
+
+def test_a_write_that_fails_leaves_the_rest_of_its_batch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = ChunkCache(tmp_path, 1 << 30)
+    broken = file_map()
+
+    def put_map(fmap: Any) -> None:
+        if fmap is broken:
+            raise ValueError("a bug")
+        ChunkCache.put_map(cache, fmap)
+
+    cache.put_map = put_map  # type: ignore[method-assign]
+
+    async def main() -> None:
+        async with hosted(cache, max_backlog=1 << 20) as writer:
+            writer.write_map(broken)
+            writer.write_chunks(chunks(2, 1000, 1))
+            await writer.drain()
+
+    with caplog.at_level(logging.WARNING, logger="arkfs.mount.data.cache_writer"):
+        trio.run(main)
+    assert len(cache) == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot write the cache in {tmp_path}: a bug"
+    ]

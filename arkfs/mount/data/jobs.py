@@ -106,8 +106,8 @@ class Host:
         return self._nursery is not None and not self._closed
 
     def nursery(self, *, closing: bool = False) -> trio.Nursery:
-        """The nursery to start a job in; ReadError if not running (closing: if stopped,
-        only: a cache write of a read still finishing while aclose() drains)."""
+        """The nursery to start a job in; ReadError if not running, or with closing only
+        once stopped (for the cache write of a read that ends while aclose() drains)."""
         if self._nursery is None or (self._closed and not closing):
             state = "closed" if self._closed else "not running (start it with reader.run)"
             raise ReadError(f"the content reader is {state}")

@@ -256,7 +256,7 @@ class Client:
         if mode not in ("rb", "r", "rt"):
             raise ValueError(f"mode {mode!r}: archives are read-only; use 'rb', or 'r' for text")
         archive, found = self.call(self._locate, ark)
-        binary = io.BufferedReader(ArkFile(self, archive, self._file(found)), BUFFER)
+        binary = io.BufferedReader(ArkFile(self, archive, self._file(found), found.ark), BUFFER)
         return binary if mode == "rb" else io.TextIOWrapper(binary, encoding, errors)
 
     def open_listed(self, ark: str, entry: Entry) -> "io.BufferedReader[ArkFile]":
@@ -355,19 +355,16 @@ class ArkFile(io.RawIOBase):
     """The verified bytes of one archive file, read through a Client's ContentReader."""
 
     def __init__(
-        self, client: Client, archive: IndexedArchive | None, entry: Entry, name: str = ""
+        self, client: Client, archive: IndexedArchive | None, entry: Entry, name: str
     ) -> None:
-        """The file entry of archive, or, with no archive, of the version-pinned ARK name
-        (located by the first read)."""
+        """The file entry at the version-pinned ARK name (ark:NAAN/Name/@vN/PATH) of
+        archive, or, with none, of the archive its first read locates."""
         super().__init__()
         assert entry.xet_hash is not None
         self._client, self._archive, self._entry = client, archive, entry
         self._hash, self.size, self._pos = entry.xet_hash, entry.size, 0
-        if archive is not None:
-            name = f"{archive.key}/{version_name(archive.version)}/{entry.path}"
         self.name = name
-        # the trio thread whose catalog gave archive (none yet: -1)
-        self._generation = client.generation if archive is not None else -1
+        self._generation = client.generation  # the trio thread whose catalog gave archive
 
     def readable(self) -> bool:
         return True

@@ -11,6 +11,8 @@ import secrets
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from arkfs.util.direct import DirectFile
+
 TEMP_PREFIX = ".tmp-"
 
 
@@ -40,7 +42,10 @@ def _locked_temp(directory: Path) -> tuple[int, Path]:
 
 
 def write_atomic(
-    path: Path, data: bytes | memoryview | Iterable[bytes | memoryview], durable: bool = True
+    path: Path,
+    data: bytes | memoryview | Iterable[bytes | memoryview],
+    durable: bool = True,
+    direct: bool = False,
 ) -> None:
     """Replace path with data (or its parts, one after another, never joined in memory: a
     generator's as it makes them) so that a crash leaves either the old file or the whole
@@ -48,15 +53,25 @@ def write_atomic(
 
     durable=False skips the fsyncs: for caches, whose files are checked against their hash
     when read, a file torn by a power loss is detected and dropped, so syncing buys nothing.
+    direct writes the bytes past the page cache where the file system allows
+    (arkfs.util.direct): for files nobody is expected to read again soon.
     """
     fd, temp = _locked_temp(path.parent)
     try:
-        with open(fd, "wb", closefd=False) as f:
-            for part in [data] if isinstance(data, bytes | memoryview) else data:
-                f.write(part)
-            f.flush()
-            if durable:
-                os.fsync(fd)
+        parts = [data] if isinstance(data, bytes | memoryview) else data
+        if direct:
+            parts = list(parts)
+            file = DirectFile(temp, sum(map(len, parts)))
+            try:
+                file.pwrite_parts(parts, 0)
+            finally:
+                file.close()
+        else:
+            with open(fd, "wb", closefd=False) as f:
+                for part in parts:
+                    f.write(part)
+        if durable:
+            os.fsync(fd)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)

@@ -382,10 +382,15 @@ class ChunkCache:
         root: Path,
         max_bytes: int,
         policy: Callable[[int], EvictionPolicy] = LRUPolicy,
+        direct_writes: bool = False,
     ) -> None:
         """A cache under root of at most max_bytes; what goes when it is full is the choice
-        of policy(max_bytes) (by default the least recently used: arkfs.mount.data.eviction)."""
+        of policy(max_bytes) (by default the least recently used: arkfs.mount.data.eviction).
+        direct_writes: write files past the page cache (for a reader whose chunks are each
+        read once, as `arkfs get` reads: a GiB of packs through the page cache cost a
+        core-second of its CPU)."""
         self.root = Path(root)
+        self._direct = direct_writes
         self._index = _Index(policy(max_bytes))
         self._files = _OpenFiles(OPEN_FILES)
         self._lock = threading.Lock()  # guards bad_files
@@ -502,7 +507,7 @@ class ChunkCache:
             return
         path = _path(self.root, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data, durable=False)
+        write_atomic(path, data, durable=False, direct=self._direct)
         self._delete(self._index.add(key, size, list(listed)))
 
     def get_chunks(self, hashes: Iterable[bytes]) -> dict[bytes, ChunkData]:

@@ -13,6 +13,8 @@ from arkfs.mount.data import chunk_cache
 from arkfs.mount.data.chunk_cache import ChunkCache, pack_bytes
 from arkfs.mount.data.eviction import EvictionPolicy
 from arkfs.mount.data.file_map import FileMap, build_map, pack_map
+from arkfs.util.direct import MIN_DIRECT, DirectFile
+from arkfs.util.pagecache import read_if_cached
 from arkfs.xet.hashing import chunk_hash, file_hash, hash_to_string
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.xorb import serialize_xorb
@@ -131,6 +133,28 @@ def test_chunks_at_hand_are_read_without_blocking_and_checked(tmp_path: Path) ->
     assert cache.chunks_at_hand([h2]) is None  # a damaged chunk is left to get_chunks
     assert cache.get_chunks([h, h2]) == {}
     assert not pack.exists() and not cache.has(h) and cache.bad_files == 1
+
+
+def test_direct_writes_leave_packs_out_of_the_page_cache(tmp_path: Path) -> None:
+    probe = DirectFile(tmp_path / "probe", MIN_DIRECT)
+    refused = probe.direct is None
+    probe.close()
+    if refused:
+        pytest.skip(f"the file system of {tmp_path} refuses O_DIRECT")
+    items = chunks(8, size=64 * 1024)
+    for direct in (False, True):
+        root = tmp_path / f"direct-{direct}"
+        cache = ChunkCache(root, 1 << 30, direct_writes=direct)
+        cache.scan()
+        cache.put_chunks(items)
+        (pack,) = packs(root)
+        fd = os.open(pack, os.O_RDONLY)
+        try:
+            assert (read_if_cached(fd, 0, 4096) is None) == direct
+        finally:
+            os.close(fd)
+        assert pack.read_bytes() == pack_bytes(items)
+        assert cache.get_chunks([h for h, _ in items]) == dict(items)
 
 
 def test_eviction_keeps_within_max_bytes_in_lru_order(tmp_path: Path) -> None:

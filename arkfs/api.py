@@ -90,8 +90,6 @@ class Client:
     Settings mean what `arkfs mount`'s options do: server URLs, an embedded store, a read
     token (or token file) for those servers, the cache directory and size, NAAN registries
     and the config file (default: $ARKFS_CONFIG, else the usual path, if present).
-    read_once: the caller reads each file once, in order (as `arkfs get` does), so the
-    chunk cache is filled past the page cache.
     """
 
     def __init__(
@@ -107,7 +105,6 @@ class Client:
         fallback: str | bool | None = None,
         allow_private: bool = False,
         config: str | Path | None = None,
-        read_once: bool = False,
     ) -> None:
         servers = (server,) if isinstance(server, str) else tuple(server)
         registries = (registry,) if isinstance(registry, str) else tuple(registry)
@@ -131,7 +128,6 @@ class Client:
         size = cache_size if isinstance(cache_size, int) else parse_size(cache_size)
         discovery = Discovery(registries, fallback, allow_private)
         self.options = _options(servers, store, resolver, discovery, cache, size, token)
-        self._direct = read_once
         self.generation = 0  # how many times the trio thread was started in this object
         self._forked = False
         self._fork_lock = threading.Lock()
@@ -168,9 +164,7 @@ class Client:
             started.set()
             return
         try:
-            cache = ChunkCache(
-                self.options.cache_dir, self.options.cache_size, direct_writes=self._direct
-            )
+            cache = ChunkCache(self.options.cache_dir, self.options.cache_size)
             self.reader = ContentReader(cache, MountStats(), group_bytes=CLIENT_GROUP_BYTES)
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.reader.run)

@@ -106,7 +106,7 @@ def run_get(args: argparse.Namespace) -> int:
             cache_size=0 if args.no_cache else DEFAULT_CACHE_SIZE,
             registry=tuple(args.registry), allow_private=args.allow_private,
             config=args.config,
-            fallback=args.fallback, read_once=True,
+            fallback=args.fallback,
         )  # fmt: skip
     except ValueError as exc:
         raise BadInput(str(exc)) from None

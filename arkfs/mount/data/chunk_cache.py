@@ -11,6 +11,10 @@ one file, a header listing each chunk's hash, size and checksum, then their byte
 file per chunk cost a create, a rename and a directory entry per 64 KiB, which halved a
 cold read; a pack is one sequential write and one sequential read. A pack's id is the hash
 of its chunk hashes. The index maps each chunk hash to its pack, offset, size and checksum.
+Files are written past the page cache (O_DIRECT, arkfs.util.direct) where the file system
+allows: those pages were a second copy of bytes the reader holds in memory, the kernel
+keeps of the mounted file, or `arkfs get` has just written, and filling them cost a cold
+read of a GiB 1.5-2.5 s of CPU (README "Reads: where the time goes").
 
 Content is immutable, so one cache serves every archive and mount, and survives remounts.
 A chunk was checked against its chunk hash before it was stored; read back, it is checked
@@ -382,15 +386,10 @@ class ChunkCache:
         root: Path,
         max_bytes: int,
         policy: Callable[[int], EvictionPolicy] = LRUPolicy,
-        direct_writes: bool = False,
     ) -> None:
         """A cache under root of at most max_bytes; what goes when it is full is the choice
-        of policy(max_bytes) (by default the least recently used: arkfs.mount.data.eviction).
-        direct_writes: write files past the page cache (for a reader whose chunks are each
-        read once, as `arkfs get` reads: a GiB of packs through the page cache cost a
-        core-second of its CPU)."""
+        of policy(max_bytes) (by default the least recently used: arkfs.mount.data.eviction)."""
         self.root = Path(root)
-        self._direct = direct_writes
         self._index = _Index(policy(max_bytes))
         self._files = _OpenFiles(OPEN_FILES)
         self._lock = threading.Lock()  # guards bad_files
@@ -507,7 +506,7 @@ class ChunkCache:
             return
         path = _path(self.root, key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data, durable=False, direct=self._direct)
+        write_atomic(path, data, durable=False, direct=True)
         self._delete(self._index.add(key, size, list(listed)))
 
     def get_chunks(self, hashes: Iterable[bytes]) -> dict[bytes, ChunkData]:

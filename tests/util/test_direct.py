@@ -48,7 +48,7 @@ def test_gather_copies_the_parts_in_order_and_refuses_what_does_not_fit() -> Non
         gather(dest, [b"a", 3])  # type: ignore[list-item]
 
 
-def test_a_piece_goes_direct_but_for_its_unaligned_tail(
+def test_a_piece_goes_direct_a_window_at_a_time_but_for_its_unaligned_tail(
     direct_file: DirectFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     file, out = direct_file, tmp_path / "out"
@@ -60,10 +60,14 @@ def test_a_piece_goes_direct_but_for_its_unaligned_tail(
         return pwrite(fd, data, at)
 
     monkeypatch.setattr(os, "pwrite", noted)
+    monkeypatch.setattr(direct, "WINDOW", 2 * MIB)
+    monkeypatch.setattr(direct, "_spare", [])
     parts = _parts(3 * MIB + 1234)
     assert file.pwrite_parts(parts, 2 * MIB) == 3 * MIB + 1234
     assert file.pwrite_parts([b"small"], 0) == 5  # too small to be worth a copy
-    assert written == [(direct_fd, 2 * MIB, 3 * MIB)]  # the 1234-byte tail: pwritev
+    # the 1234-byte tail: pwritev; no buffer bigger than a window
+    assert written == [(direct_fd, 2 * MIB, 2 * MIB), (direct_fd, 4 * MIB, MIB)]
+    assert max(len(b) for b in direct._spare) == 2 * MIB
     data = out.read_bytes()
     assert data[: 2 * MIB] == b"small" + bytes(2 * MIB - 5)
     assert data[2 * MIB :] == b"".join(parts)
@@ -86,6 +90,15 @@ def test_a_refused_direct_write_goes_through_the_ordinary_descriptor(
     assert file.pwrite_parts(parts, 2 * MIB) == MIB + 3
     data = out.read_bytes()
     assert data[ALIGN : ALIGN + MIB + 3] == b"".join(parts) == data[2 * MIB :]
+
+
+def test_windows_cut_the_parts_in_order_into_equal_spans() -> None:
+    parts: list[bytes | memoryview] = [b"abc", b"", memoryview(b"defgh")[1:], b"ijklmnop", b"q"]
+    windows = [[bytes(v) for v in w] for w in direct._windows(parts, 4)]
+    assert windows == [[b"abc", b"e"], [b"fgh", b"i"], [b"jklm"], [b"nop", b"q"]]
+    assert [bytes(v) for w in direct._windows(parts, 100) for v in w] == [
+        b"abc", b"efgh", b"ijklmnop", b"q"
+    ]  # fmt: skip
 
 
 def test_an_unaligned_offset_is_written_through_the_ordinary_descriptor(tmp_path: Path) -> None:

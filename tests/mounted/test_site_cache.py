@@ -1,5 +1,5 @@
 """A site cache in front of `arkfs serve` (#28): with HTTP_PROXY pointing at real squid, a
-second mount with an empty chunk cache reads a file while serve sees no xorb request."""
+later mount with an empty chunk cache reads a file while serve sees no xorb request."""
 
 import random
 from pathlib import Path
@@ -30,13 +30,16 @@ def test_second_mount_reads_xorbs_from_squid(
         monkeypatch.setenv("HTTP_PROXY", proxy)
         monkeypatch.setenv("http_proxy", proxy)
         reads = []
-        for n in (1, 2):
+        for n in (1, 2, 3):
             mount = ("--server", server.url, "--cache-dir", str(tmp_path / f"cache{n}"))
             with arkfs_mount(tmp_path / f"mnt{n}", *mount) as m:
                 assert (m.path / ARK / "f.bin").read_bytes() == data
             reads.append(server.stats("reader")["xorb_requests"])
-        first, second = reads
+        first, second, third = reads
         assert first > 0  # the first mount's xorbs came from serve, through squid
-        assert second == first  # the second mount's all came from squid's cache
+        # A later mount's xorbs all came from squid's cache. Signed URLs change once per
+        # signing window (a third of their ttl, signing.py), and squid keys on the whole
+        # URL: when a window ends between two mounts, the next pair shows the hit.
+        assert second == first or third == second, reads
         hits = [line for line in log.read_text().splitlines() if "/v1/xorb-data/" in line]
         assert any("HIT" in line.split()[3] for line in hits), hits

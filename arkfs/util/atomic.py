@@ -61,7 +61,7 @@ def write_atomic(
         parts = [data] if isinstance(data, bytes | memoryview) else data
         if direct:
             parts = list(parts)
-            file = DirectFile(temp, sum(map(len, parts)))
+            file = DirectFile(temp, sum(map(len, parts)), fd=fd)
             try:
                 file.pwrite_parts(parts, 0)
             finally:

@@ -37,12 +37,16 @@ _spare_lock = threading.Lock()
 
 class DirectFile:
     """A file open for writing twice: fd, ordinary, and, where the file system allows,
-    direct (O_DIRECT); close() closes both."""
+    direct (O_DIRECT); close() closes both (fd only if it opened it)."""
 
-    def __init__(self, path: os.PathLike[str] | str, size: int, mode: int = 0o600) -> None:
+    def __init__(
+        self, path: os.PathLike[str] | str, size: int, mode: int = 0o600, fd: int | None = None
+    ) -> None:
         """Open path, to be size bytes long (a file too small for a direct write gets no
-        direct descriptor)."""
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, mode)
+        direct descriptor); fd: path's ordinary descriptor, open already (its owner closes
+        it), so that only the direct one is opened, and only for a big enough file."""
+        self._owns_fd = fd is None
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, mode) if fd is None else fd
         self.direct: int | None = None
         # The file is open already: whatever refuses the second open (EINVAL on tmpfs,
         # EOPNOTSUPP, ...) leaves the ordinary descriptor to write every byte.
@@ -82,9 +86,10 @@ class DirectFile:
             pwrite_all(self.fd, [buffer[done:size]], at + done)
 
     def close(self) -> None:
-        """Close both descriptors."""
+        """Close both descriptors (fd only if this opened it)."""
         self._no_direct()
-        os.close(self.fd)
+        if self._owns_fd:
+            os.close(self.fd)
 
     def _no_direct(self) -> None:
         """Write the rest through the ordinary descriptor only."""

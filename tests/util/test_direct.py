@@ -192,3 +192,27 @@ def test_a_file_too_small_for_a_direct_write_gets_no_direct_descriptor(
     finally:
         file.close()
     assert (tmp_path / "small").read_bytes() == b"abc"
+
+
+def test_a_descriptor_given_is_written_through_and_left_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write_atomic hands over its temp file's descriptor: a small file opens nothing more."""
+    out = tmp_path / "given"
+    fd = os.open(out, os.O_RDWR | os.O_CREAT, 0o600)
+    opened: list[int] = []
+    real_open = os.open
+
+    def noted(path: Path, flag: int, mode: int = 0o777) -> int:
+        opened.append(flag)
+        return real_open(path, flag, mode)
+
+    monkeypatch.setattr(os, "open", noted)
+    try:
+        file = DirectFile(out, MIN_DIRECT - 1, fd=fd)
+        assert file.fd == fd and file.direct is None and opened == []
+        assert file.pwrite_parts([b"abc"], 0) == 3
+        file.close()
+        assert os.pread(fd, 3, 0) == b"abc"  # still open: its owner closes it
+    finally:
+        os.close(fd)

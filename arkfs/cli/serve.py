@@ -13,10 +13,14 @@ from pathlib import Path
 
 from arkfs.cli.common import BadInput, first_error
 from arkfs.cli.store_options import add_store_options, open_store, workers
+from arkfs.server.signing import DEFAULT_URL_TTL
 from arkfs.server.tokens import DEFAULT_TTL
 
 MIN_KEY_BYTES = 32
 MAX_PORT = 65535
+# Signed xorb URLs: a client needs a minute at least to use one; a pre-signed S3 URL lives
+# 4/3 of the ttl (signing.py, bucket.py), and SigV4 allows 7 days at most.
+MIN_URL_TTL, MAX_URL_TTL = 60, 7 * 86400 * 3 // 4
 
 
 TOKENS_FORMAT = """\
@@ -122,6 +126,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="SECONDS",
         help=f"lifetime in seconds of tokens from /v1/token (default {DEFAULT_TTL})",
     )
+    access.add_argument(
+        "--url-ttl",
+        type=int,
+        default=DEFAULT_URL_TTL,
+        metavar="SECONDS",
+        help="lifetime in seconds of the signed xorb URLs a reconstruction hands out "
+        f"(default {DEFAULT_URL_TTL}, {MIN_URL_TTL} to {MAX_URL_TTL}); readers within a third "
+        "of it get the same URL of a xorb, so a site cache keyed on URLs (squid) misses "
+        "once per third: longer suits caches, shorter limits how long a leaked URL works",
+    )
     logs = p.add_argument_group("logging")
     logs.add_argument(
         "--access-log",
@@ -148,16 +162,16 @@ def run(args: argparse.Namespace) -> int:
         args.keep_alive = KEEP_ALIVE
     if args.tokens is not None and not args.tokens.is_file():
         raise BadInput(f"tokens file {args.tokens} does not exist")
-    if args.tokens is None and not args.open_read:
-        print(
-            "arkfs: no --tokens and no --open-read: every request will be refused", file=sys.stderr
-        )
     if not 0 <= args.port <= MAX_PORT:
         raise BadInput(f"--port {args.port} is not a port number (0 to {MAX_PORT})")
     if not 0 < args.keep_alive < math.inf:
         raise BadInput(f"--keep-alive must be a positive number of seconds, got {args.keep_alive}")
     if args.token_ttl <= 0:
         raise BadInput(f"--token-ttl must be a positive number of seconds, got {args.token_ttl}")
+    if not MIN_URL_TTL <= args.url_ttl <= MAX_URL_TTL:
+        raise BadInput(
+            f"--url-ttl must be {MIN_URL_TTL} to {MAX_URL_TTL} seconds, got {args.url_ttl}"
+        )
     try:
         public = Public.parse(args.base_url) if args.base_url else None
         trusted = parse_trusted(args.forwarded_allow_ips) if args.forwarded_allow_ips else ()
@@ -170,11 +184,17 @@ def run(args: argparse.Namespace) -> int:
         args.token_ttl,
         tuple(derive_key(k, "tokens") for k in older),
     )
-    signer = UrlSigner(key, accepted=older).derived("xorb urls") if key else UrlSigner()
+    signer = UrlSigner(key, args.url_ttl, older)  # no key: a random one
+    if key:
+        signer = signer.derived("xorb urls")
     try:
         auth = Authorizer.from_file(args.tokens, args.open_read, issuer, _naans(args.naan))
     except TokensFileError as exc:
         raise BadInput(str(exc)) from None
+    if args.tokens is None and not args.open_read:
+        print(
+            "arkfs: no --tokens and no --open-read: every request will be refused", file=sys.stderr
+        )
     # The clients' own lines are chatter (botocore INFO) or repeat, over several lines, what
     # the one line of a failed open or a 503 says (psycopg_pool's reconnection warnings).
     logging.getLogger("botocore").setLevel(logging.WARNING)

@@ -15,13 +15,14 @@ from urllib.parse import urlencode
 from arkfs.server.tokens import derive_key
 
 SIGNATURE = "sig"  # the query parameter of a signed URL that holds its signature
+DEFAULT_URL_TTL = 900  # seconds a signed URL stays valid at least (`serve --url-ttl`)
 
 
 class UrlSigner:
     """Signs and checks (xorb hash string, expiry) pairs with a secret key."""
 
     def __init__(
-        self, key: bytes | None = None, ttl: int = 900, accepted: tuple[bytes, ...] = ()
+        self, key: bytes | None = None, ttl: int = DEFAULT_URL_TTL, accepted: tuple[bytes, ...] = ()
     ) -> None:
         """key signs; it and the accepted keys (older ones, during a rotation) check."""
         self.key = key or secrets.token_bytes(32)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -162,3 +163,23 @@ def test_short_key_file_is_bad_input(tmp_path: Path) -> None:
     r = run_arkfs("serve", "--store", str(tmp_path / "s"), "--key-file", str(tmp_path / "key"))
     assert r.returncode == 2
     assert "holds 9 bytes; use at least 32" in r.stderr
+
+
+def test_url_ttl_sets_the_lifetime_of_signed_xorb_urls(tmp_path: Path) -> None:
+    (tmp_path / "tokens").write_text("w write\n")
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(100_000))
+    args = ("--tokens", str(tmp_path / "tokens"), "--open-read", "--url-ttl", "7200")
+    with arkfs_server(tmp_path / "store", *args) as (url, _):
+        [info] = upload_files(url, [data], token="w")
+        before = time.time()
+        r = httpx.get(f"{url}/v1/reconstructions/{info.hash}")
+        [[fetch]] = r.json()["fetch_info"].values()
+        expires = int(parse_qs(urlsplit(fetch["url"]).query)["expires"][0])
+        # valid for the ttl at least, and at most a signing window (a third) more
+        assert before + 7200 <= expires <= time.time() + 7200 + 2400
+        assert download_range(url, info.hash, info.file_size, 0, 100_000) == data.read_bytes()
+    for bad in ("59", "453601"):
+        done = run_arkfs("serve", "--store", str(tmp_path / "s"), "--url-ttl", bad)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "--url-ttl" in done.stderr

@@ -9,7 +9,7 @@ TEST_ARGS ?=
 # Workers of `make test` (pytest-xdist); each module stays on one worker, with its fixtures.
 TEST_WORKERS ?= 2
 
-.PHONY: install system-packages install-system uninstall-system compile test test-fast lint demo bench clean
+.PHONY: install system-packages install-system uninstall-system compile test test-fast lint demo bench dist clean
 
 # Where mount(8) finds arkfs: mount.fuse3 runs `arkfs` for -t fuse.arkfs through /bin/sh
 # with the default PATH (so /usr/local/bin), and mount(8) looks for /sbin/mount.TYPE helpers
@@ -40,7 +40,7 @@ system-packages:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-$(STAMP): pyproject.toml $(wildcard arkfs/*/*.c arkfs/*/*/*.c) | system-packages
+$(STAMP): pyproject.toml $(wildcard arkfs/*/*.c arkfs/*/*/*.[ch]) | system-packages
 	@[ -x $(PY) ] || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[fuse,s3,test,dev]'
@@ -73,5 +73,11 @@ bench: install compile
 	  print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench'])")
 	$(PY) benchmarks/run.py
 
+# A release in dist/: the sdist, and a wheel for this machine built from it as pip would.
+dist: install
+	rm -rf dist
+	$(PY) -m build --sdist -o dist .
+	$(PY) -m pip wheel -q --no-deps -w dist dist/arkfs-*.tar.gz
+
 clean:
-	rm -rf $(VENV) build *.egg-info arkfs/xet/*.so
+	rm -rf $(VENV) build dist *.egg-info arkfs/*/*.so

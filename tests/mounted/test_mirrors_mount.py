@@ -177,7 +177,7 @@ def test_a_mirror_that_sends_another_files_reconstruction_is_named_and_avoided(
             subprocess.run(["cp", "-r", str(m.path / MANY), str(tmp_path / "copy")], check=True)
             log = m.log.read_text()
         assert same_tree(tmp_path / "copy", many.tree)
-        assert cas_requests(liar) == before  # avoided since
+        assert cas_requests(liar) == before, (liar.seen, good.seen, log)  # avoided since
         named = [line for line in log.splitlines() if f"mirror {liar.url} " in line]
         assert len(named) == 1 and "reconstruction" in named[0], log
         assert " ERROR " not in log, log  # no read failed: the map was asked of the other

@@ -66,3 +66,9 @@ def test_xorb_urls_are_stable_immutable_and_answer_304(served: tuple[str, bytes]
     assert xorb.status_code == 200 and xorb.headers["cache-control"] == YEAR
     cond = httpx.get(fetch["url"], headers={"If-None-Match": xorb.headers["etag"]})
     assert cond.status_code == 304 and cond.content == b""
+    head = httpx.head(fetch["url"])
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == xorb.headers["content-length"]
+    # a Range past the end is refused before a matching ETag is answered
+    past = {"If-None-Match": xorb.headers["etag"], "Range": "bytes=999999999-"}
+    assert httpx.get(fetch["url"], headers=past).status_code == 416

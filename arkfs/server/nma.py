@@ -458,30 +458,46 @@ class NmaService(Face):
     async def file(self, request: Request, view: View, entry: Entry) -> Response:
         """A file's bytes, rebuilt from the store and verified chunk by chunk."""
         assert entry.xet_hash is not None
-        ark = entry_ark(view.root, entry.path)
-        with _naming(ark):
-            record = await self.run(self.service.bound_file, entry.xet_hash)
-        start, end = parse_range(request.headers.get("range"), record.size, str(ark))
+        xet_hash, ark = entry.xet_hash, entry_ark(view.root, entry.path)
+        range_header = request.headers.get("range")
         headers = {
-            "ETag": f'"{hash_to_string(entry.xet_hash)}"',
+            "ETag": f'"{hash_to_string(xet_hash)}"',
             "Accept-Ranges": "bytes",
-            "Content-Length": str(end - start),
             "Last-Modified": formatdate(entry.mtime_ns / 1e9, usegmt=True),
         }
-        if not_modified(request, headers["ETag"], entry.mtime_ns / 1e9):
-            del headers["Content-Length"], headers["Accept-Ranges"]
+        unchanged = not_modified(request, headers["ETag"], entry.mtime_ns / 1e9)
+        wanted = request.method != "HEAD" and not unchanged
+
+        def opened() -> tuple[int, int, int, Generator[bytes, None, None] | None, bytes]:
+            """The file's size, the Range, and (if wanted) its pieces and the first one: one
+            worker thread call, in the order 404 or 500, 416, then 304 (a thread hop cost
+            this server as much CPU as a small file's bytes)."""
+            record = self.service.bound_file(xet_hash)
+            start, end = parse_range(range_header, record.size, str(ark))
+            if not wanted or start == end:
+                return record.size, start, end, None, b""
+            pieces = read_file(self.service.store, record, start, end)
+            return record.size, start, end, pieces, _first(pieces)
+
+        with _naming(ark):
+            size, start, end, pieces, first = await self.run(opened)
+        if unchanged:
+            del headers["Accept-Ranges"]
             return Response(b"", status_code=304, headers=headers)
+        headers["Content-Length"] = str(end - start)
         if entry.sha256 is not None:
             headers["Repr-Digest"] = f"sha-256=:{b64encode(entry.sha256).decode()}:"
-        partial = request.headers.get("range") is not None
-        if partial:
-            headers["Content-Range"] = f"bytes {start}-{end - 1}/{record.size}"
+        if range_header is not None:
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
         media = mimetypes.guess_type(entry.name)[0] or "application/octet-stream"
-        status = 206 if partial else 200
-        if request.method == "HEAD" or start == end:
+        status = 206 if range_header is not None else 200
+        if pieces is None:  # HEAD, or no bytes
             return Response(b"", status_code=status, headers=headers, media_type=media)
-        pieces = read_file(self.service.store, record, start, end)
-        return await self._verified(ark, pieces, status, headers, media)
+        if len(first) == end - start:  # one piece: a plain reply, no stream to keep going
+            pieces.close()
+            self.metrics.served.labels("file").inc(len(first))
+            return Response(first, status_code=status, headers=headers, media_type=media)
+        return self._streamed(first, pieces, status, headers, media)
 
     async def _verified(
         self,
@@ -493,12 +509,19 @@ class NmaService(Face):
     ) -> Response:
         """A reply streaming pieces of verified bytes of ark. The first piece is read before
         the headers go out, so damage found there is a clean 500 naming ark."""
-        try:
-            with _naming(ark):
-                first = await self.run(next, pieces, b"")
-        except BaseException:
-            pieces.close()
-            raise
+        with _naming(ark):
+            first = await self.run(_first, pieces)
+        return self._streamed(first, pieces, status, headers, media)
+
+    def _streamed(
+        self,
+        first: bytes,
+        pieces: Generator[bytes, None, None],
+        status: int,
+        headers: dict[str, str],
+        media: str,
+    ) -> Response:
+        """A reply of first, then the rest of pieces as they are read."""
         body = self._stream(first, pieces)
         return StreamingResponse(body, status_code=status, headers=headers, media_type=media)
 
@@ -565,6 +588,15 @@ def _bind_parts(body: BinaryIO) -> tuple[FileSlice | int, str, str]:
             '"erc": ..., "message": ...}',
         )
     return target, erc, message
+
+
+def _first(pieces: Generator[bytes, None, None]) -> bytes:
+    """The first of pieces (b"" if none); pieces is closed if reading it fails."""
+    try:
+        return next(pieces, b"")
+    except BaseException:
+        pieces.close()
+        raise
 
 
 @contextmanager

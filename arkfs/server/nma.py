@@ -497,7 +497,8 @@ class NmaService(Face):
             pieces.close()
             self.metrics.served.labels("file").inc(len(first))
             return Response(first, status_code=status, headers=headers, media_type=media)
-        return self._streamed(first, pieces, status, headers, media)
+        body = self._stream(first, pieces)
+        return StreamingResponse(body, status_code=status, headers=headers, media_type=media)
 
     async def _verified(
         self,
@@ -511,17 +512,6 @@ class NmaService(Face):
         the headers go out, so damage found there is a clean 500 naming ark."""
         with _naming(ark):
             first = await self.run(_first, pieces)
-        return self._streamed(first, pieces, status, headers, media)
-
-    def _streamed(
-        self,
-        first: bytes,
-        pieces: Generator[bytes, None, None],
-        status: int,
-        headers: dict[str, str],
-        media: str,
-    ) -> Response:
-        """A reply of first, then the rest of pieces as they are read."""
         body = self._stream(first, pieces)
         return StreamingResponse(body, status_code=status, headers=headers, media_type=media)
 

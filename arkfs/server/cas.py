@@ -218,7 +218,7 @@ class CasService(Face):
         partial = range_header is not None
         if partial:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
-        if request.method != "HEAD":
+        if wanted:  # the bytes were read: count them
             if range_header is not None and range_header.strip().startswith("bytes=-"):
                 self.stats.footer_requests += 1
                 self.stats.footer_bytes_served += len(body)

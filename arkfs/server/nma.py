@@ -487,10 +487,11 @@ class NmaService(Face):
         headers["Content-Length"] = str(end - start)
         if entry.sha256 is not None:
             headers["Repr-Digest"] = f"sha-256=:{b64encode(entry.sha256).decode()}:"
-        if range_header is not None:
+        partial = range_header is not None
+        if partial:
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
         media = mimetypes.guess_type(entry.name)[0] or "application/octet-stream"
-        status = 206 if range_header is not None else 200
+        status = 206 if partial else 200
         if pieces is None:  # HEAD, or no bytes
             return Response(b"", status_code=status, headers=headers, media_type=media)
         if len(first) == end - start:  # one piece: a plain reply, no stream to keep going

@@ -1,6 +1,6 @@
 /*
- * A manifest's tree in C: its check (manifest.py, Entries._check) and its children index
- * (Entries.children).
+ * A manifest's tree in C: its check (manifest.py, Entries._check), its children index
+ * (Entries.children) and its listings' columns.
  *
  * parents(paths, ends, dirs) -> (parents, fault, at). paths holds every
  * path, entry i's ending at ends[i] (uint32); dirs maps each directory's path (bytes) to
@@ -17,6 +17,16 @@
  * And by_parent(parents) -> bytes: the positions ordered by parent, then by position
  * (int32), as a stable sort by parent gives them: a counting sort, one pass to count and
  * one to place, where sorted() with a key took 10 ms per 100,000 entries.
+ *
+ * And, for a directory listing (Entries.child_names, Entries.stats), columns of the
+ * entries at positions (int32), each in one pass: names(paths, ends, positions, cut) ->
+ * each path past its first cut bytes; stats(kinds, modes, sizes, mtimes, positions,
+ * type_bits) -> (st_mode, size and mtime lists, the kinds as bytes). A mount opens every
+ * directory it lists: in Python these passes cost 60 ms per `find` of 100,000 files.
+ *
+ * And extremes(column) -> (lowest, highest) of an array of B, H, I, i or q (None if
+ * empty): the range checks of a manifest's columns, where min() and max() took 9 ms per
+ * 100,000 entries at every mount's first look at an archive.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -149,16 +159,172 @@ done:
     return out;
 }
 
+/* Position k of pos, checked against count (ValueError, -1, if out of range). */
+static Py_ssize_t
+position(const Py_buffer *pos, Py_ssize_t k, Py_ssize_t count)
+{
+    int32_t p = ((const int32_t *)pos->buf)[k];
+    if (p < 0 || p >= count) {
+        PyErr_Format(PyExc_ValueError, "position %d of %zd entries", p, count);
+        return -1;
+    }
+    return p;
+}
+
+static PyObject *
+names(PyObject *self, PyObject *args)
+{
+    Py_buffer paths, ends, pos;
+    Py_ssize_t cut;
+    if (!PyArg_ParseTuple(args, "y*y*y*n", &paths, &ends, &pos, &cut))
+        return NULL;
+    Py_ssize_t count = ends.len / (Py_ssize_t)sizeof(uint32_t);
+    Py_ssize_t n = pos.len / (Py_ssize_t)sizeof(int32_t), k;
+    const uint32_t *end = (const uint32_t *)ends.buf;
+    PyObject *out = PyList_New(n);
+    for (k = 0; out != NULL && k < n; k++) {
+        Py_ssize_t p = position(&pos, k, count);
+        if (p < 0)
+            goto fail;
+        Py_ssize_t start = (p ? (Py_ssize_t)end[p - 1] : 0) + cut, stop = (Py_ssize_t)end[p];
+        if (start > stop || stop > paths.len) {
+            PyErr_Format(PyExc_ValueError, "entry %zd has no name past byte %zd", p, cut);
+            goto fail;
+        }
+        PyObject *name = PyBytes_FromStringAndSize((const char *)paths.buf + start, stop - start);
+        if (name == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, k, name);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    PyBuffer_Release(&paths);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&pos);
+    return out;
+}
+
+static PyObject *
+stats(PyObject *self, PyObject *args)
+{
+    Py_buffer kinds, modes, sizes, mtimes, pos;
+    PyObject *type_bits, *result = NULL, *lists[3] = {NULL, NULL, NULL}, *codes = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*O!", &kinds, &modes, &sizes, &mtimes, &pos,
+                          &PyTuple_Type, &type_bits))
+        return NULL;
+    Py_ssize_t count = kinds.len, n = pos.len / (Py_ssize_t)sizeof(int32_t), k, j;
+    if (modes.len != count * 2 || sizes.len != count * 8 || mtimes.len != count * 8) {
+        PyErr_SetString(PyExc_ValueError, "the columns are not of one length");
+        goto done;
+    }
+    for (j = 0; j < 3; j++)
+        if ((lists[j] = PyList_New(n)) == NULL)
+            goto done;
+    if ((codes = PyBytes_FromStringAndSize(NULL, n)) == NULL)
+        goto done;
+    const uint8_t *kind = (const uint8_t *)kinds.buf;
+    for (k = 0; k < n; k++) {
+        Py_ssize_t p = position(&pos, k, count);
+        if (p < 0)
+            goto done;
+        if (kind[p] >= PyTuple_GET_SIZE(type_bits)) {
+            PyErr_Format(PyExc_ValueError, "entry %zd has kind %d", p, kind[p]);
+            goto done;
+        }
+        long bits = PyLong_AsLong(PyTuple_GET_ITEM(type_bits, kind[p]));
+        if (bits == -1 && PyErr_Occurred())
+            goto done;
+        PyObject *mode = PyLong_FromLong(bits | ((const uint16_t *)modes.buf)[p]);
+        PyObject *size = PyLong_FromLongLong(((const int64_t *)sizes.buf)[p]);
+        PyObject *mtime = PyLong_FromLongLong(((const int64_t *)mtimes.buf)[p]);
+        PyList_SET_ITEM(lists[0], k, mode);
+        PyList_SET_ITEM(lists[1], k, size);
+        PyList_SET_ITEM(lists[2], k, mtime);
+        if (mode == NULL || size == NULL || mtime == NULL)
+            goto done;
+        PyBytes_AS_STRING(codes)[k] = (char)kind[p];
+    }
+    result = PyTuple_Pack(4, lists[0], lists[1], lists[2], codes);
+done:
+    for (j = 0; j < 3; j++)
+        Py_XDECREF(lists[j]);
+    Py_XDECREF(codes);
+    PyBuffer_Release(&kinds);
+    PyBuffer_Release(&modes);
+    PyBuffer_Release(&sizes);
+    PyBuffer_Release(&mtimes);
+    PyBuffer_Release(&pos);
+    return result;
+}
+
+#define EXTREMES(type, lo, hi)                                   \
+    do {                                                         \
+        const type *v = (const type *)view.buf;                  \
+        Py_ssize_t i, n = view.len / (Py_ssize_t)sizeof(type);   \
+        lo = hi = v[0];                                          \
+        for (i = 1; i < n; i++) {                                \
+            if (v[i] < lo)                                       \
+                lo = v[i];                                       \
+            if (v[i] > hi)                                       \
+                hi = v[i];                                       \
+        }                                                        \
+    } while (0)
+
+static PyObject *
+extremes(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    PyObject *out = NULL;
+    const char *format = view.format ? view.format : "B";
+    if (view.len == 0) {
+        out = Py_NewRef(Py_None);
+    } else if (strcmp(format, "B") == 0) {
+        uint8_t lo, hi;
+        EXTREMES(uint8_t, lo, hi);
+        out = Py_BuildValue("(ii)", lo, hi);
+    } else if (strcmp(format, "H") == 0) {
+        uint16_t lo, hi;
+        EXTREMES(uint16_t, lo, hi);
+        out = Py_BuildValue("(ii)", lo, hi);
+    } else if (strcmp(format, "I") == 0) {
+        uint32_t lo, hi;
+        EXTREMES(uint32_t, lo, hi);
+        out = Py_BuildValue("(kk)", (unsigned long)lo, (unsigned long)hi);
+    } else if (strcmp(format, "i") == 0) {
+        int32_t lo, hi;
+        EXTREMES(int32_t, lo, hi);
+        out = Py_BuildValue("(ii)", lo, hi);
+    } else if (strcmp(format, "q") == 0) {
+        int64_t lo, hi;
+        EXTREMES(int64_t, lo, hi);
+        out = Py_BuildValue("(LL)", (long long)lo, (long long)hi);
+    } else {
+        PyErr_Format(PyExc_TypeError, "extremes of an array of '%s'", format);
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"parents", parents, METH_VARARGS,
      "Each entry's parent position (int32 bytes), the first fault and the entry at fault."},
     {"by_parent", by_parent, METH_O,
      "The positions (int32 bytes) ordered by parent, then by position."},
+    {"extremes", extremes, METH_O, "The lowest and highest value of an array (None if empty)."},
+    {"names", names, METH_VARARGS, "The paths at positions (int32), each past its first cut bytes."},
+    {"stats", stats, METH_VARARGS,
+     "st_mode, size and mtime of the entries at positions (int32), as lists, and their kinds."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_tree", "A manifest's tree in C: its check and its children index.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_tree",
+    "A manifest's tree in C: its check, its children index and its listings' columns.", -1,
+    methods,
 };
 
 PyMODINIT_FUNC

@@ -264,14 +264,14 @@ class Entries(Sequence[Entry]):
     def _check(self) -> tuple["array[int]", dict[bytes, int]]:
         """Each entry's parent position (-1: the root), and the directories by path; raise
         ManifestError unless the entries form one tree of file names under the root."""
-        count = len(self._kinds)
         if b"\0" in self._paths:
             raise ManifestError("manifest paths must not contain NUL")
-        if count and max(self._kinds) >= len(_KINDS):
+        if (_tree.extremes(self._kinds) or (0, 0))[1] >= len(_KINDS):
             bad = next(i for i, k in enumerate(self._kinds) if k >= len(_KINDS))
             raise ManifestError(f"manifest entry {self.path(bad)!r} has an unknown kind")
         for column, top in ((self._sizes, None), (self._modes, 0o7777)):  # mtimes are signed
-            if count and (min(column) < 0 or (top is not None and max(column) > top)):
+            low, high = _tree.extremes(column) or (0, 0)
+            if low < 0 or (top is not None and high > top):
                 bad = next(i for i, v in enumerate(column) if v < 0 or (top and v > top))
                 raise ManifestError(f"{self._where(bad)}: size, mode or mtime out of range")
         # A directory sorts before everything in it (its path is their prefix), so the
@@ -416,6 +416,10 @@ class Entries(Sequence[Entry]):
         """Whether the entry at position i is directly inside the archive root."""
         return self._parents[i] < 0
 
+    def parent(self, i: int) -> int:
+        """The position of the directory holding the entry at position i; -1 the root."""
+        return self._parents[i]
+
     def stat(self, i: int) -> tuple[int, int, int]:
         """(st_mode, st_size, mtime_ns) of the entry at position i as stat() gives them (a
         symlink's size is its target's length), from the columns without making an Entry."""
@@ -427,23 +431,20 @@ class Entries(Sequence[Entry]):
 
     def stats(self, positions: Sequence[int]) -> tuple[list[int], list[int], list[int], list[int]]:
         """stat() of each of positions, as three columns (st_mode, st_size, mtime_ns), and
-        which of them (indexes into positions) are directories: a directory's listing in a
-        few C-level passes, not a call per entry."""
-        kinds = bytes(map(self._kinds.__getitem__, positions))
-        bits = [_TYPE_BITS[k] for k in kinds]
-        modes = list(map(operator.or_, bits, map(self._modes.__getitem__, positions)))
-        sizes = list(map(self._sizes.__getitem__, positions))
+        which of them (indexes into positions) are directories: a directory's listing in
+        one pass in C, not a call per entry."""
+        modes, sizes, mtimes, kinds = _tree.stats(
+            self._kinds, self._modes, self._sizes, self._mtimes, _int32(positions), _TYPE_BITS
+        )
         for at in _positions(kinds, _SYMLINK):  # a symlink's size is its target's length
             sizes[at] = self.stat(positions[at])[1]
-        mtimes = list(map(self._mtimes.__getitem__, positions))
         return modes, sizes, mtimes, list(_positions(kinds, _DIR))
 
     def child_names(self, path: str, positions: Sequence[int]) -> list[bytes]:
         """The file names (bytes) of positions, all children of directory path ('' the
         root): each path past its parent's, cut without a search per entry."""
         cut = len(path.encode("utf-8", "surrogateescape")) + 1 if path else 0
-        paths, ends = self._paths, self._ends
-        return [paths[(ends[i - 1] if i else 0) + cut : ends[i]] for i in positions]
+        return _tree.names(self._paths, self._ends, _int32(positions), cut)
 
     def inode_position(self, i: int) -> int:
         """The position whose inode entry i shares: its hard-link group's first, else i."""
@@ -720,6 +721,13 @@ _ATTRS = dict(
 
 
 _IS_FILE = bytes(int(code == _FILE) for code in range(256))  # kinds.translate: 1 for a file
+
+
+def _int32(positions: Sequence[int]) -> "array[int]":
+    """positions as an int32 array, as _tree takes them (children() gives one already)."""
+    if isinstance(positions, array) and positions.typecode == "i":
+        return positions
+    return array("i", positions)
 
 
 def _positions(column: bytes, value: int) -> Iterator[int]:

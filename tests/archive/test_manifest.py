@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arkfs.archive import manifest
-from arkfs.archive._tree import FAULT_ENDS, by_parent, parents
+from arkfs.archive._tree import FAULT_ENDS, by_parent, extremes, parents
 from arkfs.archive.manifest import (
     ENTRY_FIELDS,
     UNLIKE_BLOCK,
@@ -365,6 +365,60 @@ def test_positions_by_parent_are_a_stable_sort_by_parent(drawn: list[int]) -> No
     assert list(order) == sorted(range(count), key=found.__getitem__)
     with pytest.raises(ValueError, match="parent"):
         by_parent(array("i", [*found, count + 1]))
+
+
+@given(
+    st.sampled_from("BHIiq").flatmap(
+        lambda code: st.tuples(
+            st.just(code),
+            st.lists(
+                st.integers(
+                    min_value=-(2 ** (8 * array(code).itemsize - 1)) if code.islower() else 0,
+                    max_value=2 ** (8 * array(code).itemsize - (code.islower())) - 1,
+                ),
+                max_size=30,
+            ),
+        )
+    )
+)
+def test_extremes_of_a_column_are_its_min_and_max(drawn: tuple[str, list[int]]) -> None:
+    code, values = drawn
+    assert extremes(array(code, values)) == ((min(values), max(values)) if values else None)
+
+
+def test_extremes_of_a_column_of_another_type_is_refused() -> None:
+    with pytest.raises(TypeError, match="'d'"):
+        extremes(array("d", [1.0]))  # type: ignore[arg-type]
+
+
+def test_a_listings_columns_are_the_entries_at_its_positions() -> None:
+    """child_names and stats (one pass each in C) give, for any positions in any order,
+    what name() and stat() give entry by entry; a position outside the entries is
+    refused, never read."""
+    made = [
+        Entry("a", Kind.DIR, 0, 0o755, 1),
+        Entry("a/b", Kind.DIR, 0, 0o700, -2),
+        Entry("a/b/c", Kind.FILE, 2**40, 0o644, 3 * 10**18, H1),
+        Entry("a/d", Kind.SYMLINK, 0, 0o777, 4, target="b/c"),
+        Entry("e", Kind.FILE, 0, 0o600, 5, H2),
+        Entry("f", Kind.DIR, 0, 0o555, 6),
+        Entry("f/g", Kind.FILE, 7, 0o444, 7, H1),
+        Entry("f/h\u00e9", Kind.SYMLINK, 0, 0o777, 8, target="g\u00e9"),
+    ]
+    entries = Entries.of(made)
+    paths = [e.path for e in made]
+    for directory, positions in {"": [0, 4, 5], "a": [1, 3], "f": [7, 6], "a/b": []}.items():
+        assert entries.child_names(directory, positions) == [
+            entries.name(i).encode() for i in positions
+        ]
+        modes, sizes, mtimes, dirs = entries.stats(array("i", positions))
+        assert list(zip(modes, sizes, mtimes, strict=True)) == [entries.stat(i) for i in positions]
+        assert dirs == [k for k, i in enumerate(positions) if entries.is_dir(i)]
+    for outside in (-1, len(paths)):
+        with pytest.raises(ValueError, match="position"):
+            entries.child_names("", [0, outside])
+        with pytest.raises(ValueError, match="position"):
+            entries.stats([outside])
 
 
 def test_path_ends_that_do_not_cut_the_paths_are_a_fault_not_a_read() -> None:

@@ -530,11 +530,9 @@ class Namespace:
             return self._base(node.key)
         archive = node.archive
         assert archive is not None, node
-        parent = archive.entries.path(node.index).rpartition("/")[0]
-        if parent:
-            found = archive.index.get(parent)
-            assert found is not None, parent
-            return self._view(node.key, archive.version, node.pinned) + 1 + found
+        parent = archive.entries.parent(node.index)
+        if parent >= 0:
+            return self._view(node.key, archive.version, node.pinned) + 1 + parent
         if node.pinned:
             return self._view(node.key, archive.version, True)
         return self._base(node.key)

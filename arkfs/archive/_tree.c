@@ -259,7 +259,8 @@ done:
     return result;
 }
 
-#define EXTREMES(type, lo, hi)                                   \
+/* lo and hi: the lowest and highest of the view's values, read as type. */
+#define EXTREMES(type)                                           \
     do {                                                         \
         const type *v = (const type *)view.buf;                  \
         Py_ssize_t i, n = view.len / (Py_ssize_t)sizeof(type);   \
@@ -280,30 +281,21 @@ extremes(PyObject *self, PyObject *arg)
         return NULL;
     PyObject *out = NULL;
     const char *format = view.format ? view.format : "B";
-    if (view.len == 0) {
-        out = Py_NewRef(Py_None);
-    } else if (strcmp(format, "B") == 0) {
-        uint8_t lo, hi;
-        EXTREMES(uint8_t, lo, hi);
-        out = Py_BuildValue("(ii)", lo, hi);
-    } else if (strcmp(format, "H") == 0) {
-        uint16_t lo, hi;
-        EXTREMES(uint16_t, lo, hi);
-        out = Py_BuildValue("(ii)", lo, hi);
-    } else if (strcmp(format, "I") == 0) {
-        uint32_t lo, hi;
-        EXTREMES(uint32_t, lo, hi);
-        out = Py_BuildValue("(kk)", (unsigned long)lo, (unsigned long)hi);
-    } else if (strcmp(format, "i") == 0) {
-        int32_t lo, hi;
-        EXTREMES(int32_t, lo, hi);
-        out = Py_BuildValue("(ii)", lo, hi);
-    } else if (strcmp(format, "q") == 0) {
-        int64_t lo, hi;
-        EXTREMES(int64_t, lo, hi);
-        out = Py_BuildValue("(LL)", (long long)lo, (long long)hi);
-    } else {
+    long long lo = 0, hi = 0;
+    if (strcmp(format, "B") != 0 && strcmp(format, "H") != 0 && strcmp(format, "I") != 0 &&
+        strcmp(format, "i") != 0 && strcmp(format, "q") != 0)
         PyErr_Format(PyExc_TypeError, "extremes of an array of '%s'", format);
+    else if (view.len == 0)
+        out = Py_NewRef(Py_None);
+    else {
+        switch (format[0]) {
+        case 'B': EXTREMES(uint8_t); break;
+        case 'H': EXTREMES(uint16_t); break;
+        case 'I': EXTREMES(uint32_t); break;
+        case 'i': EXTREMES(int32_t); break;
+        default: EXTREMES(int64_t); break;
+        }
+        out = Py_BuildValue("(LL)", lo, hi);
     }
     PyBuffer_Release(&view);
     return out;

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 import hypercorn.trio.run
 import trio
 from hypercorn.config import Config
-from hypercorn.events import Closed, Event, Updated
+from hypercorn.events import Closed, Event, RawData, Updated
 from hypercorn.trio import serve
 from hypercorn.trio.tcp_server import TCPServer
 from starlette.applications import Starlette
@@ -46,6 +46,7 @@ from arkfs.server.public import Network, Public, PublicUrls
 from arkfs.server.signing import UrlSigner
 from arkfs.server.tokens import SCOPES, derive_key
 from arkfs.server.view import Site
+from arkfs.server.zerocopy import Span, send_span, span_of
 from arkfs.service.archive_service import ArchiveService
 from arkfs.store.base import Store
 from arkfs.store.errors import (
@@ -242,11 +243,27 @@ class _OneConnection(TCPServer):
     """
 
     async def protocol_send(self, event: Event) -> None:
-        if isinstance(event, Closed | Updated):
+        span = span_of(event.data) if isinstance(event, RawData) else None
+        if span is not None and isinstance(self.stream, trio.SocketStream):
+            await self._send_from_file(span)
+        elif isinstance(event, Closed | Updated):
             with trio.CancelScope(shield=True):
                 await super().protocol_send(event)
         else:
             await super().protocol_send(event)
+
+    async def _send_from_file(self, span: Span) -> None:
+        """A reply body sent from its file (zerocopy.py), under hypercorn's send rules: one
+        write at a time, never cancelled half-way, and a failed send closes the connection."""
+        async with self.send_lock:
+            try:
+                with trio.CancelScope(shield=True):
+                    await send_span(self.stream.socket, span)
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                gone = isinstance(exc, ConnectionError) or self.stream.socket.fileno() == -1
+                if isinstance(exc, OSError) and not gone:  # the file failed, not the client
+                    log.error("a reply from a file was cut short: %s", _one_line(str(exc)))
+                await self.protocol.handle(Closed())
 
     async def run(self) -> None:
         try:

@@ -44,6 +44,7 @@ from arkfs.server.intake import (
 )
 from arkfs.server.metrics import upload_route
 from arkfs.server.signing import SIGNATURE, UrlSigner
+from arkfs.server.zerocopy import SENDFILE_MIN, FileBody
 from arkfs.service.archive_service import DEDUP_KEY_TTL, MAX_SHARD_SIZE, shard_hash
 from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
@@ -77,6 +78,7 @@ class CasStats:
     xorb_bytes_served: int = 0  # body bytes those GETs returned
     footer_requests: int = 0  # GETs of xorb data with a suffix Range
     footer_bytes_served: int = 0  # body bytes those GETs returned
+    xorb_bytes_sendfile: int = 0  # of those two, the bytes sent from the file by sendfile
     dedup_queries: int = 0  # chunk dedup queries answered with a shard
     xorb_uploads: int = 0  # xorbs received and validated (new or already stored)
     xorb_bytes_received: int = 0  # body bytes of those uploads
@@ -202,17 +204,21 @@ class CasService(Face):
         unchanged = not_modified(request, headers["ETag"], None)
         wanted = request.method != "HEAD" and not unchanged
 
-        def ranged() -> tuple[int, int, int, bytes]:
-            """The xorb's size, the Range, and its bytes if wanted: one worker thread call
-            (a missing xorb is a 404 before any 304 or 416)."""
+        def ranged() -> tuple[int, int, int, bytes, int | None]:
+            """The xorb's size, the Range, and its bytes and file if wanted: one worker
+            thread call (a missing xorb is a 404 before any 304 or 416)."""
             try:
                 size = store.xorb_size(xh)
             except NotFound:
                 raise HttpError(404, f"no xorb {name}") from None
             start, end = parse_range(range_header, size, f"xorb {name}")
-            return size, start, end, store.read_xorb(xh, start, end) if wanted else b""
+            if not wanted:
+                return size, start, end, b"", None
+            if end - start < SENDFILE_MIN:
+                return size, start, end, store.read_xorb(xh, start, end), None
+            return size, start, end, *store.read_xorb_file(xh, start, end)
 
-        size, start, end, body = await self.run(ranged)
+        size, start, end, body, fd = await self.run(ranged)
         if unchanged:
             return Response(b"", status_code=304, headers=headers)
         partial = range_header is not None
@@ -227,12 +233,13 @@ class CasService(Face):
                 self.stats.xorb_bytes_served += len(body)
             self.metrics.served.labels("xorb").inc(len(body))
         headers["Content-Length"] = str(end - start)
-        return Response(
-            body,
-            status_code=206 if partial else 200,
-            headers=headers,
-            media_type="application/octet-stream",
-        )
+        status, media_type = 206 if partial else 200, "application/octet-stream"
+        if fd is not None:  # sent from the file (zerocopy.py)
+            return FileBody(body, fd, start, self._sent_from_file, status, headers, media_type)
+        return Response(body, status_code=status, headers=headers, media_type=media_type)
+
+    def _sent_from_file(self, size: int) -> None:
+        self.stats.xorb_bytes_sendfile += size
 
     async def dedup(self, request: Request) -> Response:
         """Query Chunk Deduplication: a shard of the xorbs holding the chunk, keyed hashes."""

@@ -146,6 +146,11 @@ class Store(Protocol):
         """Bytes [start, end) of stored xorb h."""
         ...
 
+    def read_xorb_file(self, h: bytes, start: int, end: int) -> tuple[bytes, int | None]:
+        """read_xorb, and where the store keeps xorbs in files, a descriptor open on the file
+        the bytes came from (the caller closes it), to send them again with sendfile."""
+        ...
+
     def xorb_footer(self, h: bytes) -> XorbFooter:
         """The footer of stored xorb h, checked against its name."""
         ...

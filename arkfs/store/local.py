@@ -364,13 +364,20 @@ class LocalStore:
 
     def read_xorb(self, h: bytes, start: int, end: int) -> bytes:
         """Bytes [start, end) of stored xorb h; OutOfRange unless 0 <= start <= end <= size."""
+        data, fd = self.read_xorb_file(h, start, end)
+        os.close(fd)
+        return data
+
+    def read_xorb_file(self, h: bytes, start: int, end: int) -> tuple[bytes, int]:
+        """read_xorb, and a descriptor open on the xorb's file (the caller closes it)."""
         fd, size, name = self._open_xorb(h)
         try:
             if not 0 <= start <= end <= size:
                 raise OutOfRange(f"bytes {start}..{end} are not within xorb {name} ({size} bytes)")
-            return self._pread(fd, name, size, start, end)
-        finally:
+            return self._pread(fd, name, size, start, end), fd
+        except BaseException:
             os.close(fd)
+            raise
 
     def xorb_footer(self, h: bytes) -> XorbFooter:
         """The footer of stored xorb h, checked against its name; StoreCorrupt if damaged."""

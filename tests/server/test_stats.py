@@ -36,6 +36,8 @@ def test_stats_count_uploads_reconstructions_data_and_footer_reads(tmp_path: Pat
         whole = httpx.get(fr.url)
         dedup = httpx.get(f"{url}/v1/chunks/default/{hash_to_string(f.chunks[0])}", headers=read)
         assert dedup.status_code == 200 and len(tail.content) == 100
+        assert whole.content == content.xorbs[0].data  # sent from the file, to the byte
+        assert data.content == whole.content[fr.byte_start : fr.byte_end + 1]
         stats = httpx.get(f"{url}/v1/stats", headers=read).json()
     assert stats == {
         "reconstructions": 1,
@@ -45,6 +47,7 @@ def test_stats_count_uploads_reconstructions_data_and_footer_reads(tmp_path: Pat
         "xorb_bytes_served": len(data.content) + len(whole.content),
         "footer_requests": 1,
         "footer_bytes_served": 100,
+        "xorb_bytes_sendfile": len(data.content) + len(whole.content),  # each over 64 KiB
         "dedup_queries": 1,
         "xorb_uploads": len(content.xorbs),
         "xorb_bytes_received": sum(len(x.data) for x in content.xorbs),

@@ -2,6 +2,7 @@
 processes under test (`arkfs serve`, `arkfs mount`), each stopped however a run ends."""
 
 import json
+import mmap
 import os
 import random
 import re
@@ -206,6 +207,49 @@ def drop_caches() -> None:
     """Write back dirty pages, then drop the page cache, dentries and inodes (needs root)."""
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+# A VM's free page reporting (virtio-balloon) hands freed guest pages back to the host;
+# the next write into one faults it in again on the host. Each side drops the page cache
+# first, so a side that writes a GiB into the page cache (hf_xet's download to a file,
+# curl) paid 2-6 s of system CPU for what costs 1.1-1.2 s on memory the host still backs,
+# and which cost it paid swung from run to run; `arkfs get` writes past the page cache and
+# barely sees it. This kernel's page_reporting.min_free_ms keeps freed pages in the guest
+# that long, so for the run every side writes to backed memory, as on a machine of its own.
+FREE_PAGE_DELAY = Path("/sys/module/page_reporting/parameters/min_free_ms")
+HELD_MS = 300_000  # 5 min, the most this kernel takes: each side reuses within seconds
+PRIMED = 2 * 2**30  # memory touched once, then freed, so the held free pages start backed
+
+
+@contextmanager
+def backed_free_memory() -> Iterator[str]:
+    """Hold freed pages in the guest for the run, where the kernel allows it; yields a line
+    saying what was done. ARKFS_BENCH_PAGE_REPORTING=keep leaves the machine as it is."""
+    if os.environ.get("ARKFS_BENCH_PAGE_REPORTING") == "keep":
+        yield "free page reporting left as it is (ARKFS_BENCH_PAGE_REPORTING=keep)"
+        return
+    try:
+        was = FREE_PAGE_DELAY.read_text().strip()
+    except OSError:  # no free page reporting here (bare metal), or no such knob
+        yield "no free page reporting to hold back"
+        return
+    try:
+        FREE_PAGE_DELAY.write_text(f"{HELD_MS}\n")
+    except OSError as exc:
+        yield f"free page reporting could not be held back ({exc.strerror}): ratios may swing"
+        return
+    try:
+        _touch(PRIMED)
+        yield f"free page reporting held for the run (min_free_ms {was} -> {HELD_MS}, then back)"
+    finally:
+        with shielded():
+            FREE_PAGE_DELAY.write_text(f"{was}\n")
+
+
+def _touch(size: int) -> None:
+    """Write one byte in each page of size bytes of new memory, then free it."""
+    with mmap.mmap(-1, size) as memory, memoryview(memory) as view:
+        view[:: mmap.PAGESIZE] = b"\x01" * len(range(0, size, mmap.PAGESIZE))
 
 
 def read_seconds(path: Path, block: int = MIB) -> float:

@@ -81,7 +81,8 @@ def write_markdown(figures: list[Figure], run: dict[str, object]) -> Path:
         + f". Each number is the median of {REPEAT} runs, their lowest and highest in "
         "parentheses (peak RSS: their maximum). "
         f"Load average before and after: {run['load_before'][0]:.1f}, "  # type: ignore[index]
-        f"{run['load_after'][0]:.1f}; other work on the machine adds noise.",  # type: ignore[index]
+        f"{run['load_after'][0]:.1f}; other work on the machine adds noise. "  # type: ignore[index]
+        f"Memory: {run['free_memory']}.",
         "",
         f"**Noisy run**: the 1-minute load average was above {NOISY_LOAD:g} when it began "
         "(other work on the machine), so its ratios are not reliable."

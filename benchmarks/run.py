@@ -23,7 +23,7 @@ from unittest.mock import patch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import corpora
-from benchmarks.common import Failed, Figure, attempt
+from benchmarks.common import Failed, Figure, attempt, backed_free_memory
 from benchmarks.corpora import Corpora
 from benchmarks.fio import bench_fio
 from benchmarks.hashing import bench_hash
@@ -118,6 +118,8 @@ def main() -> int:
         # the removed temp dir, which left a new one behind.
         scratch_homes = {"XDG_STATE_HOME": f"{tmp}/state", "XDG_CACHE_HOME": f"{tmp}/cache"}
         stack.enter_context(patch.dict(os.environ, scratch_homes))
+        memory = stack.enter_context(backed_free_memory())
+        print(memory, flush=True)
         print(f"corpora under {workdir}", flush=True)
         data = attempt("corpora", lambda: corpora.build(workdir))
         print(f"  corpora ready after {time.perf_counter() - started:.0f} s", flush=True)
@@ -137,7 +139,12 @@ def main() -> int:
                 else:
                     figures += run(name, partial(mount_bench, archive))
     seconds = time.perf_counter() - started
-    record = {"seconds": seconds, "load_before": load, "load_after": os.getloadavg()}
+    record = {
+        "seconds": seconds,
+        "load_before": load,
+        "load_after": os.getloadavg(),
+        "free_memory": memory,
+    }
     print()
     print_table(figures)
     print(f"\nthe run took {seconds / 60:.1f} min")

@@ -259,7 +259,7 @@ class _OneConnection(TCPServer):
             try:
                 with trio.CancelScope(shield=True):
                     await send_span(self.stream.socket, span)
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            except (OSError, trio.ClosedResourceError) as exc:  # the socket, or the file
                 gone = isinstance(exc, ConnectionError) or self.stream.socket.fileno() == -1
                 if isinstance(exc, OSError) and not gone:  # the file failed, not the client
                     log.error("a reply from a file was cut short: %s", _one_line(str(exc)))

@@ -209,6 +209,17 @@ def drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
+def disk_written(path: Path) -> int | None:
+    """Bytes written so far to the block device that holds path (its sysfs stat), or None
+    where path is on none (tmpfs, overlay) or the kernel does not say."""
+    dev = os.stat(path).st_dev
+    try:
+        fields = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat").read_text().split()
+    except OSError:
+        return None
+    return int(fields[6]) * 512  # sectors written: the kernel counts them in 512 bytes
+
+
 # A VM's free page reporting (virtio-balloon) hands freed guest pages back to the host;
 # the next write into one faults it in again on the host. Each side drops the page cache
 # first, so a side that writes a GiB into the page cache (hf_xet's download to a file,

@@ -2,11 +2,14 @@
 
 `python hfxet_read.py MODE URL TOKEN HASH SIZE [ARG]` prints the seconds MODE took:
 - `file DEST`: download the whole file to DEST (new_file_download_group);
+- `durable DEST`: the same, then fsync DEST, so its bytes are on the disk when the clock
+  stops, as `arkfs get`'s are (hf_xet leaves them in the page cache);
 - `stream`: stream the whole file into memory and drop it (new_download_stream_group);
 - `byte OFFSET`: from a new session to the one byte at OFFSET (a ranged stream).
 The clock starts after the import, so interpreter start-up is not charged to hf_xet.
 """
 
+import os
 import sys
 import time
 
@@ -21,11 +24,17 @@ def main() -> int:
     expiry = int(time.time()) + 3600
     start = time.perf_counter()
     session = hf_xet.XetSession()
-    if mode == "file":
+    if mode in ("file", "durable"):
         with session.new_file_download_group(
             endpoint=url, token=token, token_expiry_unix_secs=expiry
         ) as group:
             group.start_download_file(info, sys.argv[6])
+        if mode == "durable":
+            fd = os.open(sys.argv[6], os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
     else:
         group = session.new_download_stream_group(
             endpoint=url, token=token, token_expiry_unix_secs=expiry

@@ -35,6 +35,7 @@ from benchmarks.common import (
     arkfs_mount,
     arkfs_server,
     compare,
+    disk_written,
     drop_caches,
     interleaved,
     is_mounted,
@@ -168,11 +169,14 @@ def _hf_xet(archive: Archive, mode: str, local: Path, arg: str = "", whole: bool
     return took if whole else float(out.stdout)
 
 
-def _hf_xet_file(archive: Archive, local: Path, whole: bool = False) -> float:
-    """Seconds hf_xet took to download local's published copy to a file (whole: _hf_xet)."""
+def _hf_xet_file(
+    archive: Archive, local: Path, whole: bool = False, durable: bool = False
+) -> float:
+    """Seconds hf_xet took to download local's published copy to a file (whole: _hf_xet;
+    durable: fsynced before the clock stops, hfxet_read.py's durable mode)."""
     dest = archive.scratch / "hf-download"
     try:
-        seconds = _hf_xet(archive, "file", local, str(dest), whole)
+        seconds = _hf_xet(archive, "durable" if durable else "file", local, str(dest), whole)
         if dest.stat().st_size != local.stat().st_size:
             raise RuntimeError(f"hf_xet wrote {dest.stat().st_size} bytes")
         return seconds
@@ -198,12 +202,20 @@ def _curl(archive: Archive, local: Path) -> float:
     return float(seconds)
 
 
-def _cold(run: Callable[[], float], size: int) -> Callable[[], dict[str, float]]:
-    """A side that drops the page cache, then reports size / run() in MB/s."""
+def _cold(
+    run: Callable[[], float], size: int, disk: Path | None = None
+) -> Callable[[], dict[str, float]]:
+    """A side that drops the page cache, then reports size / run() in MB/s, and, given a
+    path, the MB the disk holding it wrote meanwhile (disk_mb; none on a RAM file system)."""
 
     def side() -> dict[str, float]:
         drop_caches()
-        return {"mbps": size / 1e6 / run()}
+        before = disk_written(disk) if disk else None
+        out = {"mbps": size / 1e6 / run()}
+        after = disk_written(disk) if disk else None
+        if before is not None and after is not None:
+            out["disk_mb"] = (after - before) / 1e6
+        return out
 
     return side
 

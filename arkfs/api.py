@@ -73,6 +73,7 @@ class Resolved:
     path: str  # '' for the archive itself
     entry: Entry | None  # None for the archive itself
     backend: str  # the server URL or store the files are read from
+    top: Entry  # entry, or the archive's root directory (Manifest.top: its mode and mtime)
 
 
 @dataclass(frozen=True)
@@ -282,9 +283,7 @@ class Client:
                 with contextlib.suppress(OSError):  # dangling: listed as the link it is
                     entry = _follow(archive, child.path)[0]
             named = f"{archive.key}/{version_name(archive.version)}/{child.path}"
-            out.append(
-                Resolved(named, archive.key, archive.version, child.path, entry, found.backend)
-            )
+            out.append(_resolved(archive, named, child.path, entry, found.backend))
         return out
 
     async def _tree(self, ark: str) -> tuple[Resolved, list[Entry]]:
@@ -315,8 +314,7 @@ class Client:
             path = entry_path(root, parse(f"{root}/{path}")) or path
         entry, path = _follow(archive, path)
         named = f"{archive.key}/{version_name(archive.version)}" + (f"/{path}" if path else "")
-        resolved = Resolved(named, archive.key, archive.version, path, entry, archive.backend.name)
-        return archive, resolved
+        return archive, _resolved(archive, named, path, entry, archive.backend.name)
 
     async def _no_version(self, key: str, version: int | None, unbound: NotBound) -> NotBound:
         """What to say when key's version is not found: which version is the latest, when
@@ -458,6 +456,14 @@ def _forked() -> None:
 
 
 os.register_at_fork(after_in_child=_forked)
+
+
+def _resolved(
+    archive: IndexedArchive, named: str, path: str, entry: Entry | None, backend: str
+) -> Resolved:
+    """The Resolved of path in archive, named named: entry None is the archive itself."""
+    top = archive.manifest.top if entry is None else entry
+    return Resolved(named, archive.key, archive.version, path, entry, backend, top)
 
 
 def _follow(archive: IndexedArchive, path: str) -> tuple[Entry | None, str]:

@@ -149,7 +149,7 @@ def get(
     base = f"{found.archive}/@v{found.version}"
     if found.entry is not None and found.entry.kind == Kind.FILE:
         files = [(found.entry, out)]
-        dirs: list[tuple[Entry | None, Path]] = []
+        dirs: list[tuple[Entry, Path]] = []
         links: list[tuple[Entry, Path]] = []
     else:
         skip = len(found.path) + 1 if found.path else 0
@@ -159,7 +159,7 @@ def get(
         links = [(e, out / rel) for e, rel in taken if e.kind == Kind.SYMLINK]
         if not selection.everything and not files and not links:
             raise DownloadError(f"nothing in {found.ark} matches --include/--exclude")
-        dirs = [(found.entry, out), *((e, out / rel) for e, rel in taken if e.kind == Kind.DIR)]
+        dirs = [(found.top, out), *((e, out / rel) for e, rel in taken if e.kind == Kind.DIR)]
         if not selection.everything:  # only the directories that hold what it took
             needed = {p.parent for _, p in files + links}
             needed |= {a for p in needed for a in p.parents}
@@ -187,9 +187,8 @@ def get(
     for link, path in links:
         _symlink(link, path)
     for folder, path in reversed(dirs):  # deepest last in path order: set them first
-        if folder is not None:
-            os.chmod(path, folder.mode)
-            os.utime(path, ns=(folder.mtime_ns, folder.mtime_ns))
+        os.chmod(path, folder.mode)
+        os.utime(path, ns=(folder.mtime_ns, folder.mtime_ns))
     progress.begin("check")  # a get of empty files only checks nothing
     progress.dest = out
     return out

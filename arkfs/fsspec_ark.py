@@ -69,16 +69,10 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
         return _details(path, self.client.resolve(path))
 
     def modified(self, path: str) -> datetime:
-        """When the file or directory was last modified, as published (an archive's top:
-        when its version was made)."""
-        path = self._strip_protocol(path)
-        found = self.client.resolve(path)
-        if found.entry is not None:
-            return datetime.fromtimestamp(found.entry.mtime_ns / 1e9, UTC)
-        made = next(
-            v.created for v in self.client.info(path).versions if v.version == found.version
-        )
-        return datetime.fromtimestamp(made, UTC)
+        """When the file or directory was last modified, as published (an archive's top: its
+        root directory's, as the mount shows it)."""
+        found = self.client.resolve(self._strip_protocol(path))
+        return datetime.fromtimestamp(found.top.mtime_ns / 1e9, UTC)
 
     def cat_file(
         self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
@@ -117,16 +111,14 @@ def _directory(name: str) -> dict[str, Any]:
     return {"name": name, "type": "directory", "size": 0}
 
 
+_TYPES = {Kind.DIR: "directory", Kind.FILE: "file"}  # fsspec's types; anything else is "other"
+
+
 def _details(name: str, found: Resolved) -> dict[str, Any]:
-    """fsspec's info dict of an entry (the archive itself when found has none)."""
-    entry = found.entry
-    if entry is None or entry.kind == Kind.DIR:
-        kind = "directory"
-    else:
-        kind = "file" if entry.kind == Kind.FILE else "other"
-    out: dict[str, Any] = {"name": name, "type": kind, "size": entry.size if entry else 0}
-    if entry is not None:
-        out |= {"mode": entry.mode, "mtime": entry.mtime_ns / 1e9, "ark": found.ark}
-        if entry.xet_hash is not None:
-            out["xet_hash"] = entry.xet_hash.hex()
+    """fsspec's info dict of an entry (the archive's root directory when found has none)."""
+    entry = found.top
+    out: dict[str, Any] = {"name": name, "type": _TYPES.get(entry.kind, "other")}
+    out |= {"size": entry.size, "mode": entry.mode, "mtime": entry.mtime_ns / 1e9, "ark": found.ark}
+    if entry.xet_hash is not None:
+        out["xet_hash"] = entry.xet_hash.hex()
     return out

@@ -802,6 +802,9 @@ def _packed_xattrs(pairs: Xattrs) -> list[list[Any]]:
     return [[name, value] for name, value in pairs]
 
 
+OLD_ROOT_MODE = 0o555  # Manifest.top of a manifest without its root: read-only, as archives are
+
+
 @dataclass(frozen=True)
 class Manifest:
     """An archive: its ARK, its entries sorted by path, where its CAS is, and its root
@@ -831,6 +834,15 @@ class Manifest:
         values = (ark, columns, created, cas_url, token_url, root)
         for name, value in zip(self.__dataclass_fields__, values, strict=True):
             object.__setattr__(self, name, value)
+
+    @property
+    def top(self) -> Entry:
+        """The root directory's entry, as every door shows it: root, or, in a manifest
+        written before the root was kept, a directory of mode OLD_ROOT_MODE made when the
+        manifest was."""
+        if self.root is not None:
+            return self.root
+        return Entry("", Kind.DIR, 0, OLD_ROOT_MODE, int(self.created * 1e9))
 
     def entry(self, path: str) -> Entry | None:
         """The entry at path, or None ('' is the root, which has no entry)."""

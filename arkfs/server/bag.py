@@ -17,7 +17,7 @@ def bag_members(service: ArchiveService, archive: Archive, top: str) -> list[tar
         tarball.made_file(f"{top}/{name}", data, created)
         for name, data in tag_files(archive, stored_digest(service))
     ]
-    payload = tarball.members(archive.manifest, "", f"{top}/{PAYLOAD}", created)
+    payload = tarball.members(archive.manifest, "", f"{top}/{PAYLOAD}")
     # members() gives the payload directory, then one member per entry in manifest order;
     # a bag holds no symlinks (bagit.py lists them in a tag file instead).
     entries = archive.manifest.entries

@@ -370,7 +370,7 @@ class NmaService(Face):
         archive, path = view.archive, entry.path if entry else ""
         top = entry.name if entry else f"{archive.ark.name}-{archive.version.name}"
         created = archive.version.created
-        parts = await self.run(tarball.members, archive.manifest, path, top, created)
+        parts = await self.run(tarball.members, archive.manifest, path, top)
         return await self._tar_reply(request, entry_ark(view.root, path), top, created, parts)
 
     async def bag(self, request: Request, view: View, entry: Entry | None) -> Response:

@@ -21,7 +21,7 @@ MEDIA_TYPE = "application/x-tar"
 BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE  # the end of a tar is padded to a whole record, as tar(1) writes
 FLUSH_BYTES = 1024 * 1024  # headers and small files are gathered up to this before a send
-DIR_MODE = 0o755  # the top directory of an archive root's tar, which has no entry of its own
+DIR_MODE = 0o755  # a directory a tar makes that is no entry of the archive (a bag's top)
 # The permission bits a member keeps: setuid, setgid and sticky are cleared, as `git archive`
 # does, so that `tar -x` as root never makes a setuid-root file from a published tree.
 PERMISSIONS = 0o777
@@ -54,12 +54,13 @@ def _header(
     return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
 
 
-def members(manifest: Manifest, path: str, top: str, mtime: float) -> list[Member]:
+def members(manifest: Manifest, path: str, top: str) -> list[Member]:
     """The members of directory path ('' the archive root) of manifest, all under the
-    directory top; mtime is top's when path is the root."""
-    d = manifest.entry(path) if path else manifest.root  # None: a manifest without its root
-    mode, mtime = (d.mode, d.mtime_ns / 1e9) if d else (DIR_MODE, mtime)
-    out = [Member(_header(top, Kind.DIR, mode, mtime, 0, ""), None)]
+    directory top."""
+    d = manifest.entry(path) if path else manifest.top
+    if d is None:
+        raise ValueError(f"no directory {path!r} in {manifest.ark}")
+    out = [Member(_header(top, Kind.DIR, d.mode, d.mtime_ns / 1e9, 0, ""), None)]
     prefix = path + "/" if path else ""
     linked: dict[str, str] = {}  # a hard-link group (its first path) -> its member's name here
     for e in manifest.entries:

@@ -255,6 +255,15 @@ def test_a_manifest_written_by_the_release_before_links_reads_as_one_without_the
     assert m.entries.link_count(2) == 1 and m.entries.xattrs(2) == ()
 
 
+def test_the_top_is_the_root_as_published_else_a_read_only_directory_of_when_it_was_made() -> None:
+    """Manifest.top: what the mount, `arkfs get` and ark:// show for an archive's root."""
+    root = Entry("", Kind.DIR, 0, 0o750, -5)
+    assert Manifest("ark:12345/x6", [], created=12.5, root=root).top == root
+    assert Manifest("ark:12345/x6", [], created=12.5).top == Entry(
+        "", Kind.DIR, 0, 0o555, 12_500_000_000
+    )
+
+
 def _posix(**changes: object) -> bytes:
     obj = msgpack.unpackb(posix_sample().to_msgpack(), raw=False, strict_map_key=False)
     return msgpack.packb(obj | changes, use_bin_type=True)

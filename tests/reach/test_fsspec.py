@@ -1,6 +1,7 @@
 """The `ark://` fsspec filesystem with the real pandas, pyarrow, zarr and xarray, on
 `arkfs serve` and on the embedded store, compared with the source trees."""
 
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -80,9 +81,14 @@ def test_modified_times_and_read_only_refusals(
     fs = fsspec.filesystem("ark", **options)
     mtime = (reach_archive.tree / "c3/s5.v7.xsl").stat().st_mtime
     assert fs.modified(f"{A}/c3/s5.v7.xsl").timestamp() == pytest.approx(mtime, abs=1e-6)
+    # An archive's top is its root directory as published, as the mount shows it: the
+    # tree's own mode and mtime (not changed between v1 and v2), not when a version was made.
+    root = reach_archive.tree.stat()
     made = [v.created for v in fs.client.info(ARK).versions]
-    assert fs.modified(f"{A}/@v1").timestamp() == pytest.approx(made[0], abs=1e-6)
-    assert fs.modified(A).timestamp() == pytest.approx(made[-1], abs=1e-6)
+    for top in (f"{A}/@v1", A):
+        assert fs.modified(top).timestamp() == pytest.approx(root.st_mtime, abs=1e-6)
+        assert fs.info(top)["mode"] == stat.S_IMODE(root.st_mode)
+    assert fs.modified(A).timestamp() != pytest.approx(made[-1], abs=1e-6)
     for write in (
         lambda: fs.rm(f"{A}/readme.txt"),
         lambda: fs.mkdir(f"{A}/new"),

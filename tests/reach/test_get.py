@@ -26,10 +26,11 @@ def where(reach_archive: Published, how: str) -> list[str]:
 
 
 def same_tree(got: Path, truth: Path) -> None:
-    """got holds what truth holds: names, bytes, modes, mtimes and symlink targets."""
+    """got holds what truth holds: names, bytes, modes, mtimes and symlink targets (the
+    top directory's mode and mtime too: an archive's root as published)."""
     names = sorted(p.relative_to(truth) for p in truth.rglob("*"))
     assert sorted(p.relative_to(got) for p in got.rglob("*")) == names
-    for rel in names:
+    for rel in [Path("."), *names]:
         a, b = os.lstat(got / rel), os.lstat(truth / rel)
         assert (a.st_mode, a.st_mtime_ns) == (b.st_mode, b.st_mtime_ns), rel
         if (truth / rel).is_symlink():

@@ -122,11 +122,8 @@ class Attributes:
         if node.kind is NodeKind.INFO:
             return self._base(node.ino, INFO_MODE, len(info_record(node)), self._mtime(node))
         if node.kind in (NodeKind.ARCHIVE, NodeKind.VERSION):
-            root = archive.manifest.root  # None in manifests written before it was kept
-            if root is None:
-                a = self._base(node.ino, DIR_MODE, 0, self._mtime(node))
-            else:
-                a = self._base(node.ino, stat.S_IFDIR | root.mode, 0, root.mtime_ns)
+            root = archive.manifest.top
+            a = self._base(node.ino, stat.S_IFDIR | root.mode, 0, root.mtime_ns)
             a.st_nlink = 2 + archive.subdirs("")
             return a
         return self._of_entry(node.ino, archive, node.index)

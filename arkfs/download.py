@@ -21,8 +21,9 @@ order as they land (the bytes just written, while later pieces are still being f
 read back from the part file only for pieces an earlier run wrote: a piece more than AHEAD
 pieces ahead of the digest waits to be fetched), so the check waits only for the last
 piece. A file already at NAME with the manifest's size and SHA-256 is kept, not fetched;
-one that differs is fetched again. Symlinks are made as the mount shows them; directories
-get their modes and mtimes last.
+one that differs is fetched again. Symlinks are made as the mount shows them, and so are
+hard links (a group is fetched once, then linked; copied where the file system makes no
+links); directories get their modes and mtimes last.
 """
 
 import contextlib
@@ -30,6 +31,7 @@ import fnmatch
 import hashlib
 import io
 import os
+import shutil
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -147,6 +149,7 @@ def get(
     found, entries = client.tree(ark)
     out = target(found, dest)
     base = f"{found.archive}/@v{found.version}"
+    hardlinks: list[tuple[Entry, Path, Path]] = []
     if found.entry is not None and found.entry.kind == Kind.FILE:
         files = [(found.entry, out)]
         dirs: list[tuple[Entry, Path]] = []
@@ -164,9 +167,11 @@ def get(
             needed = {p.parent for _, p in files + links}
             needed |= {a for p in needed for a in p.parents}
             dirs = [dirs[0], *((e, p) for e, p in dirs[1:] if p in needed)]
+        files, hardlinks = _one_per_inode(files)
     for _, path in dirs:
         path.mkdir(parents=True, exist_ok=True)
-    progress.files, progress.total = len(files), sum(e.size for e, _ in files)
+    progress.files = len(files) + len(hardlinks)
+    progress.total = sum(e.size for e, _ in files) + sum(e.size for e, _, _ in hardlinks)
     resumes = [_resume(path, entry.size) for entry, path in files]  # each record read once
     _check_space(out, sum(map(_to_write, files, resumes)))
     progress.begin("fetch")
@@ -184,6 +189,10 @@ def get(
                 raise failed
         finally:  # interrupted or failed: the pieces not begun are not fetched
             pool.shutdown(cancel_futures=True)
+    for entry, path, source in hardlinks:
+        _hardlink(entry, source, path)
+        progress.add(entry.size, 0)
+        progress.check(entry.size)
     for link, path in links:
         _symlink(link, path)
     for folder, path in reversed(dirs):  # deepest last in path order: set them first
@@ -447,6 +456,47 @@ def _sha256(path: Path) -> bytes:
         while block := f.read(HASH_BLOCK):
             digest.update(block)
     return digest.digest()
+
+
+def _one_per_inode(
+    files: list[tuple[Entry, Path]],
+) -> tuple[list[tuple[Entry, Path]], list[tuple[Entry, Path, Path]]]:
+    """The files to fetch, and the rest as (entry, path, the fetched path it is a hard link
+    of): of each hard-link group (Entry.link) only its first file taken is fetched, as the
+    mount shows the group as one inode."""
+    first: dict[str, Path] = {}
+    fetch: list[tuple[Entry, Path]] = []
+    linked: list[tuple[Entry, Path, Path]] = []
+    for entry, path in files:
+        if entry.link is not None and entry.link in first:
+            linked.append((entry, path, first[entry.link]))
+            continue
+        if entry.link is not None:
+            first[entry.link] = path
+        fetch.append((entry, path))
+    return fetch, linked
+
+
+def _hardlink(entry: Entry, source: Path, path: Path) -> None:
+    """Make path a hard link of source (the file of entry's group, fetched and checked),
+    through a temporary name; where the file system makes no links, a copy of source."""
+    with contextlib.suppress(OSError):
+        if os.path.samefile(source, path):
+            return
+    tmp = _part(path)
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(source, tmp)
+    except OSError:  # EXDEV, EPERM, EMLINK, ENOTSUP: the bytes are right, the link is not
+        shutil.copyfile(source, tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, entry.mode)
+        os.utime(tmp, ns=(entry.mtime_ns, entry.mtime_ns))
+    os.replace(tmp, path)
 
 
 def _symlink(entry: Entry, path: Path) -> None:

@@ -35,8 +35,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "its SHA-256 too), in parallel, through the same "
         "servers, registries, mirrors, tokens and chunk cache as `arkfs mount`. A rerun fetches "
         "only what is missing or wrong; a file appears under its name only once it is whole "
-        "and checked. Modes, mtimes and symlinks are kept as the mount shows them. A get that "
-        "would not fit on DEST's file system stops before it fetches.",
+        "and checked. Modes, mtimes, symlinks and hard links are kept as the mount shows "
+        "them. A get that would not fit on DEST's file system stops before it fetches.",
         epilog="Examples:\n  arkfs get ark:12345/x6np1wh8k/@v2/data --server https://arks.example.org\n"
         "  arkfs get ark:12345/x6np1wh8k --include '*.csv' --exclude 'old/'\n"
         "  arkfs get ark:12345/x7tables/table.csv - | head",

@@ -1,10 +1,12 @@
 """`arkfs get` with the real CLI, on `arkfs serve` and on the embedded store: what it
-writes is the source tree (bytes, modes, mtimes, symlinks); a rerun fetches nothing; an
+writes is the source tree (bytes, modes, mtimes, symlinks, hard links); a rerun fetches nothing; an
 interrupted get resumes; a flipped byte fails with one line and leaves no file."""
 
+import errno
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -13,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from arkfs.download import PIECE
+from arkfs.archive.manifest import Entry, Kind
+from arkfs.download import PIECE, _hardlink
 from tests.reach.conftest import ARK, BIG, TABLES, TOKEN, Published
+from tests.support.archive import publish
 from tests.support.cli import ARKFS, run_arkfs
 from tests.support.faults import fault_proxy
 
@@ -411,3 +415,54 @@ def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
         *("pyfuse3", "arkfs.mount.fuse", "arkfs.mount.names.namespace", "arkfs.mount.daemon"),
     )
     assert [m for m in unneeded if m in modules] == []
+
+
+def test_a_hard_link_group_is_fetched_once_and_linked_as_the_mount_shows_it(
+    tmp_path: Path,
+) -> None:
+    """Three names of one inode (one in a subdirectory) come back as one inode of three
+    links, fetched once; with only one name taken, that name is a file of its own."""
+    tree, store = tmp_path / "tree", tmp_path / "store"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.bin").write_bytes(os.urandom(300_000))
+    os.link(tree / "a.bin", tree / "b.bin")
+    os.link(tree / "a.bin", tree / "sub/c.bin")
+    (tree / "plain.txt").write_text("not linked\n")
+    publish(tree, "ark:12345/x6links", "--store", str(store))
+    opts = ["--store", str(store), "--no-cache", "--json"]
+    done = get("ark:12345/x6links", str(tmp_path / "got"), *opts)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["files"] == 4 and summary["fetched"] == 300_000 + len("not linked\n")
+    same_tree(tmp_path / "got", tree)
+    names = [tmp_path / "got" / n for n in ("a.bin", "b.bin", "sub/c.bin")]
+    assert len({os.stat(n).st_ino for n in names}) == 1 and os.stat(names[0]).st_nlink == 3
+    assert os.stat(tmp_path / "got/plain.txt").st_nlink == 1
+    again = json.loads(get("ark:12345/x6links", str(tmp_path / "got"), *opts).stdout)
+    assert again["fetched"] == 0  # a rerun finds every name in place
+    one = get("ark:12345/x6links", str(tmp_path / "one"), *opts, "--include", "sub/*")
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout)["fetched"] == 300_000
+    got = tmp_path / "one/sub/c.bin"
+    assert got.read_bytes() == (tree / "a.bin").read_bytes() and got.stat().st_nlink == 1
+
+
+@pytest.mark.unit
+def test_where_no_link_can_be_made_a_hard_link_is_a_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system that makes no hard links (EXDEV, EPERM, ...) gets a copy of the
+    fetched file, with the entry's mode and mtime, under its name at once."""
+    source = tmp_path / "a.bin"
+    source.write_bytes(b"checked bytes")
+    entry = Entry("b.bin", Kind.FILE, 13, 0o640, 1_234_567_890_123_456_789, link="a.bin")
+
+    def refuse(*args: object) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", refuse)
+    _hardlink(entry, source, tmp_path / "b.bin")
+    copy = (tmp_path / "b.bin").stat()
+    assert (tmp_path / "b.bin").read_bytes() == b"checked bytes" and copy.st_nlink == 1
+    assert (stat.S_IMODE(copy.st_mode), copy.st_mtime_ns) == (0o640, 1_234_567_890_123_456_789)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "b.bin"]

@@ -23,7 +23,8 @@ pieces ahead of the digest waits to be fetched), so the check waits only for the
 piece. A file already at NAME with the manifest's size and SHA-256 is kept, not fetched;
 one that differs is fetched again. Symlinks are made as the mount shows them, and so are
 hard links (a group is fetched once, then linked; copied where the file system makes no
-links); directories get their modes and mtimes last.
+links) and the user.* extended attributes published with each entry; directories get
+their modes and mtimes last.
 """
 
 import contextlib
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from arkfs.api import CLIENT_GROUP_BYTES, ArkFile, Client, Resolved
-from arkfs.archive.manifest import Entry, Kind
+from arkfs.archive.manifest import Entry, Kind, Xattrs
 from arkfs.util.direct import DirectFile
 from arkfs.util.pagecache import let_go
 from arkfs.util.sizes import human
@@ -71,6 +72,7 @@ class GetProgress:
     to_hash: int = 0  # bytes of resumed files, each to be checked whole against its SHA-256
     hashed: int = 0  # of those, the bytes checked
     kept: int = 0  # files found right already
+    xattrs_lost: int = 0  # entries whose user.* attributes DEST's file system would not keep
     dest: Path | None = None  # where it all went, once it is all there
     phases: list[str] = field(default_factory=lambda: [PHASES[0]])  # begun, in order
     began: dict[str, tuple[int, int]] = field(default_factory=lambda: {PHASES[0]: (0, 1)})
@@ -191,11 +193,13 @@ def get(
             pool.shutdown(cancel_futures=True)
     for entry, path, source in hardlinks:
         _hardlink(entry, source, path)
+        _set_xattrs(path, entry.xattrs, progress)  # a copy's; a link's are its group's
         progress.add(entry.size, 0)
         progress.check(entry.size)
     for link, path in links:
         _symlink(link, path)
     for folder, path in reversed(dirs):  # deepest last in path order: set them first
+        _set_xattrs(path, folder.xattrs, progress)  # while its mode still lets us
         os.chmod(path, folder.mode)
         os.utime(path, ns=(folder.mtime_ns, folder.mtime_ns))
     progress.begin("check")  # a get of empty files only checks nothing
@@ -234,6 +238,7 @@ def _plan(
 ) -> "_FileJob | None":
     """The job of one file: its pieces still missing; None if path is that file already."""
     if _is_right(path, entry):
+        _set_xattrs(path, entry.xattrs, progress)
         progress.kept += 1
         progress.add(entry.size, 0)
         progress.check(entry.size)
@@ -315,7 +320,8 @@ class _FileJob:
         assert self.digest is not None
         file = DirectFile(self.part, self.entry.size)
         self._feed(file.fd, wait=True)
-        _complete(file, self.part, self.record, self.path, self.entry, self.digest.digest())
+        sha256 = self.digest.digest()
+        _complete(file, self.part, self.record, self.path, self.entry, sha256, self.progress)
         self.progress.check(self.entry.size, whole=True)
 
     def _open(self) -> tuple[DirectFile, ArkFile]:
@@ -372,7 +378,7 @@ class _FileJob:
             assert self.opened is not None
             assert self.digest is None or self.hashed == self.entry.size
             self.opened.close()
-            _complete(file, self.part, self.record, self.path, self.entry, sha256)
+            _complete(file, self.part, self.record, self.path, self.entry, sha256, self.progress)
             self.progress.check(self.entry.size, whole=self.digest is not None)
 
     def _may_fetch(self, at: int) -> bool:
@@ -409,10 +415,17 @@ class _FileJob:
 
 
 def _complete(
-    file: DirectFile, part: Path, record: Path, path: Path, entry: Entry, sha256: bytes | None
+    file: DirectFile,
+    part: Path,
+    record: Path,
+    path: Path,
+    entry: Entry,
+    sha256: bytes | None,
+    progress: GetProgress,
 ) -> None:
     """Check the whole file (sha256: the bytes written to part, when it has pieces of an
-    earlier run), give it its mode and mtime, and rename it into place."""
+    earlier run), give it its attributes, mode and mtime, and rename it into place."""
+    _set_xattrs(file.fd, entry.xattrs, progress)  # synced with the bytes
     os.fsync(file.fd)
     file.close()
     if sha256 is not None and entry.sha256 is not None and sha256 != entry.sha256:
@@ -423,6 +436,21 @@ def _complete(
     os.utime(part, ns=(entry.mtime_ns, entry.mtime_ns))
     os.replace(part, path)
     record.unlink(missing_ok=True)
+
+
+def _set_xattrs(where: Path | int, xattrs: Xattrs, progress: GetProgress) -> None:
+    """Give a file or directory (a path, or an open descriptor) the user.* extended
+    attributes it was published with, as the mount shows them; where DEST's file system
+    keeps none or refuses one, count the entry in progress.xattrs_lost instead."""
+    try:
+        for name, value in xattrs:
+            with contextlib.suppress(OSError):  # a rerun: most are in place already
+                if os.getxattr(where, name) == value:
+                    continue
+            os.setxattr(where, name, value)
+    except OSError:  # ENOTSUP, E2BIG, EACCES, ...: the bytes are right, the attributes are not
+        with progress.lock:
+            progress.xattrs_lost += 1
 
 
 def _pieces_done(part: Path, record: Path, size: int) -> set[int]:

@@ -35,8 +35,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "its SHA-256 too), in parallel, through the same "
         "servers, registries, mirrors, tokens and chunk cache as `arkfs mount`. A rerun fetches "
         "only what is missing or wrong; a file appears under its name only once it is whole "
-        "and checked. Modes, mtimes, symlinks and hard links are kept as the mount shows "
-        "them. A get that would not fit on DEST's file system stops before it fetches.",
+        "and checked. Modes, mtimes, symlinks, hard links and user.* extended attributes are "
+        "kept as the mount shows them. A get that would not fit on DEST's file system stops "
+        "before it fetches.",
         epilog="Examples:\n  arkfs get ark:12345/x6np1wh8k/@v2/data --server https://arks.example.org\n"
         "  arkfs get ark:12345/x6np1wh8k --include '*.csv' --exclude 'old/'\n"
         "  arkfs get ark:12345/x7tables/table.csv - | head",
@@ -125,10 +126,17 @@ def run_get(args: argparse.Namespace) -> int:
         if scratch is not None:
             scratch.cleanup()
     took = time.monotonic() - began
+    if progress.xattrs_lost and not args.quiet:
+        print(
+            f"arkfs: warning: {out}: the file system there would not keep the user.* extended "
+            f"attributes of {progress.xattrs_lost} of the entries (the bytes are all right)",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps({
             "ark": args.ark, "dest": str(out), "files": progress.files, "bytes": progress.total,
             "fetched": progress.fetched, "kept": progress.kept, "seconds": round(took, 3),
+            "xattrs_lost": progress.xattrs_lost,
         }))  # fmt: skip
     return 0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from arkfs.archive.manifest import Entry, Kind
-from arkfs.download import PIECE, _hardlink
+from arkfs.download import PIECE, GetProgress, _hardlink, _set_xattrs
 from tests.reach.conftest import ARK, BIG, TABLES, TOKEN, Published
 from tests.support.archive import publish
 from tests.support.cli import ARKFS, run_arkfs
@@ -30,17 +30,24 @@ def where(reach_archive: Published, how: str) -> list[str]:
 
 
 def same_tree(got: Path, truth: Path) -> None:
-    """got holds what truth holds: names, bytes, modes, mtimes and symlink targets (the
-    top directory's mode and mtime too: an archive's root as published)."""
+    """got holds what truth holds: names, bytes, modes, mtimes, user.* extended attributes
+    and symlink targets (the top directory's too: an archive's root as published)."""
     names = sorted(p.relative_to(truth) for p in truth.rglob("*"))
     assert sorted(p.relative_to(got) for p in got.rglob("*")) == names
     for rel in [Path("."), *names]:
         a, b = os.lstat(got / rel), os.lstat(truth / rel)
         assert (a.st_mode, a.st_mtime_ns) == (b.st_mode, b.st_mtime_ns), rel
+        assert user_xattrs(got / rel) == user_xattrs(truth / rel), rel
         if (truth / rel).is_symlink():
             assert os.readlink(got / rel) == os.readlink(truth / rel)
         elif (truth / rel).is_file():
             assert (got / rel).read_bytes() == (truth / rel).read_bytes(), rel
+
+
+def user_xattrs(path: Path) -> dict[str, bytes]:
+    """path's user.* extended attributes (a symlink's own: none on Linux)."""
+    names = os.listxattr(path, follow_symlinks=False)
+    return {n: os.getxattr(path, n, follow_symlinks=False) for n in names if n.startswith("user.")}
 
 
 def get(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -417,17 +424,24 @@ def test_a_get_from_a_server_loads_neither_httpxs_cli_nor_a_store(
     assert [m for m in unneeded if m in modules] == []
 
 
-def test_a_hard_link_group_is_fetched_once_and_linked_as_the_mount_shows_it(
+def test_hard_links_and_extended_attributes_come_back_as_the_mount_shows_them(
     tmp_path: Path,
 ) -> None:
     """Three names of one inode (one in a subdirectory) come back as one inode of three
-    links, fetched once; with only one name taken, that name is a file of its own."""
+    links, fetched once; with only one name taken, that name is a file of its own. The
+    user.* attributes of files, directories and the root come back too (same_tree)."""
     tree, store = tmp_path / "tree", tmp_path / "store"
     (tree / "sub").mkdir(parents=True)
     (tree / "a.bin").write_bytes(os.urandom(300_000))
     os.link(tree / "a.bin", tree / "b.bin")
     os.link(tree / "a.bin", tree / "sub/c.bin")
     (tree / "plain.txt").write_text("not linked\n")
+    os.setxattr(tree / "a.bin", "user.checksum", b"\x00\xffbinary")
+    os.setxattr(tree / "plain.txt", "user.xdg.origin.url", b"https://example.org/plain")
+    os.setxattr(tree / "sub", "user.note", b"a directory's")
+    os.setxattr(tree, "user.root", b"the root's")
+    os.utime(tree / "sub", ns=(10**18, 10**18))  # the attributes left mtimes as they were
+    os.utime(tree, ns=(10**18, 10**18))
     publish(tree, "ark:12345/x6links", "--store", str(store))
     opts = ["--store", str(store), "--no-cache", "--json"]
     done = get("ark:12345/x6links", str(tmp_path / "got"), *opts)
@@ -466,3 +480,25 @@ def test_where_no_link_can_be_made_a_hard_link_is_a_copy(
     assert (tmp_path / "b.bin").read_bytes() == b"checked bytes" and copy.st_nlink == 1
     assert (stat.S_IMODE(copy.st_mode), copy.st_mtime_ns) == (0o640, 1_234_567_890_123_456_789)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin", "b.bin"]
+
+
+@pytest.mark.unit
+def test_a_file_system_that_keeps_no_extended_attributes_is_counted_not_fatal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """setxattr refused (ENOTSUP): the entry is counted for the command's warning, and
+    attributes already in place are not set again."""
+    path = tmp_path / "f"
+    path.write_bytes(b"x")
+    progress = GetProgress()
+    _set_xattrs(path, (("user.a", b"1"),), progress)
+    assert os.getxattr(path, "user.a") == b"1" and progress.xattrs_lost == 0
+
+    def refuse(*args: object) -> None:
+        raise OSError(errno.ENOTSUP, "Operation not supported")
+
+    monkeypatch.setattr(os, "setxattr", refuse)
+    _set_xattrs(path, (("user.a", b"1"),), progress)  # in place: not set again
+    assert progress.xattrs_lost == 0
+    _set_xattrs(path, (("user.a", b"1"), ("user.b", b"2")), progress)
+    assert progress.xattrs_lost == 1

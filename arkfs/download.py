@@ -28,6 +28,7 @@ their modes and mtimes last.
 """
 
 import contextlib
+import errno
 import fnmatch
 import hashlib
 import io
@@ -441,8 +442,13 @@ def _complete(
 def _set_xattrs(where: Path | int, xattrs: Xattrs, progress: GetProgress) -> None:
     """Give a file or directory (a path, or an open descriptor) the user.* extended
     attributes it was published with, as the mount shows them; where DEST's file system
-    keeps none or refuses one, count the entry in progress.xattrs_lost instead."""
+    keeps none or refuses one (or the system has no setxattr: macOS), count the entry in
+    progress.xattrs_lost instead."""
+    if not xattrs:
+        return
     try:
+        if not hasattr(os, "setxattr"):
+            raise OSError(errno.ENOTSUP, "no extended attributes here")
         for name, value in xattrs:
             with contextlib.suppress(OSError):  # a rerun: most are in place already
                 if os.getxattr(where, name) == value:
@@ -513,6 +519,7 @@ def _hardlink(entry: Entry, source: Path, path: Path) -> None:
             return
     tmp = _part(path)
     tmp.unlink(missing_ok=True)
+    tmp.with_name(tmp.name + DONE).unlink(missing_ok=True)  # an older run's record of it
     try:
         os.link(source, tmp)
     except OSError:  # EXDEV, EPERM, EMLINK, ENOTSUP: the bytes are right, the link is not

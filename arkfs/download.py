@@ -129,14 +129,15 @@ class Selection:
         return (not self.include or matches(self.include)) and not matches(self.exclude)
 
 
-def target(found: Resolved, dest: Path | None) -> Path:
-    """Where found goes: dest (a file into dest when dest is a directory, as cp puts it),
-    else its last name component (the archive's Name)."""
+def target(found: Resolved, dest: Path | None, into: bool = False) -> Path:
+    """Where found goes: dest (a file into dest when dest is a directory, as cp puts it, or
+    into says it is one: a DEST ending in /, as `aws s3 cp` reads it), else its last name
+    component (the archive's Name)."""
     name = found.path.rpartition("/")[2] if found.path else found.archive.rpartition("/")[2]
     if dest is None:
         return Path(name)
     is_file = found.entry is not None and found.entry.kind == Kind.FILE
-    return dest / name if is_file and dest.is_dir() else dest
+    return dest / name if is_file and (into or dest.is_dir()) else dest
 
 
 def get(
@@ -146,17 +147,23 @@ def get(
     progress: GetProgress,
     jobs: int,
     selection: Selection = Selection(),
+    into: bool = False,
 ) -> Path:
     """Download what ark names (the paths selection takes, in a directory) to dest
-    (default: target()); return where it went."""
+    (default and into: target()), making the directories it goes in; return where it
+    went."""
     found, entries = client.tree(ark)
-    out = target(found, dest)
+    out = target(found, dest, into)
     base = f"{found.archive}/@v{found.version}"
     hardlinks: list[tuple[Entry, Path, Path]] = []
     if found.entry is not None and found.entry.kind == Kind.FILE:
         files = [(found.entry, out)]
         dirs: list[tuple[Entry, Path]] = []
         links: list[tuple[Entry, Path]] = []
+        try:  # the directories it goes in, as `hf download` and `aws s3 cp` make them
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DownloadError(f"{out.parent}: cannot be a directory ({exc.strerror})") from None
     else:
         skip = len(found.path) + 1 if found.path else 0
         where = [(e, e.path[skip:]) for e in entries]

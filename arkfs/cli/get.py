@@ -47,9 +47,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         "dest",
         metavar="DEST",
         nargs="?",
-        type=Path,
-        help="default: the last name; a file goes inside DEST if DEST is a directory; "
-        "- writes a file to stdout (as `aws s3 cp`), each byte checked before it is written",
+        help="default: the last name; a file goes inside DEST if DEST is a directory or ends "
+        "in / (missing directories are made); - writes a file to stdout (as `aws s3 cp`), "
+        "each byte checked before it is written",
     )
     p.add_argument("--server", action="append", default=[], metavar="URL", help="an arkfs server")
     p.add_argument("--store", type=Path, metavar="DIR", help="an embedded store")
@@ -85,7 +85,7 @@ def run_get(args: argparse.Namespace) -> int:
     from arkfs.download import GetProgress, Selection, get
     from arkfs.util.allocator import keep_freed, tune_gc
 
-    to_stdout = args.dest == Path("-")
+    to_stdout = args.dest == "-"
     if to_stdout and (args.json or args.include or args.exclude):
         raise BadInput("DEST - (stdout) takes one file: no --json, --include or --exclude")
     keep_freed()  # this process's life is the download: its buffers are reused, not refaulted
@@ -118,7 +118,9 @@ def run_get(args: argparse.Namespace) -> int:
             return _to_stdout(client, args.ark)
         with shown(GetFeed(progress), args.quiet):
             selection = Selection(tuple(args.include), tuple(args.exclude))
-            out = get(client, args.ark, args.dest, progress, args.jobs, selection)
+            dest = Path(args.dest) if args.dest else None
+            into = bool(args.dest) and args.dest.endswith("/")
+            out = get(client, args.ark, dest, progress, args.jobs, selection, into)
     except BadArk as exc:
         raise BadInput(exc.strerror or str(exc)) from None
     finally:

@@ -506,3 +506,21 @@ def test_a_file_system_that_keeps_no_extended_attributes_is_counted_not_fatal(
     _set_xattrs(path, (("user.a", b"1"),), progress)
     _set_xattrs(path, (), progress)  # nothing to keep: nothing lost
     assert progress.xattrs_lost == 2
+
+
+def test_a_file_goes_into_a_dest_ending_in_a_slash_and_missing_directories_are_made(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    """DEST `new/dir/` is a directory to put the file in, as `aws s3 cp` reads it, and a
+    DEST whose directories are missing gets them, as `hf download --local-dir` makes them."""
+    opts = [*where(reach_archive, "store"), "--no-cache", "-q"]
+    truth = (reach_archive.tree / "readme.txt").read_bytes()
+    done = get(f"{ARK}/readme.txt", "new/dir/", *opts, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "new/dir/readme.txt").read_bytes() == truth
+    done = get(f"{ARK}/readme.txt", "other/deeper/renamed.txt", *opts, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "other/deeper/renamed.txt").read_bytes() == truth
+    (tmp_path / "plain").write_text("a file, not a directory")
+    blocked = get(f"{ARK}/readme.txt", "plain/x.txt", *opts, cwd=tmp_path)
+    assert blocked.returncode == 1 and len(blocked.stderr.splitlines()) == 1, blocked.stderr

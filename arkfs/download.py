@@ -140,6 +140,71 @@ def target(found: Resolved, dest: Path | None, into: bool = False) -> Path:
     return dest / name if is_file and (into or dest.is_dir()) else dest
 
 
+class Layout(NamedTuple):
+    """What a get of an ARK puts where: files to fetch, hard links of them, symlinks and
+    directories (each with its entry), under out."""
+
+    found: Resolved
+    out: Path
+    files: list[tuple[Entry, Path]]
+    hardlinks: list[tuple[Entry, Path, Path]]  # (entry, path, the fetched path it links to)
+    links: list[tuple[Entry, Path]]
+    dirs: list[tuple[Entry, Path]]
+
+
+def layout(client: Client, ark: str, dest: Path | None, selection: Selection, into: bool) -> Layout:
+    """Where each entry that a get of ark (the paths selection takes) goes under dest
+    (default and into: target()); nothing is written."""
+    found, entries = client.tree(ark)
+    out = target(found, dest, into)
+    if found.entry is not None and found.entry.kind == Kind.FILE:
+        return Layout(found, out, [(found.entry, out)], [], [], [])
+    skip = len(found.path) + 1 if found.path else 0
+    where = [(e, e.path[skip:]) for e in entries]
+    taken = [(e, rel) for e, rel in where if e.kind == Kind.DIR or selection.takes(rel)]
+    files = [(e, out / rel) for e, rel in taken if e.kind == Kind.FILE]
+    links = [(e, out / rel) for e, rel in taken if e.kind == Kind.SYMLINK]
+    if not selection.everything and not files and not links:
+        raise DownloadError(f"nothing in {found.ark} matches --include/--exclude")
+    dirs = [(found.top, out), *((e, out / rel) for e, rel in taken if e.kind == Kind.DIR)]
+    if not selection.everything:  # only the directories that hold what it took
+        needed = {p.parent for _, p in files + links}
+        needed |= {a for p in needed for a in p.parents}
+        dirs = [dirs[0], *((e, p) for e, p in dirs[1:] if p in needed)]
+    files, hardlinks = _one_per_inode(files)
+    return Layout(found, out, files, hardlinks, links, dirs)
+
+
+class Preview(NamedTuple):
+    """What a get would do, found without writing anything (`--dry-run`)."""
+
+    out: Path
+    todo: list[tuple[str, Path, int]]  # (fetch, resume, link or symlink; path; bytes to fetch)
+    in_place: int  # files, hard links and symlinks already as the archive has them
+
+
+def preview(
+    client: Client, ark: str, dest: Path | None, selection: Selection, into: bool
+) -> Preview:
+    """What a get of ark to dest would fetch or link; files found at their paths are
+    checked as a get checks them (size and SHA-256)."""
+    _, out, files, hardlinks, links, _ = layout(client, ark, dest, selection, into)
+    todo: list[tuple[str, Path, int]] = []
+    right = {path for entry, path in files if _same_bytes(path, entry)}
+    for entry, path in files:
+        if path not in right:
+            have = _resume(path, entry.size).have
+            missing = entry.size - _bytes_of(have, entry.size)
+            todo.append(("resume" if have else "fetch", path, missing))
+    for _, path, source in hardlinks:  # a source fetched again is a new inode: linked again
+        if source not in right or not _same_inode(source, path):
+            todo.append(("link", path, 0))
+    for entry, path in links:
+        if not (path.is_symlink() and os.readlink(path) == entry.target):
+            todo.append(("symlink", path, 0))
+    return Preview(out, todo, len(files) + len(hardlinks) + len(links) - len(todo))
+
+
 def get(
     client: Client,
     ark: str,
@@ -152,32 +217,13 @@ def get(
     """Download what ark names (the paths selection takes, in a directory) to dest
     (default and into: target()), making the directories it goes in; return where it
     went."""
-    found, entries = client.tree(ark)
-    out = target(found, dest, into)
+    found, out, files, hardlinks, links, dirs = layout(client, ark, dest, selection, into)
     base = f"{found.archive}/@v{found.version}"
-    hardlinks: list[tuple[Entry, Path, Path]] = []
-    if found.entry is not None and found.entry.kind == Kind.FILE:
-        files = [(found.entry, out)]
-        dirs: list[tuple[Entry, Path]] = []
-        links: list[tuple[Entry, Path]] = []
-        try:  # the directories it goes in, as `hf download` and `aws s3 cp` make them
+    if not dirs:  # one file: the directories it goes in, as `hf download`, `aws s3 cp` make
+        try:
             out.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DownloadError(f"{out.parent}: cannot be a directory ({exc.strerror})") from None
-    else:
-        skip = len(found.path) + 1 if found.path else 0
-        where = [(e, e.path[skip:]) for e in entries]
-        taken = [(e, rel) for e, rel in where if e.kind == Kind.DIR or selection.takes(rel)]
-        files = [(e, out / rel) for e, rel in taken if e.kind == Kind.FILE]
-        links = [(e, out / rel) for e, rel in taken if e.kind == Kind.SYMLINK]
-        if not selection.everything and not files and not links:
-            raise DownloadError(f"nothing in {found.ark} matches --include/--exclude")
-        dirs = [(found.top, out), *((e, out / rel) for e, rel in taken if e.kind == Kind.DIR)]
-        if not selection.everything:  # only the directories that hold what it took
-            needed = {p.parent for _, p in files + links}
-            needed |= {a for p in needed for a in p.parents}
-            dirs = [dirs[0], *((e, p) for e, p in dirs[1:] if p in needed)]
-        files, hardlinks = _one_per_inode(files)
     for _, path in dirs:
         path.mkdir(parents=True, exist_ok=True)
     progress.files = len(files) + len(hardlinks)
@@ -478,17 +524,31 @@ def _pieces_done(part: Path, record: Path, size: int) -> set[int]:
 
 
 def _is_right(path: Path, entry: Entry) -> bool:
-    """Whether path is already the file entry describes (size and SHA-256)."""
+    """Whether path is already the file entry describes (_same_bytes), its mtime set to
+    entry's if it was not."""
+    if not _same_bytes(path, entry):
+        return False
+    if path.stat().st_mtime_ns != entry.mtime_ns:
+        os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
+    return True
+
+
+def _same_bytes(path: Path, entry: Entry) -> bool:
+    """Whether path is a file of entry's size and SHA-256 (read whole to tell)."""
     try:
         if path.is_symlink() or path.stat().st_size != entry.size:
             return False
     except OSError:
         return False
-    if entry.sha256 is None or _sha256(path) != entry.sha256:
+    return entry.sha256 is not None and _sha256(path) == entry.sha256
+
+
+def _same_inode(a: Path, b: Path) -> bool:
+    """Whether a and b are names of one file (False if either is missing)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
         return False
-    if path.stat().st_mtime_ns != entry.mtime_ns:
-        os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
-    return True
 
 
 def _sha256(path: Path) -> bytes:
@@ -521,9 +581,8 @@ def _one_per_inode(
 def _hardlink(entry: Entry, source: Path, path: Path) -> None:
     """Make path a hard link of source (the file of entry's group, fetched and checked),
     through a temporary name; where the file system makes no links, a copy of source."""
-    with contextlib.suppress(OSError):
-        if os.path.samefile(source, path):
-            return
+    if _same_inode(source, path):
+        return
     tmp = _part(path)
     tmp.unlink(missing_ok=True)
     tmp.with_name(tmp.name + DONE).unlink(missing_ok=True)  # an older run's record of it

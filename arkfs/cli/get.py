@@ -17,7 +17,7 @@ from arkfs.util.sizes import human
 
 if TYPE_CHECKING:  # the read path loads when get runs: --help starts at once
     from arkfs.api import Client
-    from arkfs.download import GetProgress
+    from arkfs.download import GetProgress, Preview
 
 # Pieces at once: 8 keep the server's disk and the client busy (a cold 1 GiB get: 2.75 s
 # median against 2.95 s with 4, peak RSS 370 MB against 275 MB), 128 MiB in flight.
@@ -72,6 +72,12 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         help="not the paths that match PATTERN (repeatable; as --include)",
     )
     p.add_argument("-j", "--jobs", type=int, default=JOBS, help=f"pieces at once (default {JOBS})")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list what a get would fetch or link, and count what is in place already "
+        "(checked by size and SHA-256), writing nothing: a check of a local copy",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, only errors")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
     add_resolver_options(p)
@@ -82,12 +88,14 @@ def run_get(args: argparse.Namespace) -> int:
     """Download; one line and exit 1 on a failure (not found, a wrong byte), 2 on bad input."""
     from arkfs.api import DEFAULT_CACHE_SIZE, BadArk, Client
     from arkfs.cli.progress_display import shown
-    from arkfs.download import GetProgress, Selection, get
+    from arkfs.download import GetProgress, Selection, get, preview
     from arkfs.util.allocator import keep_freed, tune_gc
 
     to_stdout = args.dest == "-"
-    if to_stdout and (args.json or args.include or args.exclude):
-        raise BadInput("DEST - (stdout) takes one file: no --json, --include or --exclude")
+    if to_stdout and (args.json or args.include or args.exclude or args.dry_run):
+        raise BadInput(
+            "DEST - (stdout) takes one file: no --json, --include, --exclude or --dry-run"
+        )
     keep_freed()  # this process's life is the download: its buffers are reused, not refaulted
     tune_gc()
     token = token_from(args)
@@ -116,10 +124,13 @@ def run_get(args: argparse.Namespace) -> int:
     try:
         if to_stdout:
             return _to_stdout(client, args.ark)
+        selection = Selection(tuple(args.include), tuple(args.exclude))
+        dest = Path(args.dest) if args.dest else None
+        into = bool(args.dest) and args.dest.endswith("/")
+        if args.dry_run:
+            _show_preview(args, preview(client, args.ark, dest, selection, into))
+            return 0
         with shown(GetFeed(progress), args.quiet):
-            selection = Selection(tuple(args.include), tuple(args.exclude))
-            dest = Path(args.dest) if args.dest else None
-            into = bool(args.dest) and args.dest.endswith("/")
             out = get(client, args.ark, dest, progress, args.jobs, selection, into)
     except BadArk as exc:
         raise BadInput(exc.strerror or str(exc)) from None
@@ -141,6 +152,40 @@ def run_get(args: argparse.Namespace) -> int:
             "xattrs_lost": progress.xattrs_lost,
         }))  # fmt: skip
     return 0
+
+
+def _show_preview(args: argparse.Namespace, plan: "Preview") -> None:
+    """A dry run's lines: one per path to fetch or link (not with -q), then a summary; or,
+    with --json, the same as one JSON object."""
+    to_fetch = sum(n for _, _, n in plan.todo)
+    if args.json:
+        print(json.dumps({
+            "ark": args.ark, "dest": str(plan.out), "dry_run": True, "in_place": plan.in_place,
+            "bytes_to_fetch": to_fetch,
+            "todo": [{"do": do, "path": str(path), "bytes": n} for do, path, n in plan.todo],
+        }))  # fmt: skip
+        return
+    if not args.quiet:
+        for do, path, n in plan.todo:
+            print(f"{do:<7} {human(n) if n else '':>9}  {_one_line(path)}")
+    print(
+        f"dry run: {_one_line(plan.out)}: {len(plan.todo)} to fetch or link "
+        f"({human(to_fetch)} to fetch), {plan.in_place} in place"
+    )
+
+
+def _one_line(path: Path) -> str:
+    """path as one line of text, as `ls -b` shows names: backslashes, bytes that are no
+    UTF-8 (\\xe9) and control characters (\\n) escaped."""
+    return "".join(map(_shown_char, str(path)))
+
+
+def _shown_char(c: str) -> str:
+    if "\udc80" <= c <= "\udcff":  # a byte that is no UTF-8, as os.fsdecode keeps it
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    if c == "\\":
+        return "\\\\"
+    return c if c.isprintable() else repr(c)[1:-1]
 
 
 def _to_stdout(client: "Client", ark: str) -> int:

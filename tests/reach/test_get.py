@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from arkfs.archive.manifest import Entry, Kind
+from arkfs.cli.get import _one_line
 from arkfs.download import PIECE, GetProgress, _hardlink, _set_xattrs
 from tests.reach.conftest import ARK, BIG, TABLES, TOKEN, Published
 from tests.support.archive import publish
@@ -524,3 +525,37 @@ def test_a_file_goes_into_a_dest_ending_in_a_slash_and_missing_directories_are_m
     (tmp_path / "plain").write_text("a file, not a directory")
     blocked = get(f"{ARK}/readme.txt", "plain/x.txt", *opts, cwd=tmp_path)
     assert blocked.returncode == 1 and len(blocked.stderr.splitlines()) == 1, blocked.stderr
+
+
+def test_a_dry_run_lists_what_a_get_would_fetch_and_writes_nothing(
+    reach_archive: Published, tmp_path: Path
+) -> None:
+    """--dry-run checks a local copy: a file changed and a file removed are listed, the
+    rest counted in place, and nothing is written."""
+    opts = [*where(reach_archive, "store"), "--no-cache"]
+    fresh = get(ARK, str(tmp_path / "none"), *opts, "--dry-run", "--json")
+    assert fresh.returncode == 0, fresh.stderr
+    assert not (tmp_path / "none").exists()
+    files = [p for p in reach_archive.tree.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert json.loads(fresh.stdout)["bytes_to_fetch"] == sum(p.stat().st_size for p in files)
+    copy = tmp_path / "copy"
+    assert get(ARK, str(copy), *opts, "-q").returncode == 0
+    (copy / "readme.txt").write_bytes(b"changed")
+    (copy / "c3/s5.v7.xsl").unlink()
+    before = sorted((p, p.stat().st_mtime_ns) for p in copy.rglob("*"))
+    plan = json.loads(get(ARK, str(copy), *opts, "--dry-run", "--json").stdout)
+    todo = {(t["do"], Path(t["path"]).relative_to(copy).as_posix()) for t in plan["todo"]}
+    assert todo == {("fetch", "readme.txt"), ("fetch", "c3/s5.v7.xsl")}
+    names = [p for p in reach_archive.tree.rglob("*") if not p.is_dir() or p.is_symlink()]
+    assert plan["in_place"] == len(names) - 2
+    lines = get(ARK, str(copy), *opts, "--dry-run").stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("fetch") and lines[1].startswith("fetch")
+    assert "2 to fetch or link" in lines[2] and f"{plan['in_place']} in place" in lines[2]
+    assert sorted((p, p.stat().st_mtime_ns) for p in copy.rglob("*")) == before
+
+
+@pytest.mark.unit
+def test_a_name_is_shown_on_one_line_as_ls_b_shows_it() -> None:
+    """A dry run's path lines: a newline, a backslash and a byte that is no UTF-8 escaped."""
+    name = Path(os.fsdecode(b"dir/new\nline \\ caf\xe9 \xc3\xa9"))
+    assert _one_line(name) == "dir/new\\nline \\\\ caf\\xe9 \u00e9"

@@ -1,10 +1,11 @@
 """Reach without FUSE: `arkfs get` of the big random file, cold, against hf_xet's download
 to a file, each timed as a whole process (start-up and imports included); and a
 sequential read through the `ark://` fsspec filesystem, cold, against the mount's cold
-read of the same file. Each side runs in a new process with an empty chunk cache and a
-dropped page cache. arkfs's modules are byte-compiled first, as a wheel install compiles
-them (hf_xet's were, by pip): an editable install run with PYTHONDONTWRITEBYTECODE would
-otherwise compile every module at each `arkfs get`."""
+read of the same file; and, for information, `arkfs get` of 1,000 small files against
+`curl ?tar | tar -x` of their directory. Each side runs in a new process with an empty
+chunk cache and a dropped page cache. arkfs's modules are byte-compiled first, as a wheel
+install compiles them (hf_xet's were, by pip): an editable install run with
+PYTHONDONTWRITEBYTECODE would otherwise compile every module at each `arkfs get`."""
 
 import compileall
 import os
@@ -30,10 +31,13 @@ from benchmarks.mountbench import (
     BIG_ARK,
     HERE,
     READ_TOKEN,
+    TREE_ARK,
     Archive,
     _cold,
     _hf_xet_file,
 )
+
+SMALL = "d0/d0"  # 1,000 files of 1-64 KiB of the small-file tree (corpora.tree_layout)
 
 
 def _ark_path(archive: Archive, local: Path) -> str:
@@ -63,6 +67,59 @@ def _get(archive: Archive, local: Path) -> float:
     finally:
         dest.unlink(missing_ok=True)
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def _get_small(archive: Archive) -> float:
+    """Seconds `arkfs get` took to download the SMALL directory, cache empty."""
+    dest, cache = archive.scratch / "get-small", archive.scratch / "get-small-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            *(ARKFS, "get", f"{TREE_ARK}/{SMALL}", str(dest), "-q"),
+            *("--server", archive.server.url, "--cache-dir", str(cache)),
+        ],
+        env=os.environ | {"ARKFS_TOKEN": READ_TOKEN},
+        check=True,
+        timeout=600,
+    )
+    seconds = time.perf_counter() - started
+    try:
+        _same_files(dest, archive.corpora.tree / SMALL, "arkfs get")
+        return seconds
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _tar_small(archive: Archive) -> float:
+    """Seconds curl took to GET the SMALL directory as one tar (?tar) and tar to unpack it."""
+    dest = archive.scratch / "tar-small"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir()
+    url = f"{archive.server.url}/{TREE_ARK}/{SMALL}?tar"
+    curl = ["curl", "-sSf", "-H", f"Authorization: Bearer {READ_TOKEN}", url]
+    started = time.perf_counter()
+    with subprocess.Popen(curl, stdout=subprocess.PIPE) as fetch:
+        unpack = subprocess.run(["tar", "-x", "-C", str(dest)], stdin=fetch.stdout, timeout=600)
+    seconds = time.perf_counter() - started
+    try:
+        if fetch.returncode or unpack.returncode:
+            raise RuntimeError(f"curl ?tar | tar -x: exit {fetch.returncode}, {unpack.returncode}")
+        _same_files(dest / SMALL.rpartition("/")[2], archive.corpora.tree / SMALL, "?tar")
+        return seconds
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
+def _same_files(got: Path, truth: Path, who: str) -> None:
+    """Raise unless got holds truth's files, with their sizes."""
+
+    def files(root: Path) -> dict[Path, int]:
+        return {p.relative_to(root): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+
+    if files(got) != files(truth):
+        raise RuntimeError(f"{who} wrote {len(files(got))} files, not the {len(files(truth))}")
 
 
 def _fsspec(archive: Archive, local: Path) -> float:
@@ -98,6 +155,7 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
     """`arkfs get` against hf_xet to a file (>= 1.0) and, for information, against hf_xet's
     download fsynced, as get's file is; fsspec against the mount (>= 0.8)."""
     size = local.stat().st_size
+    small = sum(p.stat().st_size for p in (archive.corpora.tree / SMALL).rglob("*.bin"))
     compileall.compile_dir(Path(arkfs.__file__).parent, quiet=1)
     disk = archive.scratch  # where both downloads go: what its disk wrote, per side
     got = interleaved(
@@ -109,6 +167,8 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
             ),
             "fsspec": _cold(lambda: _fsspec(archive, local), size),
             "mount": _cold(lambda: _mount_read(archive, local), size),
+            "get small": _cold(lambda: _get_small(archive), small),
+            "tar small": _cold(lambda: _tar_small(archive), small),
         }
     )
     label = f"{size / 2**20:.0f} MiB random"
@@ -138,6 +198,17 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
             None,
             SEQUENTIAL,
             note="for information: both files are on the disk when the clock stops",
+        ),
+        compare(
+            "arkfs get, cold, 1,000 small files (1-64 KiB)",
+            "MB/s",
+            value(got["get small"], "mbps"),
+            value(got["tar small"], "mbps"),
+            "curl ?tar, piped to tar -x",
+            None,
+            SEQUENTIAL,
+            note="for information: get asks for each file's reconstruction and xorb range, "
+            "two requests a file; ?tar sends the directory in one, from the server's read path",
         ),
         compare(
             f"fsspec ark:// sequential read, cold, {label}",

@@ -45,14 +45,15 @@ def _ark_path(archive: Archive, local: Path) -> str:
     return f"{BIG_ARK}/{local.relative_to(archive.corpora.big).as_posix()}"
 
 
-def _get(archive: Archive, local: Path) -> float:
-    """Seconds `arkfs get` took to download local's published copy, cache empty."""
-    dest, cache = archive.scratch / "get-download", archive.scratch / "get-cache"
+def _get(archive: Archive, ark: str, truth: Path, name: str) -> float:
+    """Seconds `arkfs get` took to download ark (truth's published copy: a file or a
+    directory) to scratch/name, cache empty."""
+    dest, cache = archive.scratch / name, archive.scratch / f"{name}-cache"
     shutil.rmtree(cache, ignore_errors=True)
     started = time.perf_counter()
     subprocess.run(
         [
-            *(ARKFS, "get", _ark_path(archive, local), str(dest), "-q"),
+            *(ARKFS, "get", ark, str(dest), "-q"),
             *("--server", archive.server.url, "--cache-dir", str(cache)),
         ],
         env=os.environ | {"ARKFS_TOKEN": READ_TOKEN},
@@ -61,34 +62,13 @@ def _get(archive: Archive, local: Path) -> float:
     )
     seconds = time.perf_counter() - started
     try:
-        if dest.stat().st_size != local.stat().st_size:
-            raise RuntimeError(f"arkfs get wrote {dest.stat().st_size} bytes")
+        _same_files(dest, truth, "arkfs get")
         return seconds
     finally:
-        dest.unlink(missing_ok=True)
-        shutil.rmtree(cache, ignore_errors=True)
-
-
-def _get_small(archive: Archive) -> float:
-    """Seconds `arkfs get` took to download the SMALL directory, cache empty."""
-    dest, cache = archive.scratch / "get-small", archive.scratch / "get-small-cache"
-    shutil.rmtree(cache, ignore_errors=True)
-    started = time.perf_counter()
-    subprocess.run(
-        [
-            *(ARKFS, "get", f"{TREE_ARK}/{SMALL}", str(dest), "-q"),
-            *("--server", archive.server.url, "--cache-dir", str(cache)),
-        ],
-        env=os.environ | {"ARKFS_TOKEN": READ_TOKEN},
-        check=True,
-        timeout=600,
-    )
-    seconds = time.perf_counter() - started
-    try:
-        _same_files(dest, archive.corpora.tree / SMALL, "arkfs get")
-        return seconds
-    finally:
-        shutil.rmtree(dest, ignore_errors=True)
+        if dest.is_dir():
+            shutil.rmtree(dest, ignore_errors=True)
+        else:
+            dest.unlink(missing_ok=True)
         shutil.rmtree(cache, ignore_errors=True)
 
 
@@ -113,13 +93,18 @@ def _tar_small(archive: Archive) -> float:
 
 
 def _same_files(got: Path, truth: Path, who: str) -> None:
-    """Raise unless got holds truth's files, with their sizes."""
+    """Raise unless got holds what truth holds (a file, or a directory's files), with the
+    same sizes."""
 
     def files(root: Path) -> dict[Path, int]:
+        if root.is_file():
+            return {Path(): root.stat().st_size}
         return {p.relative_to(root): p.stat().st_size for p in root.rglob("*") if p.is_file()}
 
-    if files(got) != files(truth):
-        raise RuntimeError(f"{who} wrote {len(files(got))} files, not the {len(files(truth))}")
+    have, want = files(got), files(truth)
+    if have != want:
+        size = sum(have.values())
+        raise RuntimeError(f"{who} wrote {len(have)} files of {size} bytes, not {truth}'s")
 
 
 def _fsspec(archive: Archive, local: Path) -> float:
@@ -160,14 +145,21 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
     disk = archive.scratch  # where both downloads go: what its disk wrote, per side
     got = interleaved(
         {
-            "get": _cold(lambda: _get(archive, local), size, disk),
+            "get": _cold(
+                lambda: _get(archive, _ark_path(archive, local), local, "get"), size, disk
+            ),
             "hf_xet file": _cold(lambda: _hf_xet_file(archive, local, whole=True), size, disk),
             "hf_xet durable": _cold(
                 lambda: _hf_xet_file(archive, local, whole=True, durable=True), size, disk
             ),
             "fsspec": _cold(lambda: _fsspec(archive, local), size),
             "mount": _cold(lambda: _mount_read(archive, local), size),
-            "get small": _cold(lambda: _get_small(archive), small),
+            "get small": _cold(
+                lambda: _get(
+                    archive, f"{TREE_ARK}/{SMALL}", archive.corpora.tree / SMALL, "get-small"
+                ),
+                small,
+            ),
             "tar small": _cold(lambda: _tar_small(archive), small),
         }
     )

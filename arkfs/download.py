@@ -590,11 +590,8 @@ def _hardlink(entry: Entry, source: Path, path: Path) -> None:
         os.link(source, tmp)
     except OSError:  # EXDEV, EPERM, EMLINK, ENOTSUP: the bytes are right, the link is not
         shutil.copyfile(source, tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(tmp, "rb") as copy:
+            os.fsync(copy.fileno())
         os.chmod(tmp, entry.mode)
         os.utime(tmp, ns=(entry.mtime_ns, entry.mtime_ns))
     os.replace(tmp, path)

@@ -7,13 +7,17 @@ upload grant: `POST /v1/xorb-grants/...` answers a signed URL of this server's
 `PUT /v1/xorb-uploads/{xorb}`, and `POST /v1/xorb-commits/...` confirms the xorb is stored.
 The grant is stateless (its id is the xorb hash, its URL signed by a key of its own). Shards
 arrive on `POST /v1/shards` (JSON reply) or `POST /v2/shards` (an NDJSON event stream).
+`GET /v1/reconstructions?file_id=...` answers many whole files at once, as xet-core's batch
+route does (a get of many small files asks once per hundred, not once per file).
 `POST /v1/telemetry` takes hf_xet's small upload summaries from token holders and drops
 them. `GET /v1/stats` (read scope) reports what the CAS has served since the server started
 (CasStats), e.g. to measure a client's read amplification.
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import msgpack
 from starlette.requests import Request
@@ -50,10 +54,12 @@ from arkfs.store.errors import NotFound
 from arkfs.xet.constants import MAX_XORB_ACCEPTED
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import (
+    BATCH_FILES,
     BINARY_TYPE,
     FOOTERS_HEADER,
     FOOTERS_HELD_HEADER,
     Reconstruction,
+    batch_to_json,
     held_name,
     held_names,
 )
@@ -71,7 +77,8 @@ class CasStats:
     counted apart from data reads.
     """
 
-    reconstructions: int = 0  # reconstruction replies sent (v1 and v2)
+    reconstructions: int = 0  # files' reconstructions sent (v1, v2 and in batches)
+    batch_reconstructions: int = 0  # batch replies sent, each of several files
     reconstruction_bytes: int = 0  # file bytes those replies cover (their Range, clipped)
     reconstruction_bytes_sent: int = 0  # body bytes of those replies (terms, URLs, footers)
     xorb_requests: int = 0  # GETs of xorb data through signed URLs, suffix Ranges excluded
@@ -101,6 +108,7 @@ class CasService(Face):
     def routes(self) -> list[Route]:
         """Starlette routes of the CAS API, each body limited (by read_body) where it has one."""
         return [
+            Route("/v1/reconstructions", self.reconstruction_batch),
             Route("/v1/reconstructions/{file_id}", self.reconstruction_v1),
             Route("/v2/reconstructions/{file_id}", self.reconstruction_v2),
             Route("/v1/chunks/{prefix}/{chunk}", self.dedup),
@@ -147,14 +155,8 @@ class CasService(Face):
         fh = hash_param(request.path_params["file_id"], "file id")
         what = f"file {hash_to_string(fh)}"
         range_header = request.headers.get("range")
-        base_url = str(request.base_url)
+        url_for = self._url_for(request)
         with_footers = request.headers.get(FOOTERS_HEADER) == "1"
-
-        def url_for(xh: bytes) -> str:
-            """The store's own pre-signed URL (no xorb byte then passes through this server),
-            else one this server signs and serves (Pre-Signed URL Handling)."""
-            direct = self.service.store.xorb_url(xh, self.signer.ttl)
-            return direct or self.signer.sign(base_url, hash_to_string(xh))[0]
 
         def rebuilt() -> tuple[Reconstruction, int, int]:
             """The reconstruction of the Range, and the Range: one worker thread call (a
@@ -165,15 +167,63 @@ class CasService(Face):
             return rec, start, end
 
         rec, start, end = await self.run(rebuilt)
-        held = held_names(request.headers.get(FOOTERS_HELD_HEADER))
-        if held:  # the client holds these footers: send only the others
-            footers = {xh: f for xh, f in rec.footers.items() if held_name(xh) not in held}
-            rec = replace(rec, footers=footers)
+        rec = _without_held(rec, request)
         self.stats.reconstructions += 1
         self.stats.reconstruction_bytes += end - start
-        # With footers, a client may take the binary form (BINARY_TYPE): no base64, no JSON.
-        binary = with_footers and negotiate(request.headers.get("accept"), _FORMS) == BINARY_TYPE
-        body = rec.to_v2(binary) if v2 else rec.to_v1(binary)
+        binary = self._binary(request)
+        return self._reply(request, rec.to_v2(binary) if v2 else rec.to_v1(binary), binary)
+
+    async def reconstruction_batch(self, request: Request) -> Response:
+        """Many whole files' reconstructions in one reply (xet-core's batch route,
+        reconstruction.py): a file this CAS does not hold is left out."""
+        self.auth.require(request.headers.get("authorization"), Scope.READ)
+        names = request.query_params.getlist("file_id")
+        if not names or len(names) > BATCH_FILES:
+            raise HttpError(400, f"name 1 to {BATCH_FILES} files, each as a file_id parameter")
+        hashes = list(dict.fromkeys(hash_param(name, "file id") for name in names))
+        url_for = self._url_for(request)
+        with_footers = request.headers.get(FOOTERS_HEADER) == "1"
+
+        def rebuilt() -> dict[bytes, Reconstruction]:
+            """Each known file's whole reconstruction: one worker thread call for them all."""
+            recs = {}
+            for fh in hashes:
+                try:
+                    record = self.service.file(fh)
+                except NotFound:
+                    continue
+                recs[fh] = self.service.reconstruction(
+                    record, 0, record.size, url_for, with_footers
+                )
+            return recs
+
+        recs = {fh: _without_held(rec, request) for fh, rec in (await self.run(rebuilt)).items()}
+        self.stats.batch_reconstructions += 1
+        self.stats.reconstructions += len(recs)
+        self.stats.reconstruction_bytes += sum(r.unpacked_length for r in recs.values())
+        binary = self._binary(request)
+        return self._reply(request, batch_to_json(recs, binary), binary)
+
+    def _url_for(self, request: Request) -> Callable[[bytes], str]:
+        """Where a reply sends a client for a xorb's bytes: the store's own pre-signed URL
+        (no xorb byte then passes through this server), else one this server signs and
+        serves (Pre-Signed URL Handling)."""
+        base_url = str(request.base_url)
+
+        def url_for(xh: bytes) -> str:
+            direct = self.service.store.xorb_url(xh, self.signer.ttl)
+            return direct or self.signer.sign(base_url, hash_to_string(xh))[0]
+
+        return url_for
+
+    def _binary(self, request: Request) -> bool:
+        """Whether the reply takes the binary form (BINARY_TYPE): asked with footers, a
+        client may take it (no base64, no JSON)."""
+        with_footers = request.headers.get(FOOTERS_HEADER) == "1"
+        return with_footers and negotiate(request.headers.get("accept"), _FORMS) == BINARY_TYPE
+
+    def _reply(self, request: Request, body: dict[str, Any], binary: bool) -> Response:
+        """A reconstruction reply: body as JSON, or msgpack if binary; counted."""
         # The same within a signing window (signing.py), so a client may revalidate it: 304.
         headers = {"Vary": f"Range, Accept, {FOOTERS_HEADER}, {FOOTERS_HELD_HEADER}"}
         if binary:
@@ -355,3 +405,12 @@ class CasService(Face):
         self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
         await read_body(request, MAX_TELEMETRY, "telemetry report")
         return JSONResponse({})
+
+
+def _without_held(rec: Reconstruction, request: Request) -> Reconstruction:
+    """rec without the footers the client says it holds (FOOTERS_HELD_HEADER)."""
+    held = held_names(request.headers.get(FOOTERS_HELD_HEADER))
+    if not held:
+        return rec
+    kept = {xh: f for xh, f in rec.footers.items() if held_name(xh) not in held}
+    return replace(rec, footers=kept)

@@ -166,6 +166,18 @@ class Reconstruction:
             raise ReconstructionError(f"reconstruction reply lacks field {exc}") from None
         except HashStringError as exc:
             raise ReconstructionError(f"reconstruction reply: {exc}") from None
+        return cls._checked(terms, offset, fetch, footers)
+
+    @classmethod
+    def _checked(
+        cls,
+        terms: tuple[Term, ...],
+        offset: int,
+        fetch: dict[bytes, tuple[FetchRange, ...]],
+        footers: dict[bytes, bytes],
+    ) -> "Reconstruction":
+        """A reconstruction of parsed parts, refused unless the offset is inside the first
+        term and some fetch range covers every term."""
         rec = cls(terms, offset, fetch, footers)
         if terms and offset >= terms[0].unpacked_length:
             raise ReconstructionError(
@@ -175,6 +187,52 @@ class Reconstruction:
         for t in terms:
             rec.fetch_for(t)
         return rec
+
+
+# Many whole files in one request: xet-core's batch route (`GET /v1/reconstructions?
+# file_id=...&file_id=...`, BatchQueryReconstructionResponse); the draft has none. The
+# reply maps each file the server knows to its terms, beside one fetch_info (and, as an
+# arkfs extension, one FOOTERS_FIELD) for them all; a file it does not know is left out.
+BATCH_FILES = 100  # file ids one batch request names at most: its URL stays under 8 KiB
+
+
+def batch_to_json(recs: dict[bytes, Reconstruction], binary: bool = False) -> dict[str, Any]:
+    """The batch reply holding recs (whole files: offset 0), binary as in to_v1."""
+    fetch: dict[bytes, tuple[FetchRange, ...]] = {}
+    footers: dict[bytes, bytes] = {}
+    for rec in recs.values():
+        for xh, frs in rec.fetch.items():  # one xorb's ranges, merged over the files
+            fetch[xh] = tuple(dict.fromkeys(fetch.get(xh, ()) + frs))
+        footers |= rec.footers
+    body = Reconstruction((), 0, fetch, footers).to_v1(binary)
+    del body["offset_into_first_range"], body["terms"]
+    body["files"] = {hash_to_string(fh): [_term_json(t) for t in r.terms] for fh, r in recs.items()}
+    return body
+
+
+def parse_batch(obj: object) -> dict[bytes, Reconstruction]:
+    """Each file's whole reconstruction from a batch reply (JSON, or BINARY_TYPE decoded),
+    checked as from_json checks one; each carries the fetch ranges and footers of its
+    own xorbs."""
+    try:
+        body = _dict(obj, "batch reply")
+        fetch = _fetch_v1(body.get("fetch_info") or {})
+        footers = _footers(body.get(FOOTERS_FIELD) or {})
+        files = {
+            string_to_hash(str(fh)): tuple(_term(t) for t in _list(terms, "terms"))
+            for fh, terms in _dict(body["files"], "files").items()
+        }
+    except KeyError as exc:
+        raise ReconstructionError(f"batch reply lacks field {exc}") from None
+    except HashStringError as exc:
+        raise ReconstructionError(f"batch reply: {exc}") from None
+    out = {}
+    for fh, terms in files.items():
+        xorbs = {t.xorb_hash for t in terms}
+        own = {xh: frs for xh, frs in fetch.items() if xh in xorbs}
+        held = {xh: f for xh, f in footers.items() if xh in xorbs}
+        out[fh] = Reconstruction._checked(terms, 0, own, held)
+    return out
 
 
 def _term_json(t: Term) -> dict[str, Any]:

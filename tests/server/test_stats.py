@@ -41,6 +41,7 @@ def test_stats_count_uploads_reconstructions_data_and_footer_reads(tmp_path: Pat
         stats = httpx.get(f"{url}/v1/stats", headers=read).json()
     assert stats == {
         "reconstructions": 1,
+        "batch_reconstructions": 0,
         "reconstruction_bytes": 200_000,
         "reconstruction_bytes_sent": len(r.content),
         "xorb_requests": 2,

@@ -12,6 +12,8 @@ from arkfs.xet.reconstruction import (
     FetchRange,
     Reconstruction,
     Term,
+    batch_to_json,
+    parse_batch,
     plan_range,
 )
 
@@ -126,3 +128,45 @@ def test_malformed_replies(mutate) -> None:
 def test_not_an_object() -> None:
     with pytest.raises(ReconstructionError):
         Reconstruction.from_json([1, 2])
+
+
+# Two whole files of a batch: F1 of X1 and X2 (with footers), F2 of X2 alone.
+F1, F2 = bytes([0xF1]) * 32, bytes([0xF2]) * 32
+
+
+def batch() -> dict[bytes, Reconstruction]:
+    x1 = (FetchRange("http://h/x1", 1, 4, 10, 610),)
+    x2 = (FetchRange("http://h/x2", 0, 3, 0, 173),)
+    one = Reconstruction(
+        (Term(X1, 1, 4, 900), Term(X2, 0, 3, 150)), 0, {X1: x1, X2: x2}, {X1: b"f1", X2: b"f2"}
+    )
+    two = Reconstruction((Term(X2, 0, 2, 100),), 0, {X2: x2}, {X2: b"f2"})
+    return {F1: one, F2: two}
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_a_batch_round_trips_each_file_with_its_own_xorbs(binary: bool) -> None:
+    body = batch_to_json(batch(), binary)
+    assert sorted(body) == ["arkfs_footers", "fetch_info", "files"]  # xet-core's shape, plus ours
+    assert len(body["fetch_info"][hash_to_string(X2)]) == 1  # one range, not one per file
+    sent = msgpack.unpackb(msgpack.packb(body, use_bin_type=True), raw=False)
+    assert parse_batch(sent) == batch()
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda j: j.pop("files"),
+        lambda j: j.__setitem__("files", [1]),
+        lambda j: j["files"].__setitem__("zz", []),
+        lambda j: j["files"].__setitem__(hash_to_string(F2), {"terms": []}),
+        lambda j: j["files"][hash_to_string(F1)][0].__setitem__("unpacked_length", 0),
+        lambda j: j["fetch_info"].pop(hash_to_string(X1)),  # F1's first term is not covered
+        lambda j: j.__setitem__(FOOTERS_FIELD, {hash_to_string(X1): 5}),
+    ],
+)
+def test_a_malformed_batch_is_refused(mutate) -> None:
+    j = batch_to_json(batch())
+    mutate(j)
+    with pytest.raises(ReconstructionError):
+        parse_batch(j)

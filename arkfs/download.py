@@ -229,7 +229,10 @@ def get(
     progress.files = len(files) + len(hardlinks)
     progress.total = sum(e.size for e, _ in files) + sum(e.size for e, _, _ in hardlinks)
     resumes = [_resume(path, entry.size) for entry, path in files]  # each record read once
-    _check_space(out, sum(map(_to_write, files, resumes)))
+    writes = list(map(_to_write, files, resumes))
+    _check_space(out, sum(writes))
+    if len(files) > 1:  # many files' maps at once, where the server answers that
+        client.preload(base, [entry for (entry, _), n in zip(files, writes, strict=True) if n])
     progress.begin("fetch")
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="arkfs-get") as pool:
         futures: list[Future[None]] = []

@@ -6,7 +6,7 @@ against its hash. Errors are BackendError subclasses with one-line messages. An 
 an arkfs.archive.record.Archive, the one type every layer shares.
 """
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from arkfs.archive.manifest import Manifest
@@ -78,6 +78,20 @@ class Blamable(Protocol):
 
     def blame_reconstruction(self, file_hash: bytes, why: str) -> None:
         """The last reconstruction of file_hash failed verification."""
+        ...
+
+
+@runtime_checkable
+class Batched(Protocol):
+    """A backend that answers many files' reconstructions in one request (a get of many
+    small files would otherwise ask once per file)."""
+
+    async def reconstructions(
+        self, file_hashes: Sequence[bytes], held: Collection[bytes] = ()
+    ) -> dict[bytes, Reconstruction]:
+        """The whole-file reconstructions of file_hashes (at most BATCH_FILES) the backend
+        holds; a file it does not hold is left out, and {} says it has no batch route: ask
+        each file alone. held as in reconstruction()."""
         ...
 
 

@@ -13,9 +13,9 @@ shows one.
 
 import math
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import msgpack
@@ -56,11 +56,13 @@ from arkfs.xet.reconstruction import (
     FetchRange,
     Reconstruction,
     held_header,
+    parse_batch,
 )
 from arkfs.xet.shard import Shard, parse_shard
 from arkfs.xet.trust import named_footer
 from arkfs.xet.xorb import MAX_FOOTER_TAIL, XorbFooter
 
+T = TypeVar("T")
 MANIFEST_TYPE = "application/vnd.arkfs.manifest+msgpack"
 # The first suffix asked for a footer: it holds the footer of a xorb of up to ~1,600 chunks
 # (a full xorb of 64 KiB chunks has ~1,000); a bigger footer takes a second, exact request.
@@ -136,6 +138,7 @@ class RemoteBackend:
         self._access: dict[str, _CasAccess] = {}
         self._access_lock = trio.Lock()
         self._v2 = True  # until the CAS shows it has no /v2/reconstructions
+        self._batch = True  # until the CAS shows it has no batch route
 
     def __repr__(self) -> str:
         return f"RemoteBackend({self.name!r})"
@@ -338,11 +341,14 @@ class RemoteBackend:
             self._v2 = False  # v1 knows a file v2 did not: this CAS has no v2
         return resp
 
-    def _parse_reconstruction(self, resp: httpx.Response, what: str) -> Reconstruction:
+    def _parse_reconstruction(
+        self, resp: httpx.Response, what: str, parse: Callable[[object], T]
+    ) -> T:
+        """parse() of a reconstruction reply, msgpack (BINARY_TYPE) or JSON."""
         try:
             if media_type(resp) == BINARY_TYPE:
-                return Reconstruction.from_json(msgpack_reply(resp, what))
-            return Reconstruction.from_json(json_reply(resp, what))
+                return parse(msgpack_reply(resp, what))
+            return parse(json_reply(resp, what))
         except XetError as exc:
             raise BadReply(f"{what} from {origin(str(resp.request.url))}: {exc}") from None
 
@@ -365,10 +371,29 @@ class RemoteBackend:
         if resp.status_code == 416:
             raise Refused(f"bytes {start}..{end} of file {name} are past its end ({where})")
         raise_for_status(resp, what)
-        rec = self._parse_reconstruction(resp, what)
+        rec = self._parse_reconstruction(resp, what, Reconstruction.from_json)
         if not rec.terms:
             raise BadReply(f"{what}: {where} sent no terms for bytes {start}..{end}")
         return rec
+
+    async def reconstructions(
+        self, file_hashes: Sequence[bytes], held: Collection[bytes] = ()
+    ) -> dict[bytes, Reconstruction]:
+        if not self._batch or not file_hashes:
+            return {}
+        what = f"reconstructions of {len(file_hashes)} files"
+        query = "&".join(f"file_id={hash_to_string(fh)}" for fh in file_hashes)
+        headers = {FOOTERS_HEADER: "1", "Accept": f"{BINARY_TYPE}, application/json;q=0.9"}
+        if held:
+            headers[FOOTERS_HELD_HEADER] = held_header(held)
+        resp = await self._cas("GET", f"/v1/reconstructions?{query}", READ, headers)
+        if resp.status_code in (400, 404, 405, 501):  # no batch route here: ask file by file
+            self._batch = False
+            return {}
+        raise_for_status(resp, what)
+        recs = self._parse_reconstruction(resp, what, parse_batch)
+        asked = set(file_hashes)
+        return {fh: rec for fh, rec in recs.items() if fh in asked}
 
     async def _signed_get(self, url: str, range_header: str, what: str) -> RangedReply:
         """GET a signed xorb URL in a worker thread (arkfs.net.ranged explains why),
@@ -461,7 +486,7 @@ class RemoteBackend:
             if resp.status_code == 404:
                 return False
             raise_for_status(resp, what)
-            return not self._parse_reconstruction(resp, what).terms
+            return not self._parse_reconstruction(resp, what, Reconstruction.from_json).terms
         last = await self._cas("GET", path, READ, {"Range": f"bytes={size - 1}-{size - 1}"})
         if last.status_code in (404, 416):
             return False

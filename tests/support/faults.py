@@ -8,6 +8,7 @@ its `kind` matches (see `kind_of`), to the next `count` of them or forever, unti
 
 The modes:
 - 5xx: answer 503 instead of forwarding;
+- 404: answer 404 instead of forwarding (a server without that route);
 - reset: read the request, then close with a TCP reset and no reply;
 - truncate: the head with the true Content-Length, half the body, then close;
 - short: half the body, with a Content-Length that matches it;
@@ -45,9 +46,10 @@ from tests.support.mount import Mounted, arkfs_mount
 from tests.support.server import Server
 
 MODES = (
-    "5xx", "reset", "truncate", "short", "flip", "stall-head", "stall-body", "trickle", "slow"
+    "5xx", "404", "reset", "truncate", "short", "flip",
+    "stall-head", "stall-body", "trickle", "slow",
 )  # fmt: skip
-KINDS = ("any", "archive", "reconstruction", "xorb", "footer", "upload")
+KINDS = ("any", "archive", "reconstruction", "batch", "xorb", "footer", "upload")
 TRICKLE_TICK = 1.0  # seconds between trickled bytes
 SLOW_DELAY = 0.25  # seconds each reply of a slow proxy is held back
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "te"}
@@ -67,11 +69,14 @@ class Request:
 
 
 def kind_of(req: Request) -> str:
-    """What a request asks for: reconstruction, footer (a suffix range of a xorb), xorb (any
-    other range of one), upload (a POST or PUT), or archive (resolver and the rest)."""
+    """What a request asks for: reconstruction, batch (the reconstructions of many files),
+    footer (a suffix range of a xorb), xorb (any other range of one), upload (a POST or
+    PUT), or archive (resolver and the rest)."""
     path = req.target.split("?", 1)[0]
     if req.method in ("POST", "PUT"):
         return "upload"
+    if path.endswith("/reconstructions"):
+        return "batch"
     if "/reconstructions/" in path:
         return "reconstruction"
     if path.startswith("/v1/xorb-data/"):
@@ -156,8 +161,9 @@ class _Handler(socketserver.BaseRequestHandler):
     def _answer(self, sock: socket.socket, req: Request) -> bool:
         """Answer one request, damaged as the fault says; False once the connection is done."""
         mode = self.server.take(req)
-        if mode == "5xx":
-            sock.sendall(_head(503, [("Content-Type", "text/plain")], 16) + b"injected fault\r\n")
+        if mode in ("5xx", "404"):
+            head = _head(503 if mode == "5xx" else 404, [("Content-Type", "text/plain")], 16)
+            sock.sendall(head + b"injected fault\r\n")
             return True
         if mode == "reset":
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -11,13 +11,21 @@ so no smaller set of terms can be checked against it, and unchecked terms could 
 xorb. It happens once per file, not per mount: the
 map stays on disk. A map loads once however many reads ask for it at the same time; a
 failure is not remembered, so the next read tries again.
+
+A reader that knows which files it will read (a get of a directory) preloads their maps:
+from a backend that answers many files' reconstructions at once (Batched), BATCH_FILES to
+a request, BATCHES_AT_ONCE requests at a time; each map is then built and checked as
+above, and a read of the file waits for it. A file the batch leaves out, or a batch that
+fails, is asked for alone, as without a preload.
 """
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeAlias
 
 import trio
 
-from arkfs.backend.base import Blamable, CasReader
+from arkfs.backend.base import Batched, Blamable, CasReader
 from arkfs.mount.data.backend_calls import FetchUrls, call_backend
 from arkfs.mount.data.errors import ReadError, Unverified
 from arkfs.mount.data.file_map import FileMap, build_map, layout_map
@@ -26,17 +34,21 @@ from arkfs.mount.data.parts import Parts
 from arkfs.util.lru import LRU
 from arkfs.xet.errors import ReconstructionError, XetError
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import Reconstruction, Term
+from arkfs.xet.reconstruction import BATCH_FILES, Reconstruction, Term
 from arkfs.xet.trust import check_named, verify_terms
 from arkfs.xet.xorb import XorbFooter, footer_tail, parse_footer
+
+log = logging.getLogger(__name__)
 
 MAP_CHUNKS = 1 << 20  # chunks of all file maps in memory (~56 MB, ~64 GiB of files)
 MAP_OVERHEAD = 64  # what a map costs beyond its chunks, in chunks
 FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
 INLINE_TERM_BYTES = 8 * 1024  # what checking one term weighs against jobs.INLINE_BYTES
+BATCHES_AT_ONCE = 2  # batch requests under way: the first files' maps come first
 
 
 Early = Callable[[FileMap], None]  # told the unchecked map, to start fetching by it
+Batch: TypeAlias = Pending[dict[bytes, Reconstruction]]  # a batch request's reconstructions
 
 
 def _sent_footers(rec: Reconstruction, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
@@ -93,6 +105,7 @@ class MapLoader:
         self._maps: LRU[tuple[bytes, int], FileMap] = LRU(MAP_CHUNKS, keep_one=True)
         self._loads: dict[tuple[bytes, int], Pending[FileMap]] = {}
         self._footers: LRU[bytes, XorbFooter] = LRU(FOOTERS_IN_MEMORY)
+        self._batches = trio.CapacityLimiter(BATCHES_AT_ONCE)
 
     def __len__(self) -> int:
         """How many maps are in memory."""
@@ -123,22 +136,64 @@ class MapLoader:
             nursery.start_soon(self._load, backend, key, p, early)
         return await p.wait()
 
+    def preload(self, backend: CasReader, files: Sequence[tuple[bytes, int]]) -> None:
+        """Start loading the maps of files (file hash, size) not in memory, loading or on
+        disk, in batches, if backend answers them (see the module docstring)."""
+        if not isinstance(backend, Batched) or not self._parts.host.running:
+            return
+        cache = self._parts.cache
+        todo = [
+            key
+            for key in dict.fromkeys(files)
+            if key not in self._maps and key not in self._loads and not cache.has_map(key[0])
+        ]
+        nursery = self._parts.host.nursery()
+        for i in range(0, len(todo), BATCH_FILES):
+            keys = todo[i : i + BATCH_FILES]
+            batch: Batch = Pending()
+            what = f"asking {backend.name} for {len(keys)} files"
+            nursery.start_soon(batch.settle, what, lambda k=keys: self._ask(backend, k))
+            for key in keys:
+                pending = self._loads[key] = Pending()
+                nursery.start_soon(self._load, backend, key, pending, None, batch)
+
+    async def _ask(
+        self, backend: Batched, keys: list[tuple[bytes, int]]
+    ) -> dict[bytes, Reconstruction]:
+        """The reconstructions of keys' files in one request (BATCHES_AT_ONCE at a time)."""
+        held = tuple(self._footers)
+        hashes = [file_hash for file_hash, _ in keys]
+        try:
+            async with self._batches:
+                what = f"reconstructions of {len(keys)} files"
+                return await call_backend(what, backend.reconstructions, hashes, held)
+        except ReadError as exc:
+            log.warning("%s; asking for each file alone", exc)
+            return {}
+
     async def _load(
         self,
         backend: CasReader,
         key: tuple[bytes, int],
         pending: Pending[FileMap],
         early: Early | None,
+        batch: Batch | None = None,
     ) -> None:
         try:
             await pending.settle(
-                f"mapping file {hash_to_string(key[0])}", lambda: self._get(backend, *key, early)
+                f"mapping file {hash_to_string(key[0])}",
+                lambda: self._get(backend, *key, early, batch),
             )
         finally:
             del self._loads[key]
 
     async def _get(
-        self, backend: CasReader, file_hash: bytes, size: int, early: Early | None
+        self,
+        backend: CasReader,
+        file_hash: bytes,
+        size: int,
+        early: Early | None,
+        batch: Batch | None = None,
     ) -> FileMap:
         """The map from the disk cache, else built from the backend and written there;
         kept in memory either way."""
@@ -149,7 +204,7 @@ class MapLoader:
                 cache.get_map, file_hash, limiter=self._parts.limiters.disk
             )
         if fmap is None:
-            fmap = await self._build_checked(backend, file_hash, size, early)
+            fmap = await self._build_checked(backend, file_hash, size, early, batch)
             self._parts.stats.maps_loaded += 1
             self._parts.writer.write_map(fmap)
         elif fmap.size != size:
@@ -163,25 +218,42 @@ class MapLoader:
         return fmap
 
     async def _build_checked(
-        self, backend: CasReader, file_hash: bytes, size: int, early: Early | None
+        self,
+        backend: CasReader,
+        file_hash: bytes,
+        size: int,
+        early: Early | None,
+        batch: Batch | None = None,
     ) -> FileMap:
-        """_build; from mirrors, a reconstruction that fails verification has its mirror
-        blamed (one log line names it) and is asked once more, of the others first."""
+        """_build; a reconstruction that fails verification is asked once more, alone: if it
+        came in a batch (one log line says so), or from mirrors, whose sender is blamed
+        (one log line names it) and the others asked first."""
         try:
-            return await self._build(backend, file_hash, size, early)
+            return await self._build(backend, file_hash, size, early, batch)
         except Unverified as exc:
-            if not isinstance(backend, Blamable):
+            if isinstance(backend, Blamable):
+                backend.blame_reconstruction(file_hash, exc.reason)
+            elif await _batched(batch, file_hash) is not None:
+                log.warning("%s (sent in a batch); asking for it alone", exc)
+            else:
                 raise
-            backend.blame_reconstruction(file_hash, exc.reason)
         return await self._build(backend, file_hash, size, None)
 
     async def _build(
-        self, backend: CasReader, file_hash: bytes, size: int, early: Early | None
+        self,
+        backend: CasReader,
+        file_hash: bytes,
+        size: int,
+        early: Early | None,
+        batch: Batch | None = None,
     ) -> FileMap:
-        """File Reconstruction of the whole file, footers, then the checks of build_map."""
+        """File Reconstruction of the whole file (batch's, if it holds it), footers, then
+        the checks of build_map."""
         what = f"file {hash_to_string(file_hash)}"
-        held = tuple(self._footers)  # no need to send these again (FOOTERS_HELD_HEADER)
-        rec = await call_backend(what, backend.reconstruction, file_hash, 0, size, held)
+        rec = await _batched(batch, file_hash)
+        if rec is None:
+            held = tuple(self._footers)  # no need to send these again (FOOTERS_HELD_HEADER)
+            rec = await call_backend(what, backend.reconstruction, file_hash, 0, size, held)
         if rec.offset_into_first_range:
             raise ReadError(f"{what}: {backend.name} skips bytes at the start of the file")
         self._urls.keep(backend, rec)
@@ -273,3 +345,14 @@ class MapLoader:
         if errors:
             raise errors[0]
         return got
+
+
+async def _batched(batch: Batch | None, file_hash: bytes) -> Reconstruction | None:
+    """The file's reconstruction from batch; None if there is no batch, it failed (its
+    error is each file's own request's to tell) or it left the file out."""
+    if batch is None:
+        return None
+    try:
+        return (await batch.wait()).get(file_hash)
+    except ReadError:
+        return None

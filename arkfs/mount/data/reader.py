@@ -23,7 +23,7 @@ groups (chunk_loader.py), maps and footers in memory (map_loader.py), fetch URLs
 (backend_calls.py), streams (prefetch.py), the cache write backlog (cache_writer.py).
 """
 
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 
 import trio
 
@@ -201,6 +201,11 @@ class ContentReader:
         if found is None:
             return None
         return [c or found[fmap.chunk_hash(i)] for i, c in zip(indices, got, strict=True)]
+
+    def preload(self, backend: CasReader, files: Sequence[tuple[bytes, int]]) -> None:
+        """Start loading the maps of files (file hash, size) about to be read, many to a
+        request where backend allows (map_loader.py)."""
+        self._maps.preload(backend, files)
 
     def end_stream(self, stream: Hashable) -> None:
         """Stop tracking a stream named in read() (its file was closed)."""

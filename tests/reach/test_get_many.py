@@ -1,0 +1,123 @@
+"""A get of many small files asks for their maps a hundred files to a request, through the
+batch route of a real `arkfs serve` (xet-core's `GET /v1/reconstructions?file_id=...`),
+and file by file from a server that has no such route or sends a damaged batch; the tree
+written is the source tree either way."""
+
+import random
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from arkfs.archive.manifest import Kind
+from arkfs.mount.data.map_loader import BATCHES_AT_ONCE
+from arkfs.xet.hashing import hash_to_string
+from arkfs.xet.reconstruction import BATCH_FILES
+from tests.support.archive import bound, publish
+from tests.support.cli import run_arkfs
+from tests.support.faults import fault_proxy
+from tests.support.server import arkfs_server
+
+ARK = "ark:12345/x8many"
+TOKEN = "many-read-token-51e2"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+FILES = 2 * BATCH_FILES + 30  # non-empty files: three batches
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, str]]:
+    """The source tree (FILES small files in seven directories, and an empty one), its
+    embedded store, and the URL of `arkfs serve` of that store."""
+    base = tmp_path_factory.mktemp("many")
+    tree = base / "tree"
+    rng = random.Random(31)
+    for i in range(FILES):
+        path = tree / f"d{i % 7}" / f"f{i:03d}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(rng.randbytes(rng.randint(1, 5000)))
+    (tree / "empty").write_bytes(b"")
+    publish(tree, ARK, "--store", str(base / "store"))
+    (base / "tokens").write_text(f"{TOKEN} read\n")
+    with arkfs_server(base / "store", "--tokens", str(base / "tokens")) as (url, _):
+        yield tree, base / "store", url
+
+
+def stats(url: str) -> dict[str, int]:
+    reply = httpx.get(f"{url}/v1/stats", headers=AUTH)
+    reply.raise_for_status()
+    counts: dict[str, int] = reply.json()
+    return counts
+
+
+def get_all(url: str, dest: Path) -> None:
+    """`arkfs get` of the whole archive from url into dest, cache empty; dest is then the
+    source tree, as `diff -r` sees it."""
+    done = run_arkfs(
+        "get", ARK, str(dest), "--server", url, "--token", TOKEN, "--no-cache", "-q"
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def same(dest: Path, tree: Path) -> None:
+    diff = subprocess.run(["diff", "-r", str(dest), str(tree)], capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stdout
+
+
+def test_the_batch_route_answers_what_each_files_route_does(
+    many: tuple[Path, Path, str],
+) -> None:
+    _, store, url = many
+    manifest, _ = bound(store, ARK)
+    names = [
+        hash_to_string(e.xet_hash)
+        for e in manifest.entries
+        if e.kind == Kind.FILE and e.xet_hash is not None and e.size
+    ][:3]
+    unknown = "ab" * 32
+    with httpx.Client(base_url=url, headers=AUTH) as http:
+        batch = http.get("/v1/reconstructions", params=[("file_id", n) for n in [*names, unknown]])
+        assert batch.status_code == 200, batch.text
+        body = batch.json()
+        assert sorted(body["files"]) == sorted(names)  # the file it does not hold is left out
+        for name in names:
+            one = http.get(f"/v1/reconstructions/{name}").json()
+            assert body["files"][name] == one["terms"]
+            for xorb, ranges in one["fetch_info"].items():
+                spans = [(r["range"], r["url_range"]) for r in body["fetch_info"][xorb]]
+                assert all((r["range"], r["url_range"]) in spans for r in ranges)
+        too_many = "&".join([f"file_id={names[0]}"] * (BATCH_FILES + 1))
+        for query in (too_many, "file_id=zz", ""):
+            assert http.get(f"/v1/reconstructions?{query}").status_code == 400
+    assert httpx.get(f"{url}/v1/reconstructions", params={"file_id": names[0]}).status_code == 401
+
+
+def test_a_get_of_many_files_asks_for_a_hundred_maps_at_a_time(
+    many: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    tree, _, url = many
+    before = stats(url)
+    get_all(url, tmp_path / "got")
+    after = stats(url)
+    same(tmp_path / "got", tree)
+    assert after["batch_reconstructions"] - before["batch_reconstructions"] == 3
+    # every file's reconstruction came in a batch: none was asked for alone
+    assert after["reconstructions"] - before["reconstructions"] == FILES
+
+
+@pytest.mark.parametrize("mode", ["404", "flip"])
+def test_without_a_batch_route_or_with_a_damaged_batch_each_file_is_asked_alone(
+    many: tuple[Path, Path, str], tmp_path: Path, mode: str
+) -> None:
+    tree, _, url = many
+    with fault_proxy(url) as proxy:
+        proxy.inject(mode, "batch")
+        get_all(proxy.url, tmp_path / "got")
+        seen = proxy.seen
+    same(tmp_path / "got", tree)
+    if mode == "404":  # a server without the route is not asked again, but for each file
+        assert 1 <= seen["batch"] <= BATCHES_AT_ONCE
+        assert seen["reconstruction"] == FILES
+    else:  # where the flip fell decides which files are asked alone
+        assert seen["batch"] == 3

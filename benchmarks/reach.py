@@ -199,8 +199,9 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
             "curl ?tar, piped to tar -x",
             None,
             SEQUENTIAL,
-            note="for information: get asks for each file's reconstruction and xorb range, "
-            "two requests a file; ?tar sends the directory in one, from the server's read path",
+            note="for information: get asks for the files' reconstructions a hundred to a "
+            "request, and for each file's xorb range; ?tar sends the directory in one, from "
+            "the server's read path",
         ),
         compare(
             f"fsspec ark:// sequential read, cold, {label}",

@@ -1,7 +1,8 @@
 """A get of many small files asks for their maps a hundred files to a request, through the
 batch route of a real `arkfs serve` (xet-core's `GET /v1/reconstructions?file_id=...`),
-and file by file from a server that has no such route or sends a damaged batch; the tree
-written is the source tree either way."""
+and file by file from a server that has no such route or sends a damaged batch; their
+bytes come several files to a xorb range. The tree written is the source tree either
+way, and a flipped byte fails the get with one line."""
 
 import random
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from arkfs import download
+from arkfs.api import Client
 from arkfs.archive.manifest import Kind
 from arkfs.mount.data.map_loader import BATCHES_AT_ONCE
 from arkfs.xet.hashing import hash_to_string
@@ -104,6 +107,9 @@ def test_a_get_of_many_files_asks_for_a_hundred_maps_at_a_time(
     assert after["batch_reconstructions"] - before["batch_reconstructions"] == 3
     # every file's reconstruction came in a batch: none was asked for alone
     assert after["reconstructions"] - before["reconstructions"] == FILES
+    # the files' bytes came along with each other's, a few xorb ranges for them all
+    ranges = after["xorb_requests"] - before["xorb_requests"]
+    assert ranges <= FILES // 10, ranges
 
 
 @pytest.mark.parametrize("mode", ["404", "flip"])
@@ -121,3 +127,35 @@ def test_without_a_batch_route_or_with_a_damaged_batch_each_file_is_asked_alone(
         assert seen["reconstruction"] == FILES
     else:  # where the flip fell decides which files are asked alone
         assert seen["batch"] == 3
+
+
+def test_a_flipped_byte_in_a_range_of_many_files_fails_the_get_and_writes_no_wrong_file(
+    many: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    tree, _, url = many
+    with fault_proxy(url) as proxy:
+        proxy.inject("flip", "xorb")
+        done = run_arkfs(
+            "get", ARK, str(tmp_path / "got"), "--server", proxy.url, "--token", TOKEN,
+            "--no-cache", "-q",
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1 and "fails verification" in done.stderr, done.stderr
+    written = [p for p in (tmp_path / "got").rglob("*") if p.is_file()]
+    for path in written:  # what a get leaves under a final name is right, or not there
+        if ".arkfs-part" not in path.name:
+            assert path.read_bytes() == (tree / path.relative_to(tmp_path / "got")).read_bytes()
+
+
+def test_maps_are_asked_for_a_window_ahead_of_the_files_being_written(
+    many: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree, _, url = many
+    monkeypatch.setattr(download, "PRELOAD", 40)  # five windows of 40 files, one of 30
+    before = stats(url)
+    with Client(server=url, token=TOKEN, cache_size=0, cache_dir=tmp_path / "cache") as client:
+        download.get(client, ARK, tmp_path / "got", download.GetProgress(), jobs=4)
+    after = stats(url)
+    same(tmp_path / "got", tree)
+    assert after["batch_reconstructions"] - before["batch_reconstructions"] == 6  # one a window
+    assert after["reconstructions"] - before["reconstructions"] == FILES

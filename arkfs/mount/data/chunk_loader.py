@@ -13,6 +13,12 @@ map from disk) or an expired one, the loader asks for a reconstruction of just t
 bytes. Failures are not remembered: the next read tries again, so reads work again once
 a backend is back.
 
+A reader that will read many files says so (want(): a get's files, their maps preloaded).
+A read's fetch then brings along the chunks of those files that follow its own in the
+same xorb, READ_AHEAD bytes at most, checked against the xorb's verified footer: many
+small files published together come in one request, not one each. They are claimed like
+any other, so a read of them joins that fetch.
+
 Loaded chunks go into memory (memory_bytes of the buffers holding them: a stored chunk
 is a view of its fetch, not a copy), which reads use directly. Prefetch claims
 background groups: at most PREFETCH_GROUPS run at once; prefetch never queues, it claims
@@ -22,7 +28,7 @@ prefetch groups.
 """
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 
 import trio
@@ -31,13 +37,14 @@ from arkfs.backend.base import Blamable, CasReader
 from arkfs.mount.data.backend_calls import FetchUrls, call_backend
 from arkfs.mount.data.chunk_memory import ChunkMemory
 from arkfs.mount.data.errors import BadBytes, Expired, ReadError
-from arkfs.mount.data.file_map import FileMap, decode_run
+from arkfs.mount.data.file_map import FileMap, decode_ahead, decode_run
 from arkfs.mount.data.jobs import Pending, run_cpu
 from arkfs.mount.data.parts import Parts
 from arkfs.xet.compression import ChunkData
 from arkfs.xet.errors import XetError
 from arkfs.xet.hashing import hash_to_string
-from arkfs.xet.reconstruction import FetchRange
+from arkfs.xet.reconstruction import FetchRange, Term
+from arkfs.xet.xorb import XorbFooter
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +52,12 @@ MIB = 1024 * 1024
 MEMORY_BYTES = 64 * MIB  # buffers of the decoded chunks kept in memory (chunk_memory.py)
 GROUP_BYTES = 8 * MIB  # most decoded bytes one group loads
 PREFETCH_GROUPS = 4
+READ_AHEAD = 4 * MIB  # most bytes of wanted chunks one read's fetch brings along
+WANTED_CHUNKS = 1 << 16  # chunks want() keeps at most (about 6 MB)
 
 Chunks = dict[bytes, ChunkData]  # chunk hash -> decoded, verified bytes
+Ahead = tuple[XorbFooter, int, int]  # a xorb's verified footer, chunks [start, end) of it
+Footers = Callable[[bytes], XorbFooter | None]  # the verified footer of a xorb, if at hand
 
 
 def _runs(fmap: FileMap, indices: Sequence[int]) -> list[list[int]]:
@@ -69,10 +80,13 @@ class ChunkLoader:
         urls: FetchUrls,
         memory_bytes: int = MEMORY_BYTES,
         group_bytes: int = GROUP_BYTES,
+        footers: Footers = lambda xorb_hash: None,
     ) -> None:
         self._parts = parts
         self._urls = urls
         self._group_bytes = group_bytes
+        self._footers = footers
+        self._wanted: set[tuple[bytes, int]] = set()  # (xorb, chunk index) to be read soon
         self.memory = ChunkMemory(memory_bytes)  # chunk hash -> decoded chunk
         self._inflight: dict[bytes, Pending[Chunks]] = {}
         self._prefetching = 0
@@ -86,6 +100,14 @@ class ChunkLoader:
     def prefetching(self) -> int:
         """Prefetch groups running."""
         return self._prefetching
+
+    def want(self, terms: Iterable[Term]) -> None:
+        """Note that the chunks of terms (of files about to be read) are wanted: another
+        read's fetch may bring them along (see the module docstring)."""
+        for t in terms:
+            if len(self._wanted) >= WANTED_CHUNKS:
+                return
+            self._wanted.update((t.xorb_hash, i) for i in range(t.start, t.end))
 
     def claim(
         self, backend: CasReader, fmap: FileMap, indices: Sequence[int]
@@ -140,9 +162,38 @@ class ChunkLoader:
                 group_bytes += size
                 self._inflight[h] = p
             pendings[id(p)] = p
+        ahead = None
+        if groups and not prefetch and self._wanted:
+            ahead = self._ahead(fmap, *groups[-1])
         for p, run in groups:
-            nursery.start_soon(self._group, backend, fmap, run, p, prefetch)
+            extra = ahead if run is groups[-1][1] else None
+            nursery.start_soon(self._group, backend, fmap, run, p, prefetch, extra)
         return list(pendings.values()), done
+
+    def _ahead(self, fmap: FileMap, pending: Pending[Chunks], run: list[int]) -> Ahead | None:
+        """The wanted chunks right after run in its xorb, READ_AHEAD bytes at most, claimed
+        for pending: run's fetch brings them along. None if there are none, if the xorb's
+        footer is not at hand (nothing to check them against), or if a chunk of run is in
+        the disk cache (the fetch must cover run whole)."""
+        xh = fmap.xorbs[fmap.xorb_of[run[-1]]]
+        footer = self._footers(xh)
+        cache = self._parts.cache
+        if footer is None or any(cache.has(fmap.chunk_hash(i)) for i in run):
+            return None
+        start = end = fmap.index[run[-1]] + 1
+        room = READ_AHEAD
+        while end < footer.num_chunks:
+            h, size = footer.chunk_hashes[end], footer.unpacked_size(end)
+            taken = h in self._inflight or h in self.memory or cache.has(h)
+            if (xh, end) not in self._wanted or taken or size > room:
+                break
+            room -= size
+            end += 1
+        if end == start:
+            return None
+        for h in footer.chunk_hashes[start:end]:
+            self._inflight[h] = pending
+        return footer, start, end
 
     async def _group(
         self,
@@ -151,19 +202,28 @@ class ChunkLoader:
         run: list[int],
         pending: Pending[Chunks],
         prefetch: bool,
+        ahead: Ahead | None = None,
     ) -> None:
-        """Load the chunks of run (disk cache, else backend) for everyone waiting on pending."""
+        """Load the chunks of run (disk cache, else backend), and those ahead (fetched with
+        run: none of run is on disk), for everyone waiting on pending."""
         hashes = [fmap.chunk_hash(i) for i in run]
+        extra = list(ahead[0].chunk_hashes[ahead[1] : ahead[2]]) if ahead else []
         fetched: Chunks = {}
 
         async def load() -> Chunks:
-            found = await self._from_disk(hashes, prefetch)
+            found = await self._from_disk(hashes, prefetch) if ahead is None else {}
             todo = [i for i, h in zip(run, hashes, strict=True) if h not in found]
-            for sub in _runs(fmap, todo):
-                decoded = await self._fetch_run(backend, fmap, sub, prefetch)
+            for sub in _runs(fmap, todo):  # with ahead: run itself, the one run
+                decoded, more = await self._fetch_run(backend, fmap, sub, prefetch, ahead)
                 fetched.update(zip((fmap.chunk_hash(i) for i in sub), decoded, strict=True))
+                fetched.update(zip(extra, more, strict=True))
+                self._parts.stats.prefetched_bytes += sum(map(len, more))
             chunks = found | fetched
             self._remember(chunks)
+            xh = fmap.xorbs[fmap.xorb_of[run[0]]]
+            self._wanted.difference_update((xh, fmap.index[i]) for i in run)
+            if ahead is not None:
+                self._wanted.difference_update((xh, j) for j in range(ahead[1], ahead[2]))
             if prefetch:
                 self._parts.stats.prefetched_bytes += sum(len(c) for c in chunks.values())
             return chunks
@@ -172,7 +232,7 @@ class ChunkLoader:
         try:
             await pending.settle(what, load)
         finally:
-            for h in hashes:
+            for h in hashes + extra:
                 if self._inflight.get(h) is pending:
                     del self._inflight[h]
             self._prefetching -= prefetch
@@ -190,9 +250,15 @@ class ChunkLoader:
         return found
 
     async def _fetch_run(
-        self, backend: CasReader, fmap: FileMap, run: list[int], prefetch: bool
-    ) -> list[ChunkData]:
-        """Fetch the packed bytes of run (one xorb, consecutive chunks); decode and check them.
+        self,
+        backend: CasReader,
+        fmap: FileMap,
+        run: list[int],
+        prefetch: bool,
+        ahead: Ahead | None = None,
+    ) -> tuple[list[ChunkData], list[ChunkData]]:
+        """Fetch the packed bytes of run (one xorb, consecutive chunks), and of the chunks
+        ahead right after it; decode and check them.
 
         Bytes that fail their check, or a reply cut short, are fetched once more with a
         fresh URL before the read fails: a bit flipped in transit is not worth an EIO.
@@ -203,9 +269,16 @@ class ChunkLoader:
         self._parts.stats.cache_misses += len(run)
         for attempt in (1, 2):
             try:
-                data = await self._fetch_bytes(backend, fmap, run, prefetch, fresh=attempt > 1)
+                data = await self._fetch_bytes(backend, fmap, run, prefetch, attempt > 1, ahead)
                 covers = fmap.ends[run[-1]] - fmap.start(run[0])
-                return await run_cpu(decode_run, data, fmap, run, covers=covers, limiter=cpu)
+                if ahead is None:
+                    decoded = await run_cpu(decode_run, data, fmap, run, covers=covers, limiter=cpu)
+                    return decoded, []
+                footer, start, end = ahead
+                covers += footer.unpacked_ends[end - 1] - footer.unpacked_ends[start - 1]
+                return await run_cpu(
+                    decode_ahead, data, fmap, run, *ahead, covers=covers, limiter=cpu
+                )
             except XetError as exc:
                 problem = BadBytes(
                     f"{what}: xorb {hash_to_string(xh)} from {backend.name} fails "
@@ -220,12 +293,21 @@ class ChunkLoader:
         raise problem
 
     async def _fetch_bytes(
-        self, backend: CasReader, fmap: FileMap, run: list[int], prefetch: bool, fresh: bool
+        self,
+        backend: CasReader,
+        fmap: FileMap,
+        run: list[int],
+        prefetch: bool,
+        fresh: bool,
+        ahead: Ahead | None,
     ) -> bytes:
-        """The packed bytes of run from backend, with a known URL unless fresh (or none is
-        known); an expired URL is replaced once."""
+        """The packed bytes of run, and of the chunks ahead, from backend, with a known URL
+        unless fresh (or none is known); an expired URL is replaced once."""
         xh = fmap.xorbs[fmap.xorb_of[run[0]]]
         lo, hi = fmap.packed_start[run[0]], fmap.packed_end[run[-1]]
+        chunks_end = fmap.index[run[-1]] + 1
+        if ahead is not None:
+            hi, chunks_end = ahead[0].packed_ends[ahead[2] - 1], ahead[2]
         what = f"file {hash_to_string(fmap.file_hash)}"
         limiter: AbstractAsyncContextManager[object] = (
             nullcontext() if prefetch else self._parts.limiters.fetch
@@ -235,7 +317,7 @@ class ChunkLoader:
         if url is None:
             url = await self._fresh_url(backend, fmap, run)
         while True:
-            fr = FetchRange(url, fmap.index[run[0]], fmap.index[run[-1]] + 1, lo, hi - 1)
+            fr = FetchRange(url, fmap.index[run[0]], chunks_end, lo, hi - 1)
             try:
                 async with limiter:
                     data = await call_backend(what, backend.fetch, xh, fr)

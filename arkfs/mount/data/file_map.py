@@ -30,7 +30,7 @@ from arkfs.xet.errors import XorbFormatError
 from arkfs.xet.hashing import hash_to_string, packed_file_hash
 from arkfs.xet.reconstruction import Term
 from arkfs.xet.trust import verify_terms
-from arkfs.xet.xorb import XorbFooter, iter_chunks, verify_chunk
+from arkfs.xet.xorb import XorbFooter, decode_range, iter_chunks, verify_chunk
 
 MAP_FORMAT, MAP_VERSION = "arkfs-file-map", 1
 MAP_BYTES = 56  # bytes a map takes per chunk, in memory and on disk
@@ -118,7 +118,7 @@ def layout_map(
     )
 
 
-def decode_run(data: bytes, fmap: FileMap, run: Sequence[int]) -> list[ChunkData]:
+def decode_run(data: bytes | memoryview, fmap: FileMap, run: Sequence[int]) -> list[ChunkData]:
     """The chunks at map indices run (consecutive in one xorb) from their fetched bytes.
 
     Chunk Header Format and Compression Schemes: decompress each; Chunk Hashes: check
@@ -139,6 +139,20 @@ def decode_run(data: bytes, fmap: FileMap, run: Sequence[int]) -> list[ChunkData
     if len(out) != len(run):
         raise XorbFormatError("xorb", "chunk count", base, f"{len(out)} chunks, not {len(run)}")
     return out
+
+
+def decode_ahead(
+    data: bytes, fmap: FileMap, run: Sequence[int], footer: XorbFooter, start: int, end: int
+) -> tuple[list[ChunkData], list[ChunkData]]:
+    """The chunks at map indices run, then chunks [start, end) of their xorb right after
+    them (read ahead for other files), from the bytes fetched for both: the first checked
+    against the map (decode_run), the others against the xorb's verified footer. Blocking.
+    Raises XetError."""
+    cut = fmap.packed_end[run[-1]] - fmap.packed_start[run[0]]
+    base = fmap.packed_start[run[0]]
+    return decode_run(memoryview(data)[:cut], fmap, run), decode_range(
+        data, footer, start, end, base
+    )
 
 
 def _le_bytes(a: array[int]) -> bytes:

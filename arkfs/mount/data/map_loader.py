@@ -20,7 +20,7 @@ fails, is asked for alone, as without a preload.
 """
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias
 
 import trio
@@ -115,6 +115,10 @@ class MapLoader:
         """The map in memory, now the most recently used; None if it is not there."""
         return self._maps.get((file_hash, size))
 
+    def footer(self, xorb_hash: bytes) -> XorbFooter | None:
+        """The footer of xorb_hash if one in memory gave a verified map; else None."""
+        return self._footers.peek(xorb_hash)
+
     def peek(self, file_hash: bytes, size: int) -> FileMap | None:
         """The map in memory, leaving the LRU order alone; None if it is not there."""
         return self._maps.peek((file_hash, size))
@@ -136,9 +140,15 @@ class MapLoader:
             nursery.start_soon(self._load, backend, key, p, early)
         return await p.wait()
 
-    def preload(self, backend: CasReader, files: Sequence[tuple[bytes, int]]) -> None:
+    def preload(
+        self,
+        backend: CasReader,
+        files: Sequence[tuple[bytes, int]],
+        then: Callable[[Iterable[Term]], None],
+    ) -> None:
         """Start loading the maps of files (file hash, size) not in memory, loading or on
-        disk, in batches, if backend answers them (see the module docstring)."""
+        disk, in batches, if backend answers them (see the module docstring); then is
+        told the terms of each batch as it comes, before its maps are checked."""
         if not isinstance(backend, Batched) or not self._parts.host.running:
             return
         cache = self._parts.cache
@@ -152,24 +162,30 @@ class MapLoader:
             keys = todo[i : i + BATCH_FILES]
             batch: Batch = Pending()
             what = f"asking {backend.name} for {len(keys)} files"
-            nursery.start_soon(batch.settle, what, lambda k=keys: self._ask(backend, k))
+            nursery.start_soon(batch.settle, what, lambda k=keys: self._ask(backend, k, then))
             for key in keys:
                 pending = self._loads[key] = Pending()
                 nursery.start_soon(self._load, backend, key, pending, None, batch)
 
     async def _ask(
-        self, backend: Batched, keys: list[tuple[bytes, int]]
+        self,
+        backend: Batched,
+        keys: list[tuple[bytes, int]],
+        then: Callable[[Iterable[Term]], None],
     ) -> dict[bytes, Reconstruction]:
-        """The reconstructions of keys' files in one request (BATCHES_AT_ONCE at a time)."""
+        """The reconstructions of keys' files in one request (BATCHES_AT_ONCE at a time),
+        their terms told to then."""
         held = tuple(self._footers)
         hashes = [file_hash for file_hash, _ in keys]
         try:
             async with self._batches:
                 what = f"reconstructions of {len(keys)} files"
-                return await call_backend(what, backend.reconstructions, hashes, held)
+                recs = await call_backend(what, backend.reconstructions, hashes, held)
         except ReadError as exc:
             log.warning("%s; asking for each file alone", exc)
             return {}
+        then(t for rec in recs.values() for t in rec.terms)
+        return recs
 
     async def _load(
         self,

@@ -73,7 +73,7 @@ class ContentReader:
         urls = FetchUrls()
         parts = Parts(cache, stats, self._host, self._limiters, self._writer)
         self._maps = MapLoader(parts, urls)
-        self._chunks = ChunkLoader(parts, urls, memory_bytes, group_bytes)
+        self._chunks = ChunkLoader(parts, urls, memory_bytes, group_bytes, self._maps.footer)
         self._prefetcher = Prefetcher()
         self._objects = ObjectLoader(parts, self._prefetcher)
 
@@ -204,8 +204,9 @@ class ContentReader:
 
     def preload(self, backend: CasReader, files: Sequence[tuple[bytes, int]]) -> None:
         """Start loading the maps of files (file hash, size) about to be read, many to a
-        request where backend allows (map_loader.py)."""
-        self._maps.preload(backend, files)
+        request where backend allows (map_loader.py); reads of them then fetch the chunks
+        of the next ones along (chunk_loader.py)."""
+        self._maps.preload(backend, files, self._chunks.want)
 
     def end_stream(self, stream: Hashable) -> None:
         """Stop tracking a stream named in read() (its file was closed)."""

@@ -63,3 +63,39 @@ def test_prefetch_claims_only_the_groups_it_can_start(tmp_path: Path) -> None:
             await host.stop()
 
     trio.run(main)
+
+
+def test_a_read_brings_along_the_wanted_chunks_after_its_own_unless_its_own_are_on_disk(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(2)
+    fake = FakeBackend({n: rng.randbytes(1000 + i) for i, n in enumerate("abcd")})
+    a, b, c, d = (fake.files[n] for n in "abcd")  # one chunk each, in one xorb, in order
+
+    async def main() -> None:
+        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
+        limiters, urls = Limiters(16), FetchUrls()
+        writer = CacheWriter(cache, host, limiters.writes)
+        parts = Parts(cache, stats, host, limiters, writer)
+        maps = MapLoader(parts, urls)
+        chunks = ChunkLoader(parts, urls, footers=maps.footer)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            fa, fb, fc, fd = [await maps.load(fake, f.hash, f.size) for f in (a, b, c, d)]
+            fetches = fake.calls[FETCH]
+            chunks.want(t for f in (b, c) for t in fake._terms[f.hash])  # not d
+            (own,) = chunks.claim(fake, fa, [0])
+            assert chunks.claim(fake, fb, [0]) == [own] == chunks.claim(fake, fc, [0])
+            got = await own.wait()
+            assert got[fc.chunk_hash(0)] == c.data and got[fb.chunk_hash(0)] == b.data
+            assert fd.chunk_hash(0) not in got and fake.calls[FETCH] == fetches + 1
+            # c and d are wanted by a new loader, but b is on disk: its load brings nothing
+            cache.put_chunks([(fb.chunk_hash(0), b.data)])
+            later = ChunkLoader(parts, urls, footers=maps.footer)
+            later.want(t for f in (c, d) for t in fake._terms[f.hash])
+            (own,) = later.claim(fake, fb, [0])
+            assert later.claim(fake, fc, [0]) != [own]
+            host.close()
+            await host.stop()
+
+    trio.run(main)

@@ -200,8 +200,9 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
             None,
             SEQUENTIAL,
             note="for information: get asks for the files' reconstructions a hundred to a "
-            "request, and for each file's xorb range; ?tar sends the directory in one, from "
-            "the server's read path",
+            "request and for their bytes several files to a xorb range, then writes each "
+            "file (synced, renamed); ?tar sends the directory in one, from the server's "
+            "read path",
         ),
         compare(
             f"fsspec ark:// sequential read, cold, {label}",

@@ -170,7 +170,7 @@ class CasService(Face):
         rec = _without_held(rec, request)
         self.stats.reconstructions += 1
         self.stats.reconstruction_bytes += end - start
-        binary = self._binary(request)
+        binary = _binary(request, with_footers)
         return self._reply(request, rec.to_v2(binary) if v2 else rec.to_v1(binary), binary)
 
     async def reconstruction_batch(self, request: Request) -> Response:
@@ -201,7 +201,7 @@ class CasService(Face):
         self.stats.batch_reconstructions += 1
         self.stats.reconstructions += len(recs)
         self.stats.reconstruction_bytes += sum(r.unpacked_length for r in recs.values())
-        binary = self._binary(request)
+        binary = _binary(request, with_footers)
         return self._reply(request, batch_to_json(recs, binary), binary)
 
     def _url_for(self, request: Request) -> Callable[[bytes], str]:
@@ -215,12 +215,6 @@ class CasService(Face):
             return direct or self.signer.sign(base_url, hash_to_string(xh))[0]
 
         return url_for
-
-    def _binary(self, request: Request) -> bool:
-        """Whether the reply takes the binary form (BINARY_TYPE): asked with footers, a
-        client may take it (no base64, no JSON)."""
-        with_footers = request.headers.get(FOOTERS_HEADER) == "1"
-        return with_footers and negotiate(request.headers.get("accept"), _FORMS) == BINARY_TYPE
 
     def _reply(self, request: Request, body: dict[str, Any], binary: bool) -> Response:
         """A reconstruction reply: body as JSON, or msgpack if binary; counted."""
@@ -405,6 +399,12 @@ class CasService(Face):
         self.auth.require(request.headers.get("authorization"), Scope.READ, anonymous=False)
         await read_body(request, MAX_TELEMETRY, "telemetry report")
         return JSONResponse({})
+
+
+def _binary(request: Request, with_footers: bool) -> bool:
+    """Whether the reply takes the binary form (BINARY_TYPE): asked with footers, a client
+    may take it (no base64, no JSON)."""
+    return with_footers and negotiate(request.headers.get("accept"), _FORMS) == BINARY_TYPE
 
 
 def _without_held(rec: Reconstruction, request: Request) -> Reconstruction:

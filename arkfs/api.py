@@ -35,6 +35,7 @@ from arkfs.ark.version_qualifier import MARK, split_version, version_name, versi
 from arkfs.backend.base import BackendError, NotBound
 from arkfs.mount.backends import MountError, MountOptions, open_catalog
 from arkfs.mount.config import (
+    DEFAULT_TTL,
     ConfigError,
     Discovery,
     ResolverConfig,
@@ -46,6 +47,7 @@ from arkfs.mount.config import (
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.reader import ContentReader, ReadError
 from arkfs.mount.names.indexed import IndexedArchive
+from arkfs.mount.names.latest import LatestVersions
 from arkfs.mount.stats import MountStats
 from arkfs.net import proxies
 from arkfs.util import paths
@@ -89,8 +91,11 @@ class Client:
     """The backends, catalog and reader of one set of settings, on their own trio thread.
 
     Settings mean what `arkfs mount`'s options do: server URLs, an embedded store, a read
-    token (or token file) for those servers, the cache directory and size, NAAN registries
-    and the config file (default: $ARKFS_CONFIG, else the usual path, if present).
+    token (or token file) for those servers, the cache directory and size, NAAN registries,
+    the config file (default: $ARKFS_CONFIG, else the usual path, if present) and the
+    metadata TTL: an ARK without @vN names the latest version as last asked, and that is
+    asked again once metadata_ttl seconds have passed (reading 1,000 files by such ARKs
+    had asked 1,000 times).
     """
 
     def __init__(
@@ -106,6 +111,7 @@ class Client:
         fallback: str | bool | None = None,
         allow_private: bool = False,
         config: str | Path | None = None,
+        metadata_ttl: float | None = None,
     ) -> None:
         servers = (server,) if isinstance(server, str) else tuple(server)
         registries = (registry,) if isinstance(registry, str) else tuple(registry)
@@ -128,6 +134,10 @@ class Client:
         cache = Path(os.path.abspath(Path(cache_dir).expanduser()))
         size = cache_size if isinstance(cache_size, int) else parse_size(cache_size)
         discovery = Discovery(registries, fallback, allow_private)
+        ttl = metadata_ttl if metadata_ttl is not None else resolver.metadata_ttl
+        self.metadata_ttl = DEFAULT_TTL if ttl is None else float(ttl)
+        if not self.metadata_ttl >= 0:
+            raise ValueError(f"metadata_ttl {ttl!r} is not a number of seconds >= 0")
         self.options = _options(servers, store, resolver, discovery, cache, size, token)
         self.generation = 0  # how many times the trio thread was started in this object
         self._forked = False
@@ -160,6 +170,7 @@ class Client:
         """Open the catalog and the reader, host the reader until close()."""
         try:
             self.catalog = await open_catalog(self.options)
+            self.latest = LatestVersions(self.catalog, self.metadata_ttl, lambda key: None)
         except MountError as exc:
             self._failure = OSError(errno.EINVAL, str(exc))
             started.set()
@@ -270,14 +281,32 @@ class Client:
 
     def preload(self, ark: str, entries: Sequence[Entry]) -> None:
         """Start loading what reads of entries (files of the version-pinned archive ark,
-        as tree() listed them) need first, many files to a request where the server
-        allows: a get of 1,000 small files had asked once per file."""
+        as tree() listed them, in the order they will be read) need first, many files to
+        a request where the server allows: a get of 1,000 small files had asked once per
+        file."""
         self.call(self._preload, ark, entries)
+
+    def preload_files(self, arks: Sequence[str]) -> None:
+        """preload() for files each named by an ARK of its own, of any archives, in the
+        order they will be read: what fsspec's cat of a list reads. A name that leads to
+        no file is left to its own read to report."""
+        self.call(self._preload_files, arks)
 
     async def _preload(self, ark: str, entries: Sequence[Entry]) -> None:
         archive, _ = await self._locate(ark)
-        files = [(e.xet_hash, e.size) for e in entries if e.xet_hash is not None and e.size]
-        self.reader.preload(archive.backend, files)
+        self.reader.preload(archive.backend, _files(entries))
+
+    async def _preload_files(self, arks: Sequence[str]) -> None:
+        found: dict[int, tuple[IndexedArchive, list[Entry]]] = {}  # by backend
+        for ark in arks:
+            try:
+                archive, where = await self._locate(ark)
+            except (OSError, BackendError, ArkError):
+                continue
+            if where.entry is not None:
+                found.setdefault(id(archive.backend), (archive, []))[1].append(where.entry)
+        for archive, entries in found.values():
+            self.reader.preload(archive.backend, _files(entries))
 
     def _file(self, found: Resolved) -> Entry:
         """The file entry found names: a directory is refused."""
@@ -319,7 +348,10 @@ class Client:
         """
         base, version, path = split_ark(text)
         try:
-            archive = await self.catalog.archive(str(base), version)
+            if version is None:  # as the mount shows it: asked again after metadata_ttl
+                archive = await self.latest.get(str(base))
+            else:
+                archive = await self.catalog.archive(str(base), version)
         except NotBound as exc:
             raise await self._no_version(str(base), version, exc) from None
         if path and archive.manifest.entry(path) is None:
@@ -469,6 +501,11 @@ def _forked() -> None:
 
 
 os.register_at_fork(after_in_child=_forked)
+
+
+def _files(entries: Sequence[Entry]) -> list[tuple[bytes, int]]:
+    """The (file hash, size) of each of entries that has bytes to read."""
+    return [(e.xet_hash, e.size) for e in entries if e.xet_hash is not None and e.size]
 
 
 def _resolved(

@@ -51,7 +51,6 @@ PART = ".arkfs-part"
 DONE = ".done"
 HASH_BLOCK = 1024 * 1024
 AHEAD = 4  # pieces fetched ahead of the digest, held in memory until it takes them
-PRELOAD = 500  # files whose maps are asked for at a time, a window ahead of the pieces
 Parts = list[bytes | memoryview]  # a piece's bytes, as the read path hands them over
 
 
@@ -232,19 +231,13 @@ def get(
     resumes = [_resume(path, entry.size) for entry, path in files]  # each record read once
     writes = list(map(_to_write, files, resumes))
     _check_space(out, sum(writes))
-    # The maps of the files to write, PRELOAD files at a time, a window ahead of the
-    # pieces: many to a request where the server answers that (Client.preload).
-    fetched = [entry for (entry, _), n in zip(files, writes, strict=True) if n]
-    windows = [fetched[at : at + PRELOAD] for at in range(0, len(fetched), PRELOAD)]
-    for window in windows[:2] if len(files) > 1 else []:
-        client.preload(base, window)
+    if len(files) > 1:  # the maps of the files to write, many to a request (Client.preload)
+        client.preload(base, [entry for (entry, _), n in zip(files, writes, strict=True) if n])
     progress.begin("fetch")
     with ThreadPoolExecutor(max(1, jobs), thread_name_prefix="arkfs-get") as pool:
         futures: list[Future[None]] = []
         try:
-            for k, ((file, path), resume) in enumerate(zip(files, resumes, strict=True)):
-                if k % PRELOAD == 0 and (w := k // PRELOAD + 2) < len(windows):  # in turn
-                    futures.append(pool.submit(client.preload, base, windows[w]))
+            for (file, path), resume in zip(files, resumes, strict=True):
                 # each file's pieces start as soon as it is planned
                 job = _plan(client, f"{base}/{file.path}", file, path, resume, progress)
                 if job is not None:

@@ -83,6 +83,33 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
             hi = size if end is None else (end if end >= 0 else max(size + end, 0))
             return bytes(f.raw.pread(lo, max(hi - lo, 0))) if hi > lo else b""
 
+    def cat(
+        self, path: Any, recursive: bool = False, on_error: str = "raise", **kwargs: Any
+    ) -> Any:
+        self._preload(self.expand_path(path, recursive=recursive))
+        return super().cat(path, recursive=recursive, on_error=on_error, **kwargs)
+
+    def cat_ranges(self, paths: list[str], *args: Any, **kwargs: Any) -> list[Any]:
+        self._preload(list(dict.fromkeys(paths)) if isinstance(paths, list) else [])
+        return super().cat_ranges(paths, *args, **kwargs)  # type: ignore[no-any-return]
+
+    def get(
+        self, rpath: Any, lpath: Any, recursive: bool = False, *args: Any, **kwargs: Any
+    ) -> Any:
+        if isinstance(rpath, list):
+            self._preload(rpath)
+        else:
+            depth = kwargs.get("maxdepth")
+            self._preload(self.expand_path(rpath, recursive=recursive, maxdepth=depth))
+        return super().get(rpath, lpath, recursive, *args, **kwargs)
+
+    def _preload(self, paths: list[str]) -> None:
+        """Ask for the maps of the files of paths, read next in that order, many to a
+        request where the server allows (Client.preload_files): a cat of a list of 1,000
+        small files, or a get of their directory, had asked once per file."""
+        if len(paths) > 1:
+            self.client.preload_files([self._strip_protocol(p) for p in paths])
+
     def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> "io.BufferedReader[ArkFile]":
         if mode != "rb":
             raise PermissionError(f"ark:// is read-only: mode {mode!r}")
@@ -102,7 +129,7 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
 
 _SETTINGS = frozenset(
     {"server", "store", "token", "token_file", "cache_dir", "cache_size", "registry",
-     "fallback", "allow_private", "config"}
+     "fallback", "allow_private", "config", "metadata_ttl"}
 )  # fmt: skip
 
 

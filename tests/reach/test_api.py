@@ -13,6 +13,7 @@ import arkfs
 from arkfs import api
 from arkfs.api import Client
 from tests.reach.conftest import ARK, TOKEN, Published
+from tests.support.archive import publish
 from tests.support.faults import fault_proxy
 
 
@@ -155,3 +156,26 @@ def test_a_listed_file_opens_without_a_locate_and_must_still_be_that_file(
     wrong = client.open_listed(f"{base}/readme.txt", files["c3/s5.v7.xsl"])
     with wrong, pytest.raises(FileNotFoundError, match="no longer that file"):
         wrong.read()
+
+
+@pytest.mark.parametrize("ttl", [0.0, 300.0])
+def test_the_latest_version_is_asked_again_after_the_metadata_ttl(
+    tmp_path: Path, ttl: float
+) -> None:
+    tree, store, ark = tmp_path / "tree", tmp_path / "store", "ark:12345/x6ttl"
+    tree.mkdir()
+    (tree / "a.txt").write_text("one")
+    publish(tree, ark, "--store", str(store))
+    with Client(store=store, cache_dir=tmp_path / "cache", metadata_ttl=ttl) as c:
+        assert c.resolve(f"{ark}/a.txt").version == 1
+        (tree / "a.txt").write_text("two")
+        publish(tree, ark, "--store", str(store))
+        with c.open(f"{ark}/a.txt") as f:  # the latest as last asked, until the TTL is up
+            assert (f.read(), c.resolve(ark).version) == ((b"two", 2) if ttl == 0 else (b"one", 1))
+        assert c.resolve(f"{ark}/@v2/a.txt").version == 2  # a version named is always found
+        assert [v.version for v in c.info(ark).versions] == [1, 2]  # info asks now
+
+
+def test_a_metadata_ttl_is_seconds_at_least_zero(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="metadata_ttl -1 is not a number of seconds >= 0"):
+        Client(cache_dir=tmp_path / "cache", metadata_ttl=-1)

@@ -2,19 +2,22 @@
 batch route of a real `arkfs serve` (xet-core's `GET /v1/reconstructions?file_id=...`),
 and file by file from a server that has no such route or sends a damaged batch; their
 bytes come several files to a xorb range. The tree written is the source tree either
-way, and a flipped byte fails the get with one line."""
+way, and a flipped byte fails the get with one line. fsspec's cat of a list and get of
+a directory ask the same way."""
 
 import random
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import fsspec
 import httpx
 import pytest
 
 from arkfs import download
 from arkfs.api import Client
 from arkfs.archive.manifest import Kind
+from arkfs.mount.data import map_loader
 from arkfs.mount.data.map_loader import BATCHES_AT_ONCE
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import BATCH_FILES
@@ -151,7 +154,7 @@ def test_maps_are_asked_for_a_window_ahead_of_the_files_being_written(
     many: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree, _, url = many
-    monkeypatch.setattr(download, "PRELOAD", 40)  # five windows of 40 files, one of 30
+    monkeypatch.setattr(map_loader, "WINDOW", 40)  # five windows of 40 files, one of 30
     before = stats(url)
     with Client(server=url, token=TOKEN, cache_size=0, cache_dir=tmp_path / "cache") as client:
         download.get(client, ARK, tmp_path / "got", download.GetProgress(), jobs=4)
@@ -159,3 +162,42 @@ def test_maps_are_asked_for_a_window_ahead_of_the_files_being_written(
     same(tmp_path / "got", tree)
     assert after["batch_reconstructions"] - before["batch_reconstructions"] == 6  # one a window
     assert after["reconstructions"] - before["reconstructions"] == FILES
+
+
+def ark_paths(tree: Path) -> list[str]:
+    """The ark:// path of every file of the source tree, in path order."""
+    naan_name = ARK.removeprefix("ark:")
+    return [f"ark://{naan_name}/{p.relative_to(tree)}" for p in sorted(tree.rglob("*.bin"))]
+
+
+def test_fsspec_cat_of_many_files_asks_for_their_maps_in_batches(
+    many: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    tree, _, url = many
+    paths = ark_paths(tree)
+    fs = fsspec.filesystem("ark", server=url, token=TOKEN, cache_dir=tmp_path / "cache",
+                           skip_instance_cache=True)  # fmt: skip
+    before = stats(url)
+    got = fs.cat(paths)
+    after = stats(url)
+    assert len(got) == FILES
+    for path, data in got.items():
+        assert data == (tree / path.split("/", 2)[2]).read_bytes(), path
+    assert after["batch_reconstructions"] - before["batch_reconstructions"] == 3
+    assert after["reconstructions"] - before["reconstructions"] == FILES  # none alone
+    assert after["xorb_requests"] - before["xorb_requests"] <= FILES // 10
+
+
+def test_fsspec_get_of_a_directory_asks_for_its_maps_in_a_batch(
+    many: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    tree, _, url = many
+    fs = fsspec.filesystem("ark", server=url, token=TOKEN, cache_dir=tmp_path / "cache",
+                           skip_instance_cache=True)  # fmt: skip
+    before = stats(url)
+    fs.get(f"ark://{ARK.removeprefix('ark:')}/d3", str(tmp_path / "d3"), recursive=True)
+    after = stats(url)
+    same(tmp_path / "d3", tree / "d3")
+    wanted = len(list((tree / "d3").iterdir()))
+    assert after["batch_reconstructions"] - before["batch_reconstructions"] == 1
+    assert after["reconstructions"] - before["reconstructions"] == wanted

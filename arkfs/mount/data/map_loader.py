@@ -12,13 +12,17 @@ xorb. It happens once per file, not per mount: the
 map stays on disk. A map loads once however many reads ask for it at the same time; a
 failure is not remembered, so the next read tries again.
 
-A reader that knows which files it will read (a get of a directory) preloads their maps:
-from a backend that answers many files' reconstructions at once (Batched), BATCH_FILES to
-a request, BATCHES_AT_ONCE requests at a time; each map is then built and checked as
-above, and a read of the file waits for it. A file the batch leaves out, or a batch that
-fails, is asked for alone, as without a preload.
+A reader that knows which files it will read, and in what order (a get of a directory,
+fsspec's cat of a list), preloads their maps: from a backend that answers many files'
+reconstructions at once (Batched), BATCH_FILES to a request, BATCHES_AT_ONCE requests at
+a time; each map is then built and checked as above, and a read of the file waits for
+it. A file the batch leaves out, or a batch that fails, is asked for alone, as without a
+preload. The files are asked for a WINDOW at a time: the first two windows at once, each
+next one when a read reaches the first file of the window two before it, so that the
+maps of 100,000 files are never all held, nor the first ones evicted before their reads.
 """
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeAlias
@@ -45,6 +49,7 @@ MAP_OVERHEAD = 64  # what a map costs beyond its chunks, in chunks
 FOOTERS_IN_MEMORY = 32  # for building maps of many small files in one xorb
 INLINE_TERM_BYTES = 8 * 1024  # what checking one term weighs against jobs.INLINE_BYTES
 BATCHES_AT_ONCE = 2  # batch requests under way: the first files' maps come first
+WINDOW = 500  # files of a preload asked for at a time, a window ahead of the reads
 
 
 Early = Callable[[FileMap], None]  # told the unchecked map, to start fetching by it
@@ -106,14 +111,20 @@ class MapLoader:
         self._loads: dict[tuple[bytes, int], Pending[FileMap]] = {}
         self._footers: LRU[bytes, XorbFooter] = LRU(FOOTERS_IN_MEMORY)
         self._batches = trio.CapacityLimiter(BATCHES_AT_ONCE)
+        # A preload's later windows, each asked for once a read reaches the file named.
+        self._after: dict[tuple[bytes, int], Callable[[], None]] = {}
 
     def __len__(self) -> int:
         """How many maps are in memory."""
         return len(self._maps)
 
     def find(self, file_hash: bytes, size: int) -> FileMap | None:
-        """The map in memory, now the most recently used; None if it is not there."""
-        return self._maps.get((file_hash, size))
+        """The map in memory, now the most recently used; None if it is not there. A read
+        that reaches a preload's window starts the window after next."""
+        key = (file_hash, size)
+        if self._after and (ask := self._after.pop(key, None)) is not None:
+            ask()
+        return self._maps.get(key)
 
     def footer(self, xorb_hash: bytes) -> XorbFooter | None:
         """The footer of xorb_hash if one in memory gave a verified map; else None."""
@@ -146,15 +157,33 @@ class MapLoader:
         files: Sequence[tuple[bytes, int]],
         then: Callable[[Iterable[Term]], None],
     ) -> None:
-        """Start loading the maps of files (file hash, size) not in memory, loading or on
-        disk, in batches, if backend answers them (see the module docstring); then is
-        told the terms of each batch as it comes, before its maps are checked."""
+        """Start loading the maps of files (file hash, size), to be read in that order, a
+        WINDOW at a time, if backend answers them in batches (the module docstring); then
+        is told the terms of each batch as it comes, before its maps are checked."""
+        if not isinstance(backend, Batched) or not self._parts.host.running:
+            return
+        keys = list(dict.fromkeys(files))
+        windows = [keys[at : at + WINDOW] for at in range(0, len(keys), WINDOW)]
+        for w, window in enumerate(windows):
+            ask = functools.partial(self._preload, backend, window, then)
+            if w < 2:
+                ask()
+            else:
+                self._after[windows[w - 2][0]] = ask
+
+    def _preload(
+        self,
+        backend: CasReader,
+        files: list[tuple[bytes, int]],
+        then: Callable[[Iterable[Term]], None],
+    ) -> None:
+        """Start loading the maps of files not in memory, loading or on disk, in batches."""
         if not isinstance(backend, Batched) or not self._parts.host.running:
             return
         cache = self._parts.cache
         todo = [
             key
-            for key in dict.fromkeys(files)
+            for key in files
             if key not in self._maps and key not in self._loads and not cache.has_map(key[0])
         ]
         nursery = self._parts.host.nursery()

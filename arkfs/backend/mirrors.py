@@ -6,7 +6,8 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
 - every read goes to a healthy mirror first; when it fails or does not answer within
   HEDGE_AFTER seconds, the next mirror is asked too (a hedged request), and the first
   good answer wins (the others are cancelled);
-- reconstructions rotate over the mirrors, and xorb ranges are spread across them by
+- reconstructions (one file's, or many files' in one batch where the mirror answers
+  that) rotate over the mirrors, and xorb ranges are spread across them by
   xorb hash: a mirror that did not hand out the URL is asked for its own (from a
   reconstruction of the same bytes, remembered per xorb), assuming, as replicas do, that
   mirrors hold the same xorbs byte for byte;
@@ -30,7 +31,7 @@ this layer, so a mirror can be slow or down or wrong, never trusted. So:
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TypeVar
 
 import trio
@@ -42,6 +43,7 @@ from arkfs.backend.base import (
     Backend,
     BackendError,
     BadReply,
+    Batched,
     NotBound,
     Refused,
     Unauthorized,
@@ -323,13 +325,44 @@ class MirroredBackend:
     ) -> Reconstruction:
         """A mirror's reconstruction; its URLs and the range it covers are remembered."""
         rec = await self.mirrors[index].reconstruction(file_hash, start, end, held)
+        self._remember(index, file_hash, start, end, rec)
+        return rec
+
+    def _remember(
+        self, index: int, file_hash: bytes, start: int, end: int, rec: Reconstruction
+    ) -> None:
+        """Which mirror handed out rec's URLs, and a range of a file that names each xorb."""
         for xh, frs in rec.fetch.items():
             if frs:
                 self._urls.put((index, xh), frs[0].url)
                 self._ranges.put(xh, (file_hash, start, end))
             for fr in frs:
                 self._owner.put(fr.url, index)
-        return rec
+
+    async def reconstructions(
+        self, file_hashes: Sequence[bytes], held: Collection[bytes] = ()
+    ) -> dict[bytes, Reconstruction]:
+        """Many files' whole reconstructions from one mirror, rotated and hedged as one
+        file's are; {} if the mirror that answers has no batch route (Batched)."""
+        self._turn += 1
+        order = self._order(self._turn % len(self.mirrors))
+        recs, _ = await self._first(
+            order, lambda i: self._batch(i, file_hashes, held), self.hedge_after, None
+        )
+        return recs
+
+    async def _batch(
+        self, index: int, file_hashes: Sequence[bytes], held: Collection[bytes]
+    ) -> dict[bytes, Reconstruction]:
+        """A mirror's reconstructions of many files, each remembered as one file's is."""
+        mirror = self.mirrors[index]
+        if not isinstance(mirror, Batched):
+            return {}
+        recs = await mirror.reconstructions(file_hashes, held)
+        for file_hash, rec in recs.items():
+            self._remember(index, file_hash, 0, rec.unpacked_length, rec)
+            self._rebuilt.put(file_hash, index)
+        return recs
 
     async def _range_from(
         self, index: int, xorb_hash: bytes, fr: FetchRange, fresh: bool

@@ -201,3 +201,30 @@ def test_fsspec_get_of_a_directory_asks_for_its_maps_in_a_batch(
     wanted = len(list((tree / "d3").iterdir()))
     assert after["batch_reconstructions"] - before["batch_reconstructions"] == 1
     assert after["reconstructions"] - before["reconstructions"] == wanted
+
+
+def test_a_get_through_mirrors_asks_each_mirror_for_batches_in_turn(
+    many: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    tree, store, url = many
+    with arkfs_server(store, "--tokens", str(store.parent / "tokens")) as (other, _):
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f"[naans]\n12345 = ['{url}', '{other}']\n"
+            f"[tokens]\n'{url}' = '{TOKEN}'\n'{other}' = '{TOKEN}'\n"
+        )
+        before = [stats(url), stats(other)]
+        done = run_arkfs("get", ARK, str(tmp_path / "got"), "--config", str(config),
+                         "--no-cache", "-q")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        after = [stats(url), stats(other)]
+    same(tmp_path / "got", tree)
+    batches = [
+        a["batch_reconstructions"] - b["batch_reconstructions"]
+        for a, b in zip(after, before, strict=True)
+    ]
+    files = sum(
+        a["reconstructions"] - b["reconstructions"] for a, b in zip(after, before, strict=True)
+    )
+    assert sum(batches) == 3 and all(batches), batches  # rotated over both mirrors
+    assert files == FILES  # each file's reconstruction once: in a batch, none asked alone

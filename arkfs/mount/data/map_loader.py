@@ -22,10 +22,11 @@ next one when a read reaches the first file of the window two before it, so that
 maps of 100,000 files are never all held, nor the first ones evicted before their reads.
 """
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import trio
 
@@ -39,7 +40,7 @@ from arkfs.util.lru import LRU
 from arkfs.xet.errors import ReconstructionError, XetError
 from arkfs.xet.hashing import hash_to_string
 from arkfs.xet.reconstruction import BATCH_FILES, Reconstruction, Term
-from arkfs.xet.trust import check_named, verify_terms
+from arkfs.xet.trust import check_named, recorded_footer, verify_terms
 from arkfs.xet.xorb import XorbFooter, footer_tail, parse_footer
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,28 @@ WINDOW = 500  # files of a preload asked for at a time, a window ahead of the re
 
 
 Early = Callable[[FileMap], None]  # told the unchecked map, to start fetching by it
-Batch: TypeAlias = Pending[dict[bytes, Reconstruction]]  # a batch request's reconstructions
+
+
+class BatchReply(NamedTuple):
+    """A batch request's reconstructions, and the footers they carry that pass their checks."""
+
+    recs: dict[bytes, Reconstruction]
+    footers: dict[bytes, XorbFooter]
+
+
+Batch: TypeAlias = Pending[BatchReply]
+
+
+def _checked_footers(recs: Mapping[bytes, Reconstruction]) -> dict[bytes, XorbFooter]:
+    """The footers recs carry, each parsed and checked once however many files name its
+    xorb (blocking); one that fails is left out, for the files that need it to find on
+    their own and say so."""
+    records = {xh: r for rec in recs.values() for xh, r in rec.footers.items()}
+    checked = {}
+    for xh, record in records.items():
+        with contextlib.suppress(XetError):
+            checked[xh] = recorded_footer(record, xh)
+    return checked
 
 
 def _sent_footers(rec: Reconstruction, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
@@ -201,9 +223,10 @@ class MapLoader:
         backend: Batched,
         keys: list[tuple[bytes, int]],
         then: Callable[[Iterable[Term]], None],
-    ) -> dict[bytes, Reconstruction]:
+    ) -> BatchReply:
         """The reconstructions of keys' files in one request (BATCHES_AT_ONCE at a time),
-        their terms told to then."""
+        their terms told to then, and the footers they carry, checked once for them all
+        (each file of a batch had parsed and checked them again, in three thread hops)."""
         held = tuple(self._footers)
         hashes = [file_hash for file_hash, _ in keys]
         try:
@@ -212,9 +235,15 @@ class MapLoader:
                 recs = await call_backend(what, backend.reconstructions, hashes, held)
         except ReadError as exc:
             log.warning("%s; asking for each file alone", exc)
-            return {}
+            return BatchReply({}, {})
         then(t for rec in recs.values() for t in rec.terms)
-        return recs
+        footers = await trio.to_thread.run_sync(
+            _checked_footers, recs, limiter=self._parts.limiters.cpu
+        )
+        self._parts.stats.footers_sent += len(footers)
+        if footers:
+            self._parts.writer.write_footers(list(footers.values()))
+        return BatchReply(recs, footers)
 
     async def _load(
         self,
@@ -278,7 +307,7 @@ class MapLoader:
         except Unverified as exc:
             if isinstance(backend, Blamable):
                 backend.blame_reconstruction(file_hash, exc.reason)
-            elif await _batched(batch, file_hash) is not None:
+            elif file_hash in (await _batched(batch)).recs:
                 log.warning("%s (sent in a batch); asking for it alone", exc)
             else:
                 raise
@@ -295,7 +324,8 @@ class MapLoader:
         """File Reconstruction of the whole file (batch's, if it holds it), footers, then
         the checks of build_map."""
         what = f"file {hash_to_string(file_hash)}"
-        rec = await _batched(batch, file_hash)
+        reply = await _batched(batch)
+        rec = reply.recs.get(file_hash)
         if rec is None:
             held = tuple(self._footers)  # no need to send these again (FOOTERS_HELD_HEADER)
             rec = await call_backend(what, backend.reconstruction, file_hash, 0, size, held)
@@ -303,7 +333,10 @@ class MapLoader:
             raise ReadError(f"{what}: {backend.name} skips bytes at the start of the file")
         self._urls.keep(backend, rec)
         xorbs = list(dict.fromkeys(t.xorb_hash for t in rec.terms))
-        footers = {xh: f for xh in xorbs if (f := self._footers.peek(xh)) is not None}
+        known = reply.footers  # checked already, with the batch
+        footers = {
+            xh: f for xh in xorbs if (f := self._footers.peek(xh) or known.get(xh)) is not None
+        }
         need = [xh for xh in xorbs if xh not in footers]
         cpu = self._parts.limiters.cpu
         sent: dict[bytes, XorbFooter] = {}
@@ -392,12 +425,12 @@ class MapLoader:
         return got
 
 
-async def _batched(batch: Batch | None, file_hash: bytes) -> Reconstruction | None:
-    """The file's reconstruction from batch; None if there is no batch, it failed (its
-    error is each file's own request's to tell) or it left the file out."""
+async def _batched(batch: Batch | None) -> BatchReply:
+    """What batch brought (nothing if there is no batch, or it failed: its error is each
+    file's own request's to tell)."""
     if batch is None:
-        return None
+        return BatchReply({}, {})
     try:
-        return (await batch.wait()).get(file_hash)
+        return await batch.wait()
     except ReadError:
-        return None
+        return BatchReply({}, {})

@@ -1,12 +1,16 @@
 """ChunkLoader and MapLoader put together by hand, with no ContentReader: claims join the
-loads in flight, and prefetch claims only as many groups as may run."""
+loads in flight, prefetch claims only as many groups as may run, and a batch's footers
+are checked once for all its files."""
 
 import random
+from collections.abc import Collection, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import trio
 
+from arkfs.mount.data import map_loader
 from arkfs.mount.data.backend_calls import FetchUrls
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
@@ -16,7 +20,10 @@ from arkfs.mount.data.map_loader import MapLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.stats import MountStats
 from arkfs.xet.compression import ChunkData
-from tests.mount.data.fake_backend import FETCH, FakeBackend
+from arkfs.xet.reconstruction import Reconstruction
+from arkfs.xet.trust import recorded_footer
+from arkfs.xet.xorb import XorbFooter, footer_record
+from tests.mount.data.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
@@ -99,3 +106,67 @@ def test_a_read_brings_along_the_wanted_chunks_after_its_own_unless_its_own_are_
             await host.stop()
 
     trio.run(main)
+
+
+class BatchedFake(FakeBackend):
+    """A FakeBackend that answers many files' reconstructions at once, with the footers of
+    their xorbs, as `arkfs serve`'s batch route does; flip: the xorb whose footer it damages."""
+
+    def __init__(self, files: dict[str, bytes], flip: bytes | None = None) -> None:
+        super().__init__(files)
+        self.flip = flip
+        self.batches = 0
+
+    async def reconstructions(
+        self, file_hashes: Sequence[bytes], held: Collection[bytes] = ()
+    ) -> dict[bytes, Reconstruction]:
+        self.batches += 1
+        self.calls[RECONSTRUCTION] -= len(file_hashes)  # counted as batches, not files
+        recs = {}
+        for fh in file_hashes:
+            rec = await self.reconstruction(fh, 0, 1 << 40)
+            records = {xh: footer_record(self.xorbs[xh].footer) for xh in rec.fetch}
+            if self.flip in records:
+                record = records[self.flip]
+                records[self.flip] = record[:-40] + bytes([record[-40] ^ 1]) + record[-39:]
+            recs[fh] = replace(rec, footers=records)
+        return recs
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_a_batchs_footers_are_checked_once_for_all_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flip: bool
+) -> None:
+    rng = random.Random(3)
+    files = {f"f{i}": rng.randbytes(500 + i) for i in range(12)}  # one chunk each: two xorbs
+    fake = BatchedFake(files)
+    xorbs = list(dict.fromkeys(x for f in fake.files.values() for x in f.xorbs))
+    fake.flip = xorbs[0] if flip else None
+    checked: list[bytes] = []
+
+    def counted(record: bytes, xorb_hash: bytes) -> XorbFooter:
+        checked.append(xorb_hash)
+        return recorded_footer(record, xorb_hash)
+
+    monkeypatch.setattr(map_loader, "recorded_footer", counted)
+
+    async def main() -> None:
+        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
+        limiters, urls = Limiters(16), FetchUrls()
+        writer = CacheWriter(cache, host, limiters.writes)
+        parts = Parts(cache, stats, host, limiters, writer)
+        maps = MapLoader(parts, urls)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            maps.preload(fake, [(f.hash, f.size) for f in fake.files.values()], lambda t: None)
+            for f in fake.files.values():
+                fmap = maps.find(f.hash, f.size) or await maps.load(fake, f.hash, f.size)
+                assert (fmap.file_hash, fmap.size) == (f.hash, f.size)
+            host.close()
+            await host.stop()
+
+    trio.run(main)
+    assert fake.batches == 1 and sorted(checked) == sorted(xorbs)  # once each, not per file
+    in_first = sum(xorbs[0] in f.xorbs for f in fake.files.values())
+    # a damaged footer fails only its own files' maps, which are asked for alone, and right
+    assert fake.calls[RECONSTRUCTION] == (in_first if flip else 0)

@@ -41,6 +41,7 @@ from arkfs.mount.config import (
     ResolverConfig,
     default_config_path,
     fallback_option,
+    is_ttl,
     load_config,
     server_urls,
 )
@@ -93,9 +94,8 @@ class Client:
     Settings mean what `arkfs mount`'s options do: server URLs, an embedded store, a read
     token (or token file) for those servers, the cache directory and size, NAAN registries,
     the config file (default: $ARKFS_CONFIG, else the usual path, if present) and the
-    metadata TTL: an ARK without @vN names the latest version as last asked, and that is
-    asked again once metadata_ttl seconds have passed (reading 1,000 files by such ARKs
-    had asked 1,000 times).
+    metadata TTL: an ARK without @vN names the latest version as last asked, asked again
+    once metadata_ttl seconds have passed, as in the mount.
     """
 
     def __init__(
@@ -135,9 +135,9 @@ class Client:
         size = cache_size if isinstance(cache_size, int) else parse_size(cache_size)
         discovery = Discovery(registries, fallback, allow_private)
         ttl = metadata_ttl if metadata_ttl is not None else resolver.metadata_ttl
-        self.metadata_ttl = DEFAULT_TTL if ttl is None else float(ttl)
-        if not self.metadata_ttl >= 0:
+        if ttl is not None and not is_ttl(ttl):
             raise ValueError(f"metadata_ttl {ttl!r} is not a number of seconds >= 0")
+        self.metadata_ttl = DEFAULT_TTL if ttl is None else float(ttl)
         self.options = _options(servers, store, resolver, discovery, cache, size, token)
         self.generation = 0  # how many times the trio thread was started in this object
         self._forked = False
@@ -298,10 +298,17 @@ class Client:
 
     async def _preload_files(self, arks: Sequence[str]) -> None:
         found: dict[int, tuple[IndexedArchive, list[Entry]]] = {}  # by backend
+        failed: set[tuple[str, int | None]] = set()  # archives not found: asked once
         for ark in arks:
             try:
+                base, version, _ = split_ark(ark)
+                if (str(base), version) in failed:
+                    continue
                 archive, where = await self._locate(ark)
-            except (OSError, BackendError, ArkError):
+            except BackendError:
+                failed.add((str(base), version))
+                continue
+            except (OSError, ArkError):
                 continue
             if where.entry is not None:
                 found.setdefault(id(archive.backend), (archive, []))[1].append(where.entry)

@@ -14,6 +14,7 @@ import io
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
+from fsspec.callbacks import DEFAULT_CALLBACK
 from fsspec.spec import AbstractFileSystem
 
 from arkfs.api import ArkFile, Client, Resolved
@@ -86,7 +87,7 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
     def cat(
         self, path: Any, recursive: bool = False, on_error: str = "raise", **kwargs: Any
     ) -> Any:
-        self._preload(self.expand_path(path, recursive=recursive))
+        self._preload(self.expand_path(path, recursive=recursive, **kwargs))
         return super().cat(path, recursive=recursive, on_error=on_error, **kwargs)
 
     def cat_ranges(self, paths: list[str], *args: Any, **kwargs: Any) -> list[Any]:
@@ -94,14 +95,19 @@ class ArkFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec has no 
         return super().cat_ranges(paths, *args, **kwargs)  # type: ignore[no-any-return]
 
     def get(
-        self, rpath: Any, lpath: Any, recursive: bool = False, *args: Any, **kwargs: Any
+        self,
+        rpath: Any,
+        lpath: Any,
+        recursive: bool = False,
+        callback: Any = DEFAULT_CALLBACK,
+        maxdepth: int | None = None,
+        **kwargs: Any,
     ) -> Any:
-        if isinstance(rpath, list):
+        if isinstance(rpath, list) and isinstance(lpath, list):  # fsspec takes them as they are
             self._preload(rpath)
         else:
-            depth = kwargs.get("maxdepth")
-            self._preload(self.expand_path(rpath, recursive=recursive, maxdepth=depth))
-        return super().get(rpath, lpath, recursive, *args, **kwargs)
+            self._preload(self.expand_path(rpath, recursive=recursive, maxdepth=maxdepth, **kwargs))
+        return super().get(rpath, lpath, recursive, callback, maxdepth, **kwargs)
 
     def _preload(self, paths: list[str]) -> None:
         """Ask for the maps of the files of paths, read next in that order, many to a

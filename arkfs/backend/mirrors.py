@@ -75,6 +75,10 @@ def file_hashes(manifest: Manifest) -> dict[str, bytes | None]:
     return {e.path: e.xet_hash for e in manifest.entries}
 
 
+class _NoBatch(Refused):
+    """A mirror answered no batch of reconstructions: the next one is asked."""
+
+
 class MirroredBackend:
     """Mirrors of one archive side (see the module docstring); writes are refused."""
 
@@ -343,25 +347,32 @@ class MirroredBackend:
         self, file_hashes: Sequence[bytes], held: Collection[bytes] = ()
     ) -> dict[bytes, Reconstruction]:
         """Many files' whole reconstructions from one mirror, rotated and hedged as one
-        file's are; {} if the mirror that answers has no batch route (Batched)."""
+        file's are; {} only if no mirror answers batches (Batched)."""
         self._turn += 1
         order = self._order(self._turn % len(self.mirrors))
-        recs, _ = await self._first(
-            order, lambda i: self._batch(i, file_hashes, held), self.hedge_after, None
-        )
+        try:
+            recs, index = await self._first(
+                order, lambda i: self._batch(i, file_hashes, held), self.hedge_after, None
+            )
+        except _NoBatch:
+            return {}
+        for file_hash in recs:
+            self._rebuilt.put(file_hash, index)
         return recs
 
     async def _batch(
         self, index: int, file_hashes: Sequence[bytes], held: Collection[bytes]
     ) -> dict[bytes, Reconstruction]:
-        """A mirror's reconstructions of many files, each remembered as one file's is."""
+        """A mirror's reconstructions of many files, each remembered as one file's is;
+        _NoBatch if it answers none of them (no batch route: another mirror may have one)."""
         mirror = self.mirrors[index]
-        if not isinstance(mirror, Batched):
-            return {}
-        recs = await mirror.reconstructions(file_hashes, held)
+        recs = (
+            await mirror.reconstructions(file_hashes, held) if isinstance(mirror, Batched) else {}
+        )
+        if not recs:
+            raise _NoBatch(f"{mirror.name} answered no batch of reconstructions")
         for file_hash, rec in recs.items():
             self._remember(index, file_hash, 0, rec.unpacked_length, rec)
-            self._rebuilt.put(file_hash, index)
         return recs
 
     async def _range_from(

@@ -122,6 +122,11 @@ def server_urls(value: object, where: str) -> tuple[str, ...]:
     return tuple(urls)
 
 
+def is_ttl(value: object) -> bool:
+    """Whether value is a metadata TTL: a finite number of seconds >= 0."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf
+
+
 def load_config(path: Path, explicit: bool) -> ResolverConfig:
     """Read a config file; a missing file is an empty config unless it was named explicitly."""
     import tomllib
@@ -158,9 +163,7 @@ def load_config(path: Path, explicit: bool) -> ResolverConfig:
     # A relative store path is relative to the config file, wherever the mount runs.
     store_dir = path.parent.absolute() / Path(store).expanduser() if store else None
     ttl = data.get("metadata_ttl")
-    if ttl is not None and (
-        not isinstance(ttl, int | float) or isinstance(ttl, bool) or not 0 <= ttl < math.inf
-    ):
+    if ttl is not None and not is_ttl(ttl):
         raise ConfigError(f"config file {path}: metadata_ttl must be a number of seconds >= 0")
     return ResolverConfig(
         servers,

@@ -26,7 +26,7 @@ class MountStats:
     memory_hits: int = _counter("chunks served from the in-memory LRU (part of cache_hits)")
     disk_hits: int = _counter("chunks loaded from the disk cache, by reads or prefetch")
     footer_fetches: int = _counter("xorb footers fetched from the backend")
-    footers_sent: int = _counter("xorb footers a reconstruction carried (no fetch)")
+    footers_sent: int = _counter("xorb footers a reconstruction or a batch carried (no fetch)")
     early_loads: int = _counter("chunks a read claimed by its file's map while it was checked")
     maps_loaded: int = _counter("file maps built from the backend and verified")
     maps_from_disk: int = _counter("file maps loaded from the disk cache and verified again")

@@ -17,13 +17,14 @@ fsspec's cat of a list), preloads their maps: from a backend that answers many f
 reconstructions at once (Batched), BATCH_FILES to a request, BATCHES_AT_ONCE requests at
 a time; each map is then built and checked as above, and a read of the file waits for
 it. A file the batch leaves out, or a batch that fails, is asked for alone, as without a
-preload. The files are asked for a WINDOW at a time: the first two windows at once, each
-next one when a read reaches the first file of the window two before it, so that the
-maps of 100,000 files are never all held, nor the first ones evicted before their reads.
+preload. The files are asked for a WINDOW at a time, two windows ahead of the reads:
+windows 0 and 1 at once, and when a read reaches the first file of window w, every
+window up to w + 2; so the maps of 100,000 files are never all held, nor the first ones
+evicted before their reads. A batch's footers are checked once, as it arrives, for all
+its files.
 """
 
 import contextlib
-import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple, TypeAlias
@@ -119,6 +120,21 @@ async def _check_sent(
         raise errors[min(errors)]
 
 
+class _Windows:
+    """A preload's windows of files, started in order (see the module docstring)."""
+
+    def __init__(
+        self, windows: list[list[tuple[bytes, int]]], ask: Callable[[list[tuple[bytes, int]]], None]
+    ) -> None:
+        self.windows, self.ask, self.started = windows, ask, 0
+
+    def start(self, upto: int) -> None:
+        """Ask for the windows before index upto not yet asked for."""
+        while self.started < min(upto, len(self.windows)):
+            self.ask(self.windows[self.started])
+            self.started += 1
+
+
 class MapLoader:
     """The verified maps of files, each loaded once, the recent ones kept in memory."""
 
@@ -133,8 +149,8 @@ class MapLoader:
         self._loads: dict[tuple[bytes, int], Pending[FileMap]] = {}
         self._footers: LRU[bytes, XorbFooter] = LRU(FOOTERS_IN_MEMORY)
         self._batches = trio.CapacityLimiter(BATCHES_AT_ONCE)
-        # A preload's later windows, each asked for once a read reaches the file named.
-        self._after: dict[tuple[bytes, int], Callable[[], None]] = {}
+        # The preloads whose later windows a read of the file starts, and up to which one.
+        self._after: dict[tuple[bytes, int], list[tuple[_Windows, int]]] = {}
 
     def __len__(self) -> int:
         """How many maps are in memory."""
@@ -144,8 +160,9 @@ class MapLoader:
         """The map in memory, now the most recently used; None if it is not there. A read
         that reaches a preload's window starts the window after next."""
         key = (file_hash, size)
-        if self._after and (ask := self._after.pop(key, None)) is not None:
-            ask()
+        if self._after and (runs := self._after.pop(key, None)) is not None:
+            for run, upto in runs:
+                run.start(upto)
         return self._maps.get(key)
 
     def footer(self, xorb_hash: bytes) -> XorbFooter | None:
@@ -186,12 +203,10 @@ class MapLoader:
             return
         keys = list(dict.fromkeys(files))
         windows = [keys[at : at + WINDOW] for at in range(0, len(keys), WINDOW)]
-        for w, window in enumerate(windows):
-            ask = functools.partial(self._preload, backend, window, then)
-            if w < 2:
-                ask()
-            else:
-                self._after[windows[w - 2][0]] = ask
+        run = _Windows(windows, lambda window: self._preload(backend, window, then))
+        run.start(2)
+        for w, window in enumerate(windows[:-2]):  # window w + 2 starts at w
+            self._after.setdefault(window[0], []).append((run, w + 3))
 
     def _preload(
         self,
@@ -225,8 +240,7 @@ class MapLoader:
         then: Callable[[Iterable[Term]], None],
     ) -> BatchReply:
         """The reconstructions of keys' files in one request (BATCHES_AT_ONCE at a time),
-        their terms told to then, and the footers they carry, checked once for them all
-        (each file of a batch had parsed and checked them again, in three thread hops)."""
+        their terms told to then, and the footers they carry, checked once for them all."""
         held = tuple(self._footers)
         hashes = [file_hash for file_hash, _ in keys]
         try:
@@ -241,6 +255,8 @@ class MapLoader:
             _checked_footers, recs, limiter=self._parts.limiters.cpu
         )
         self._parts.stats.footers_sent += len(footers)
+        for xh, footer in footers.items():  # checked: the next batches need not carry them
+            self._footers.put(xh, footer)
         if footers:
             self._parts.writer.write_footers(list(footers.values()))
         return BatchReply(recs, footers)

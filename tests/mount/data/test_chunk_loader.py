@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 from arkfs.mount.data import map_loader
 from arkfs.mount.data.backend_calls import FetchUrls
@@ -20,6 +21,7 @@ from arkfs.mount.data.map_loader import MapLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.stats import MountStats
 from arkfs.xet.compression import ChunkData
+from arkfs.xet.errors import XetError
 from arkfs.xet.reconstruction import Reconstruction
 from arkfs.xet.trust import recorded_footer
 from arkfs.xet.xorb import XorbFooter, footer_record
@@ -129,6 +131,8 @@ class BatchedFake(FakeBackend):
             if self.flip in records:
                 record = records[self.flip]
                 records[self.flip] = record[:-40] + bytes([record[-40] ^ 1]) + record[-39:]
+                with pytest.raises(XetError):  # damaged where its hashes tell
+                    recorded_footer(records[self.flip], self.flip)
             recs[fh] = replace(rec, footers=records)
         return recs
 
@@ -143,12 +147,20 @@ def test_a_batchs_footers_are_checked_once_for_all_its_files(
     xorbs = list(dict.fromkeys(x for f in fake.files.values() for x in f.xorbs))
     fake.flip = xorbs[0] if flip else None
     checked: list[bytes] = []
+    per_file: list[bytes] = []  # footers a file's own map parsed (its batch's failed)
 
     def counted(record: bytes, xorb_hash: bytes) -> XorbFooter:
         checked.append(xorb_hash)
         return recorded_footer(record, xorb_hash)
 
+    def sent(rec: Reconstruction, xorbs: list[bytes]) -> dict[bytes, XorbFooter]:
+        per_file.extend(xorbs)
+        return parse_sent(rec, xorbs)
+
+    parse_sent = map_loader._sent_footers
+
     monkeypatch.setattr(map_loader, "recorded_footer", counted)
+    monkeypatch.setattr(map_loader, "_sent_footers", sent)
 
     async def main() -> None:
         cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
@@ -170,3 +182,41 @@ def test_a_batchs_footers_are_checked_once_for_all_its_files(
     in_first = sum(xorbs[0] in f.xorbs for f in fake.files.values())
     # a damaged footer fails only its own files' maps, which are asked for alone, and right
     assert fake.calls[RECONSTRUCTION] == (in_first if flip else 0)
+    if flip:  # each file of the damaged xorb parsed the batch's copy, then maybe its own
+        assert set(per_file) == {xorbs[0]} and per_file.count(xorbs[0]) >= in_first
+    else:
+        assert per_file == []
+
+
+def test_a_preloads_windows_are_asked_for_two_ahead_of_the_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(4)
+    fake = BatchedFake({f"f{i}": rng.randbytes(300 + i) for i in range(10)})
+    files = sorted(fake.files.values(), key=lambda f: f.hash)
+    monkeypatch.setattr(map_loader, "WINDOW", 2)  # five windows of two files
+
+    async def main() -> None:
+        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
+        limiters = Limiters(16)
+        parts = Parts(cache, stats, host, limiters, CacheWriter(cache, host, limiters.writes))
+        maps = MapLoader(parts, FetchUrls())
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            maps.preload(fake, [(f.hash, f.size) for f in files], lambda t: None)
+            await trio.testing.wait_all_tasks_blocked()
+            assert fake.batches == 2  # windows 0 and 1
+            maps.find(files[1].hash, files[1].size)  # not a window's first file: nothing
+            await trio.testing.wait_all_tasks_blocked()
+            assert fake.batches == 2
+            maps.find(files[2].hash, files[2].size)  # window 1 reached: windows 2 and 3
+            await trio.testing.wait_all_tasks_blocked()
+            assert fake.batches == 4
+            maps.find(files[0].hash, files[0].size)  # window 0 reached late: nothing new
+            maps.find(files[4].hash, files[4].size)  # window 2 reached: window 4
+            await trio.testing.wait_all_tasks_blocked()
+            assert fake.batches == 5 and fake.calls[RECONSTRUCTION] == 0
+            host.close()
+            await host.stop()
+
+    trio.run(main)

@@ -30,15 +30,19 @@ from tests.mount.data.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
 
+def parts_in(tmp_path: Path) -> Parts:
+    """The loaders' shared parts, with a chunk cache under tmp_path (call in trio)."""
+    cache, host, limiters = ChunkCache(tmp_path, 1 << 30), Host(), Limiters(16)
+    return Parts(cache, MountStats(), host, limiters, CacheWriter(cache, host, limiters.writes))
+
+
 def test_prefetch_claims_only_the_groups_it_can_start(tmp_path: Path) -> None:
     fake = FakeBackend({"f": random.Random(1).randbytes(3_000_000)}, max_chunks=2)
     f = fake.files["f"]
 
     async def main() -> None:
-        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
-        limiters, urls = Limiters(16), FetchUrls()
-        writer = CacheWriter(cache, host, limiters.writes)
-        parts = Parts(cache, stats, host, limiters, writer)
+        parts, urls = parts_in(tmp_path), FetchUrls()
+        host = parts.host
         maps, chunks = MapLoader(parts, urls), ChunkLoader(parts, urls)
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)
@@ -82,10 +86,8 @@ def test_a_read_brings_along_the_wanted_chunks_after_its_own_unless_its_own_are_
     a, b, c, d = (fake.files[n] for n in "abcd")  # one chunk each, in one xorb, in order
 
     async def main() -> None:
-        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
-        limiters, urls = Limiters(16), FetchUrls()
-        writer = CacheWriter(cache, host, limiters.writes)
-        parts = Parts(cache, stats, host, limiters, writer)
+        parts, urls = parts_in(tmp_path), FetchUrls()
+        cache, host = parts.cache, parts.host
         maps = MapLoader(parts, urls)
         chunks = ChunkLoader(parts, urls, footers=maps.footer)
         async with trio.open_nursery() as nursery:
@@ -163,10 +165,8 @@ def test_a_batchs_footers_are_checked_once_for_all_its_files(
     monkeypatch.setattr(map_loader, "_sent_footers", sent)
 
     async def main() -> None:
-        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
-        limiters, urls = Limiters(16), FetchUrls()
-        writer = CacheWriter(cache, host, limiters.writes)
-        parts = Parts(cache, stats, host, limiters, writer)
+        parts, urls = parts_in(tmp_path), FetchUrls()
+        host = parts.host
         maps = MapLoader(parts, urls)
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)
@@ -197,9 +197,8 @@ def test_a_preloads_windows_are_asked_for_two_ahead_of_the_reads(
     monkeypatch.setattr(map_loader, "WINDOW", 2)  # five windows of two files
 
     async def main() -> None:
-        cache, stats, host = ChunkCache(tmp_path, 1 << 30), MountStats(), Host()
-        limiters = Limiters(16)
-        parts = Parts(cache, stats, host, limiters, CacheWriter(cache, host, limiters.writes))
+        parts = parts_in(tmp_path)
+        host = parts.host
         maps = MapLoader(parts, FetchUrls())
         async with trio.open_nursery() as nursery:
             await nursery.start(host.run)

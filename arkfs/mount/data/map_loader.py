@@ -158,7 +158,7 @@ class MapLoader:
 
     def find(self, file_hash: bytes, size: int) -> FileMap | None:
         """The map in memory, now the most recently used; None if it is not there. A read
-        that reaches a preload's window starts the window after next."""
+        of the first file of a preload's window starts the windows up to two after it."""
         key = (file_hash, size)
         if self._after and (runs := self._after.pop(key, None)) is not None:
             for run, upto in runs:
@@ -166,7 +166,7 @@ class MapLoader:
         return self._maps.get(key)
 
     def footer(self, xorb_hash: bytes) -> XorbFooter | None:
-        """The footer of xorb_hash if one in memory gave a verified map; else None."""
+        """The footer of xorb_hash if one in memory passed its checks; else None."""
         return self._footers.peek(xorb_hash)
 
     def peek(self, file_hash: bytes, size: int) -> FileMap | None:

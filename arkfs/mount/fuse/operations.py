@@ -26,6 +26,7 @@ from arkfs.mount.fuse.attributes import BLOCK_SIZE, Attributes, Ownership, info_
 from arkfs.mount.fuse.handles import Handle, Handles
 from arkfs.mount.fuse.page_offers import PageOffers
 from arkfs.mount.fuse.readonly import ReadOnlyOperations
+from arkfs.mount.fuse.scans import Scans
 from arkfs.mount.fuse.xattrs import (
     CACHED,
     STATS,
@@ -112,6 +113,7 @@ class ArkOperations(ReadOnlyOperations):
         self.attrs = Attributes(namespace, owner)
         self._handles = Handles(namespace.inodes)
         self._pages = PageOffers(reader)
+        self._scans = Scans(reader)
 
     def close(self) -> None:
         """Finish the page stores under way; before pyfuse3.close()."""
@@ -187,6 +189,8 @@ class ArkOperations(ReadOnlyOperations):
             return pyfuse3.FileInfo(fh=self._handles.add(handle), keep_cache=False)
         elif node.entry_kind is Kind.FILE:
             handle = Handle(node)
+            if node.archive is not None:
+                self._scans.opened(node.archive, node.index)
         else:
             raise pyfuse3.FUSEError(errno.EINVAL)
         return pyfuse3.FileInfo(fh=self._handles.add(handle), keep_cache=True)

@@ -2,8 +2,9 @@
 to a file, each timed as a whole process (start-up and imports included); and a
 sequential read through the `ark://` fsspec filesystem, cold, against the mount's cold
 read of the same file; and, for information, `arkfs get` of 1,000 small files against
-`curl ?tar | tar -x` of their directory. Each side runs in a new process with an empty
-chunk cache and a dropped page cache. arkfs's modules are byte-compiled first, as a wheel
+`curl ?tar | tar -x` of their directory, and `cp -r` of it out of a fresh mount against
+that get. Each side runs in a new process with an empty chunk cache and a dropped page
+cache. arkfs's modules are byte-compiled first, as a wheel
 install compiles them (hf_xet's were, by pip): an editable install run with
 PYTHONDONTWRITEBYTECODE would otherwise compile every module at each `arkfs get`."""
 
@@ -92,6 +93,23 @@ def _tar_small(archive: Archive) -> float:
         shutil.rmtree(dest, ignore_errors=True)
 
 
+def _cp_small(archive: Archive) -> float:
+    """Seconds `cp -r` of the SMALL directory took out of a fresh mount, cache empty (the
+    mount's start not counted)."""
+    dest = archive.scratch / "cp-small"
+    shutil.rmtree(dest, ignore_errors=True)
+    with archive.mount("cp-cache") as mount:
+        source = mount.path / TREE_ARK / SMALL
+        started = time.perf_counter()
+        subprocess.run(["cp", "-r", str(source), str(dest)], check=True, timeout=600)
+        seconds = time.perf_counter() - started
+    try:
+        _same_files(dest, archive.corpora.tree / SMALL, "cp -r")
+        return seconds
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
 def _same_files(got: Path, truth: Path, who: str) -> None:
     """Raise unless got holds what truth holds (a file, or a directory's files), with the
     same sizes."""
@@ -161,6 +179,7 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
                 small,
             ),
             "tar small": _cold(lambda: _tar_small(archive), small),
+            "cp small": _cold(lambda: _cp_small(archive), small),
         }
     )
     label = f"{size / 2**20:.0f} MiB random"
@@ -203,6 +222,18 @@ def bench_reach(archive: Archive, local: Path) -> list[Figure]:
             "request and for their bytes several files to a xorb range, then writes each "
             "file (synced, renamed); ?tar sends the directory in one, from the server's "
             "read path",
+        ),
+        compare(
+            "cp -r out of a cold mount, 1,000 small files (1-64 KiB)",
+            "MB/s",
+            value(got["cp small"], "mbps"),
+            value(got["get small"], "mbps"),
+            "arkfs get of the same directory",
+            None,
+            SEQUENTIAL,
+            note="for information: a scan of a directory (files opened in name order) "
+            "preloads the next files' maps a hundred to a request, as get does; the "
+            "mount's start is not counted, get's whole process is",
         ),
         compare(
             f"fsspec ark:// sequential read, cold, {label}",

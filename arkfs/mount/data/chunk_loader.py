@@ -28,6 +28,7 @@ prefetch groups.
 """
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 
@@ -53,7 +54,7 @@ MEMORY_BYTES = 64 * MIB  # buffers of the decoded chunks kept in memory (chunk_m
 GROUP_BYTES = 8 * MIB  # most decoded bytes one group loads
 PREFETCH_GROUPS = 4
 READ_AHEAD = 4 * MIB  # most bytes of wanted chunks one read's fetch brings along
-WANTED_CHUNKS = 1 << 16  # chunks want() keeps at most (about 6 MB)
+WANTED_CHUNKS = 1 << 16  # chunks want() keeps at most (about 10 MB), the newest
 
 Chunks = dict[bytes, ChunkData]  # chunk hash -> decoded, verified bytes
 Ahead = tuple[XorbFooter, int, int]  # a xorb's verified footer, chunks [start, end) of it
@@ -86,7 +87,9 @@ class ChunkLoader:
         self._urls = urls
         self._group_bytes = group_bytes
         self._footers = footers
-        self._wanted: set[tuple[bytes, int]] = set()  # (xorb, chunk index) to be read soon
+        # (xorb, chunk index) to be read soon, oldest first: the oldest are let go past
+        # WANTED_CHUNKS (files a reader was to read and did not: an interrupted cp)
+        self._wanted: OrderedDict[tuple[bytes, int], None] = OrderedDict()
         self.memory = ChunkMemory(memory_bytes)  # chunk hash -> decoded chunk
         self._inflight: dict[bytes, Pending[Chunks]] = {}
         self._prefetching = 0
@@ -105,9 +108,9 @@ class ChunkLoader:
         """Note that the chunks of terms (of files about to be read) are wanted: another
         read's fetch may bring them along (see the module docstring)."""
         for t in terms:
-            if len(self._wanted) >= WANTED_CHUNKS:
-                return
-            self._wanted.update((t.xorb_hash, i) for i in range(t.start, t.end))
+            self._wanted.update(dict.fromkeys((t.xorb_hash, i) for i in range(t.start, t.end)))
+        while len(self._wanted) > WANTED_CHUNKS:
+            self._wanted.popitem(last=False)
 
     def claim(
         self, backend: CasReader, fmap: FileMap, indices: Sequence[int]
@@ -221,9 +224,10 @@ class ChunkLoader:
             chunks = found | fetched
             self._remember(chunks)
             xh = fmap.xorbs[fmap.xorb_of[run[0]]]
-            self._wanted.difference_update((xh, fmap.index[i]) for i in run)
-            if ahead is not None:
-                self._wanted.difference_update((xh, j) for j in range(ahead[1], ahead[2]))
+            done = [fmap.index[i] for i in run]
+            done += range(ahead[1], ahead[2]) if ahead is not None else []
+            for i in done:
+                self._wanted.pop((xh, i), None)
             if prefetch:
                 self._parts.stats.prefetched_bytes += sum(len(c) for c in chunks.values())
             return chunks

@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from arkfs.mount.data import map_loader
+from arkfs.mount.data import chunk_loader, map_loader
 from arkfs.mount.data.backend_calls import FetchUrls
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
@@ -108,6 +108,34 @@ def test_a_read_brings_along_the_wanted_chunks_after_its_own_unless_its_own_are_
             assert later.claim(fake, fc, [0]) != [own]
             host.close()
             await host.stop()
+
+    trio.run(main)
+
+
+def test_past_its_bound_want_lets_go_of_the_oldest_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files a reader was to read and did not (an interrupted cp) must not stop the
+    read-ahead of the files wanted next."""
+    monkeypatch.setattr(chunk_loader, "WANTED_CHUNKS", 2)
+    rng = random.Random(3)
+    fake = FakeBackend({n: rng.randbytes(1000 + i) for i, n in enumerate("abcd")})
+    a, b, c, d = (fake.files[n] for n in "abcd")  # one chunk each, in one xorb, in order
+
+    async def main() -> None:
+        parts, urls = parts_in(tmp_path), FetchUrls()
+        maps = MapLoader(parts, urls)
+        chunks = ChunkLoader(parts, urls, footers=maps.footer)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(parts.host.run)
+            fb, fc, fd = [await maps.load(fake, f.hash, f.size) for f in (b, c, d)]
+            chunks.want(fake._terms[a.hash])  # never read
+            chunks.want(t for f in (c, d) for t in fake._terms[f.hash])
+            (own,) = chunks.claim(fake, fb, [0])
+            got = await own.wait()
+            assert got[fc.chunk_hash(0)] == c.data and got[fd.chunk_hash(0)] == d.data
+            parts.host.close()
+            await parts.host.stop()
 
     trio.run(main)
 

@@ -483,12 +483,24 @@ class Entries(Sequence[Entry]):
         parent = -1 if not path else self._dirs.get(path.encode("utf-8", "surrogateescape"))
         if parent is None:
             return []
+        order, lo, hi = self._listing(parent)
+        return order[lo:hi]
+
+    def siblings(self, i: int) -> Sequence[int]:
+        """Positions of the entries in the directory of the entry at position i (i among
+        them), in path order: children() of its directory, not copied (a view)."""
+        order, lo, hi = self._listing(self._parents[i])
+        return memoryview(order)[lo:hi]
+
+    def _listing(self, parent: int) -> "tuple[array[int], int, int]":
+        """The by-parent index, and where the entries of directory parent (-1 the root) are
+        in it."""
         if self._by_parent is None:
             self._by_parent = array("i")
             self._by_parent.frombytes(_tree.by_parent(self._parents))
         order, key = self._by_parent, self._parents.__getitem__
         lo = bisect_left(order, parent, key=key)
-        return order[lo : bisect_right(order, parent, lo=lo, key=key)]
+        return order, lo, bisect_right(order, parent, lo=lo, key=key)
 
     def directories(self) -> Iterator[str]:
         """The path of every directory, in path order."""

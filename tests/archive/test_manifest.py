@@ -346,7 +346,7 @@ def test_tree_faults_name_the_first_entry_at_fault(paths: tuple[str, ...], messa
 
 def test_the_tree_check_finds_each_parent_across_runs() -> None:
     """Parents are looked up once per run of entries that share one: runs that end, come
-    back and nest give the same children and tops as the paths say."""
+    back and nest give the same children, siblings and tops as the paths say."""
     paths = ("a/", "a/b/", "a/b/c", "a/d", "e", "f/", "f/g/", "f/g/h", "f/i", "f/j/", "f/k")
     entries = Entries.of(_tree(*paths))
     for directory, names in {
@@ -358,6 +358,8 @@ def test_the_tree_check_finds_each_parent_across_runs() -> None:
         "f/j": [],
     }.items():
         assert [entries.name(i) for i in entries.children(directory)] == names
+        for i in entries.children(directory):  # the same listing, seen from each entry
+            assert list(entries.siblings(i)) == list(entries.children(directory))
     assert [entries.at_top(i) for i in range(len(paths))] == [
         "/" not in p.rstrip("/") for p in paths
     ]

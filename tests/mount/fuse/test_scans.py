@@ -1,5 +1,6 @@
 """Directory scans (arkfs.mount.fuse.scans): SCAN files opened in name order preload the
-next files' maps; fewer, a jump back or far ahead, or opens elsewhere do not."""
+next small files' maps; fewer, a jump back or far ahead, opens elsewhere, or files with
+hard links do not."""
 
 from types import SimpleNamespace
 from typing import cast
@@ -10,13 +11,14 @@ from arkfs.archive.manifest import Entries, Entry, Kind
 from arkfs.archive.record import Archive
 from arkfs.ark.normalization import parse
 from arkfs.backend.base import Backend, CasReader
+from arkfs.mount.data.chunk_loader import READ_AHEAD
 from arkfs.mount.data.reader import ContentReader
 from arkfs.mount.fuse.scans import NEAR, SCAN, SLICE, Scans
 from arkfs.mount.names.indexed import Children, IndexedArchive, Positions
 
 pytestmark = pytest.mark.unit  # no FUSE, no subprocess, no server: `make test-fast`
 
-FILES = 2 * SLICE + 10  # in d/, with a symlink, a subdirectory and an empty file among them
+FILES = 2 * SLICE + 10  # in d/, with a symlink, a subdirectory, an empty and a big file
 
 
 def _xet(i: int) -> bytes:
@@ -31,7 +33,12 @@ def _archive(version: int = 1) -> IndexedArchive:
         Entry("d/f00003.link", Kind.SYMLINK, 0, 0o777, 1, target="f00001"),
         Entry("d/f00004.sub", Kind.DIR, 0, 0o755, 1),
         Entry("d/f00004.sub/inner", Kind.FILE, 7, 0o644, 1, _xet(FILES + 1)),
-        Entry("other", Kind.FILE, 9, 0o644, 1, _xet(FILES + 2)),
+        Entry("d/f00005.big", Kind.FILE, READ_AHEAD + 1, 0o644, 1, _xet(FILES + 2)),
+        Entry("other", Kind.FILE, 9, 0o644, 1, _xet(FILES + 3)),
+        Entry("h", Kind.DIR, 0, 0o755, 1),
+        Entry("h/a", Kind.FILE, 9, 0o644, 1, _xet(FILES + 4), link="h/a"),
+        Entry("h/b", Kind.FILE, 9, 0o644, 1, _xet(FILES + 4), link="h/a"),
+        Entry("h/c", Kind.FILE, 9, 0o644, 1, _xet(FILES + 4), link="h/a"),
     ]
     entries = Entries.of(sorted(listed, key=lambda e: e.path))
     record = cast(Archive, SimpleNamespace(version=SimpleNamespace(version=version)))
@@ -77,21 +84,23 @@ def test_the_third_file_in_order_preloads_the_next_slice_of_files_only() -> None
     archive = _archive()
     _open(scans, archive, "d/f00000", "d/f00001", "d/f00002")
     [files] = reader.preloads
-    # from the file just opened on; no empty file, symlink or directory among them
+    # from the file just opened on; no empty or big file, symlink or directory among them
     assert files[0] == (_xet(2), 102)
-    assert (_xet(FILES), 0) not in files and (_xet(FILES + 1), 7) not in files
-    assert all(size > 0 for _, size in files)
-    assert len(files) == SLICE - 3  # the slice's entries less the empty file, link and dir
+    assert all(0 < size <= READ_AHEAD for _, size in files)
+    assert len(files) == SLICE - 4  # the slice's entries less those four
 
 
 def test_a_scan_preloads_the_next_slice_half_way_through_the_last() -> None:
     scans, reader = _scans()
     archive = _archive()
     names = [f"d/f{i:05d}" for i in range(FILES)]
-    _open(scans, archive, *names[: SLICE // 2 + 2])
+    # The first slice: entries 2 to 1001 (f00002 to f00997); half way: f00499, at 503.
+    _open(scans, archive, *names[:499])
+    assert len(reader.preloads) == 1
+    _open(scans, archive, names[499])
     assert len(reader.preloads) == 2
-    assert reader.preloads[1][0][0] == _xet(SLICE - 1)  # where the first slice ended
-    _open(scans, archive, *names[SLICE // 2 + 2 :])
+    assert reader.preloads[1][0][0] == _xet(SLICE - 2)  # where the first slice ended
+    _open(scans, archive, *names[500:])
     got = [f for files in reader.preloads for f in files]
     assert len(got) == len(set(got)) == FILES - 2  # each file once, the first two alone
 
@@ -118,4 +127,12 @@ def test_each_version_is_a_directory_of_its_own() -> None:
     scans, reader = _scans()
     _open(scans, _archive(1), "d/f00000", "d/f00001")
     _open(scans, _archive(2), "d/f00002")
+    assert reader.preloads == []
+
+
+def test_files_with_hard_links_are_not_followed() -> None:
+    """Their inode is the group's first path: where the open was is not known."""
+    scans, reader = _scans()
+    archive = _archive()
+    _open(scans, archive, "h/a", "h/b", "h/c")
     assert reader.preloads == []

@@ -4,17 +4,18 @@ follow manifest positions), and each small file alone would cost a reconstructio
 request and a xorb range.
 
 When SCAN files of a directory have been opened in order (each at most NEAR entries past
-the one before), the directory counts as scanned: the maps of the small files (up to
-READ_AHEAD bytes) among its next SLICE entries are preloaded, many to a request where the
-backend answers batches, many to a thread call where they are on disk (map_loader.py),
-and a read of each then brings the next files' chunks along (chunk_loader.py), as `arkfs
-get` reads a directory. The next slice starts when the scan is half way through the
-last. A reader of one file, or of files in random order, starts nothing (a random reader
-of 10,000 files opens SCAN in order about once in a million opens), so it never pays for
-bytes it will not read. Not followed: a file with hard links (its inode is its group's
-first path, which may be elsewhere), and two scans of one directory at once (they reset
-each other's count); `diff -r` in a locale that sorts names otherwise than byte order is
-a scan only where the two orders agree.
+the one before; a step back of at most NEAR entries, as readers in parallel make, `xargs
+-P`, neither counts nor breaks the order), the directory counts as scanned: the maps of
+the small files (up to READ_AHEAD bytes) among its next SLICE entries are preloaded,
+many to a request where the backend answers batches, many to a thread call where they
+are on disk (map_loader.py), and a read of each then brings the next files' chunks along
+(chunk_loader.py), as `arkfs get` reads a directory. The next slice starts when the scan
+is half way through the last. A reader of one file, or of files in random order, starts
+nothing (a random reader of 10,000 files opens SCAN in order about once in a million
+opens), so it does not pay for bytes it will not read. Not followed: a file with hard
+links (its inode is its group's first path, which may be elsewhere), and two scans of
+one directory at once (they reset each other's count); `diff -r` in a locale that sorts
+names otherwise than byte order is a scan only where the two orders agree.
 """
 
 from bisect import bisect_left
@@ -33,8 +34,8 @@ DIRECTORIES = 64  # directories followed at once (two `cp -r` at a time, a tree'
 
 
 class _Scan(NamedTuple):
-    """Where a scan of one directory is: the last file opened, how many files before it
-    were opened in order, and the first entry not preloaded yet (positions among the
+    """Where a scan of one directory is: the furthest file opened, how many files before
+    it were opened in order, and the first entry not preloaded yet (positions among the
     directory's entries, in path order)."""
 
     last: int
@@ -58,16 +59,21 @@ class Scans:
         siblings = entries.siblings(index)
         at = bisect_left(siblings, index)  # positions are in path order, so in name order
         key = (archive.key, archive.version, entries.parent(index))
-        scan = self._dirs.get(key) or _Scan(-NEAR - 1, 0, 0)
-        run = scan.run + 1 if scan.last < at <= scan.last + NEAR else 0
+        scan = self._dirs.get(key) or _Scan(-2 * NEAR, 0, 0)
+        if scan.last < at <= scan.last + NEAR:  # the next in order
+            last, run = at, scan.run + 1
+        elif scan.last - NEAR <= at <= scan.last:  # a step back: readers in parallel
+            last, run = scan.last, scan.run
+        else:
+            last, run = at, 0
         until = scan.until
-        if run + 1 >= SCAN and until - at < SLICE // 2 and until < len(siblings):
-            start = max(until, at)
+        if run + 1 >= SCAN and until - last < SLICE // 2 and until < len(siblings):
+            start = max(until, last)
             until = min(start + SLICE, len(siblings))
             files = [_small_file(entries, i) for i in siblings[start:until]]
             if any(files):
                 self._reader.preload(archive.backend, [f for f in files if f is not None])
-        self._dirs.put(key, _Scan(at, run, until))
+        self._dirs.put(key, _Scan(last, run, until))
 
 
 def _small_file(entries: Entries, i: int) -> tuple[bytes, int] | None:

@@ -108,11 +108,23 @@ def test_a_scan_preloads_the_next_slice_half_way_through_the_last() -> None:
 def test_a_jump_back_or_far_ahead_starts_the_count_again() -> None:
     scans, reader = _scans()
     archive = _archive()
-    _open(scans, archive, "d/f00010", "d/f00011", "d/f00009", "d/f00010")
-    _open(scans, archive, f"d/f{10 + NEAR + 1:05d}", f"d/f{10 + 2 * NEAR:05d}")
+    assert NEAR == 8  # the steps below: back 21 entries, then ahead 14
+    _open(scans, archive, "d/f00030", "d/f00031", "d/f00010", "d/f00011")  # far back
+    _open(scans, archive, "d/f00025", "d/f00026")  # far ahead
     assert reader.preloads == []
-    _open(scans, archive, f"d/f{10 + 3 * NEAR:05d}")  # the third in order from f00019
+    _open(scans, archive, "d/f00027")  # the third in order from f00025
     assert len(reader.preloads) == 1
+
+
+def test_readers_in_parallel_scan_with_steps_back() -> None:
+    """As `xargs -P` opens the files: a few at once, out of order by a few."""
+    scans, reader = _scans()
+    archive = _archive()
+    _open(scans, archive, "d/f00012", "d/f00010", "d/f00015", "d/f00011", "d/f00013")
+    assert reader.preloads == []  # two in order (12, 15), the rest steps back
+    _open(scans, archive, "d/f00017")
+    [files] = reader.preloads
+    assert files[0] == (_xet(17), 117)  # from the furthest file on
 
 
 def test_a_subdirectory_between_files_does_not_break_a_scan() -> None:

@@ -13,11 +13,13 @@ map stays on disk. A map loads once however many reads ask for it at the same ti
 failure is not remembered, so the next read tries again.
 
 A reader that knows which files it will read, and in what order (a get of a directory,
-fsspec's cat of a list), preloads their maps: from a backend that answers many files'
-reconstructions at once (Batched), BATCH_FILES to a request, BATCHES_AT_ONCE requests at
-a time; each map is then built and checked as above, and a read of the file waits for
-it. A file the batch leaves out, or a batch that fails, is asked for alone, as without a
-preload. The files are asked for a WINDOW at a time, two windows ahead of the reads:
+fsspec's cat of a list, a scan of a directory in the mount), preloads their maps: those
+in the disk cache BATCH_FILES to a worker-thread call (one thread hop, not one per file),
+the others from a backend that answers many files' reconstructions at once (Batched),
+BATCH_FILES to a request, BATCHES_AT_ONCE requests at a time; each map is then checked,
+or built and checked, as above, and a read of the file waits for it. A map on disk that
+fails its check, a file the batch leaves out, or a batch that fails, is asked for alone,
+as without a preload. The files are asked for a WINDOW at a time, two windows ahead of the reads:
 windows 0 and 1 at once, and when a read reaches the first file of window w, every
 window up to w + 2; so the maps of 100,000 files are never all held, nor the first ones
 evicted before their reads. A batch's footers are checked once, as it arrives, for all
@@ -65,6 +67,7 @@ class BatchReply(NamedTuple):
 
 
 Batch: TypeAlias = Pending[BatchReply]
+DiskMaps: TypeAlias = Pending[dict[bytes, FileMap | None]]  # file hash -> its map on disk
 
 
 def _checked_footers(recs: Mapping[bytes, Reconstruction]) -> dict[bytes, XorbFooter]:
@@ -197,9 +200,9 @@ class MapLoader:
         then: Callable[[Iterable[Term]], None],
     ) -> None:
         """Start loading the maps of files (file hash, size), to be read in that order, a
-        WINDOW at a time, if backend answers them in batches (the module docstring); then
-        is told the terms of each batch as it comes, before its maps are checked."""
-        if not isinstance(backend, Batched) or not self._parts.host.running:
+        WINDOW at a time (the module docstring); then is told the terms of each batch
+        backend sends as it comes, before its maps are checked."""
+        if not self._parts.host.running:
             return
         keys = list(dict.fromkeys(files))
         windows = [keys[at : at + WINDOW] for at in range(0, len(keys), WINDOW)]
@@ -214,24 +217,41 @@ class MapLoader:
         files: list[tuple[bytes, int]],
         then: Callable[[Iterable[Term]], None],
     ) -> None:
-        """Start loading the maps of files not in memory, loading or on disk, in batches."""
-        if not isinstance(backend, Batched) or not self._parts.host.running:
+        """Start loading the maps of files not in memory or loading, in batches: from the
+        disk cache, else from backend if it answers batches."""
+        if not self._parts.host.running:
             return
         cache = self._parts.cache
-        todo = [
-            key
-            for key in files
-            if key not in self._maps and key not in self._loads and not cache.has_map(key[0])
-        ]
+        todo = [key for key in files if key not in self._maps and key not in self._loads]
+        on_disk = [key for key in todo if cache.has_map(key[0])]
+        asked = [key for key in todo if not cache.has_map(key[0])]
         nursery = self._parts.host.nursery()
-        for i in range(0, len(todo), BATCH_FILES):
-            keys = todo[i : i + BATCH_FILES]
+        for i in range(0, len(on_disk), BATCH_FILES):
+            keys = on_disk[i : i + BATCH_FILES]
+            disk: DiskMaps = Pending()
+            what = f"reading {len(keys)} file maps from the disk cache"
+            nursery.start_soon(disk.settle, what, lambda k=keys: self._read_maps(k))
+            for key in keys:
+                pending = self._loads[key] = Pending()
+                nursery.start_soon(self._load, backend, key, pending, None, None, disk)
+        if not isinstance(backend, Batched):
+            return
+        for i in range(0, len(asked), BATCH_FILES):
+            keys = asked[i : i + BATCH_FILES]
             batch: Batch = Pending()
             what = f"asking {backend.name} for {len(keys)} files"
             nursery.start_soon(batch.settle, what, lambda k=keys: self._ask(backend, k, then))
             for key in keys:
                 pending = self._loads[key] = Pending()
                 nursery.start_soon(self._load, backend, key, pending, None, batch)
+
+    async def _read_maps(self, keys: list[tuple[bytes, int]]) -> dict[bytes, FileMap | None]:
+        """The maps of keys' files from the disk cache, in one worker-thread call."""
+        get_map = self._parts.cache.get_map
+        return await trio.to_thread.run_sync(
+            lambda: {file_hash: get_map(file_hash) for file_hash, _ in keys},
+            limiter=self._parts.limiters.disk,
+        )
 
     async def _ask(
         self,
@@ -268,11 +288,12 @@ class MapLoader:
         pending: Pending[FileMap],
         early: Early | None,
         batch: Batch | None = None,
+        disk: DiskMaps | None = None,
     ) -> None:
         try:
             await pending.settle(
                 f"mapping file {hash_to_string(key[0])}",
-                lambda: self._get(backend, *key, early, batch),
+                lambda: self._get(backend, *key, early, batch, disk),
             )
         finally:
             del self._loads[key]
@@ -284,12 +305,15 @@ class MapLoader:
         size: int,
         early: Early | None,
         batch: Batch | None = None,
+        disk: DiskMaps | None = None,
     ) -> FileMap:
-        """The map from the disk cache, else built from the backend and written there;
-        kept in memory either way."""
+        """The map from the disk cache (as disk read it, if given), else built from the
+        backend and written there; kept in memory either way."""
         cache = self._parts.cache
         fmap = None
-        if cache.has_map(file_hash):  # no thread hop to find no file
+        if disk is not None:
+            fmap = (await _read(disk)).get(file_hash)
+        elif cache.has_map(file_hash):  # no thread hop to find no file
             fmap = await trio.to_thread.run_sync(
                 cache.get_map, file_hash, limiter=self._parts.limiters.disk
             )
@@ -439,6 +463,14 @@ class MapLoader:
         if errors:
             raise errors[0]
         return got
+
+
+async def _read(disk: DiskMaps) -> dict[bytes, FileMap | None]:
+    """The maps disk read (none if it failed: each file's map is then built)."""
+    try:
+        return await disk.wait()
+    except ReadError:
+        return {}
 
 
 async def _batched(batch: Batch | None) -> BatchReply:

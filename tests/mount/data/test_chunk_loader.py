@@ -1,11 +1,16 @@
 """ChunkLoader and MapLoader put together by hand, with no ContentReader: claims join the
-loads in flight, prefetch claims only as many groups as may run, and a batch's footers
-are checked once for all its files."""
+loads in flight, prefetch claims only as many groups as may run, a batch's footers are
+checked once for all its files, and a preload reads the maps on disk many to a thread
+call."""
 
+import itertools
 import random
-from collections.abc import Collection, Sequence
+import threading
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -16,13 +21,14 @@ from arkfs.mount.data.backend_calls import FetchUrls
 from arkfs.mount.data.cache_writer import CacheWriter
 from arkfs.mount.data.chunk_cache import ChunkCache
 from arkfs.mount.data.chunk_loader import PREFETCH_GROUPS, ChunkLoader
+from arkfs.mount.data.file_map import FileMap
 from arkfs.mount.data.jobs import Host, Limiters
 from arkfs.mount.data.map_loader import MapLoader
 from arkfs.mount.data.parts import Parts
 from arkfs.mount.stats import MountStats
 from arkfs.xet.compression import ChunkData
 from arkfs.xet.errors import XetError
-from arkfs.xet.reconstruction import Reconstruction
+from arkfs.xet.reconstruction import BATCH_FILES, Reconstruction
 from arkfs.xet.trust import recorded_footer
 from arkfs.xet.xorb import XorbFooter, footer_record
 from tests.mount.data.fake_backend import FETCH, RECONSTRUCTION, FakeBackend
@@ -243,6 +249,66 @@ def test_a_preloads_windows_are_asked_for_two_ahead_of_the_reads(
             maps.find(files[4].hash, files[4].size)  # window 2 reached: window 4
             await trio.testing.wait_all_tasks_blocked()
             assert fake.batches == 5 and fake.calls[RECONSTRUCTION] == 0
+            host.close()
+            await host.stop()
+
+    trio.run(main)
+
+
+def test_a_preload_reads_the_maps_on_disk_a_batch_to_a_thread_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From any backend, batched or not; a map that fails its check there is built again,
+    and a map not on disk is left to its read (this backend answers no batches)."""
+    rng = random.Random(5)
+    fake = FakeBackend({f"f{i}": rng.randbytes(200 + i) for i in range(BATCH_FILES + 30)})
+    files = sorted(fake.files.values(), key=lambda f: f.hash)
+    keys = [(f.hash, f.size) for f in files]
+    calls = itertools.count()
+    local = threading.local()  # which thread call a worker thread runs
+    reads: list[int] = []  # the thread call of each cache.get_map
+
+    async def main() -> None:
+        parts = parts_in(tmp_path)
+        host, cache = parts.host, parts.cache
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            first = MapLoader(parts, FetchUrls())
+            for f in files[1:]:  # the first file's map is never on disk
+                await first.load(fake, f.hash, f.size)
+            await parts.writer.drain()
+            bad = next((tmp_path / "maps").glob("*/*"))  # one map on disk is bad
+            data = bytearray(bad.read_bytes())
+            data[60] ^= 1
+            bad.write_bytes(data)
+            built = fake.calls[RECONSTRUCTION]
+            get_map = cache.get_map
+
+            def noted(file_hash: bytes) -> FileMap | None:
+                reads.append(local.call)
+                return get_map(file_hash)
+
+            monkeypatch.setattr(cache, "get_map", noted)
+            run_sync = trio.to_thread.run_sync
+
+            async def tagged(fn: Callable[..., object], *args: object, **kw: Any) -> object:
+                call = next(calls)
+
+                def run(*a: object) -> object:
+                    local.call = call
+                    return fn(*a)
+
+                return await run_sync(run, *args, **kw)
+
+            monkeypatch.setattr(trio.to_thread, "run_sync", tagged)
+            maps = MapLoader(parts, FetchUrls())
+            maps.preload(fake, keys, lambda t: None)
+            for f in files:  # as a read asks: memory, else the load (under way or new)
+                fmap = maps.find(f.hash, f.size) or await maps.load(fake, f.hash, f.size)
+                assert fmap.size == f.size
+            assert sorted(Counter(reads).values()) == [len(files) - 1 - BATCH_FILES, BATCH_FILES]
+            # built: the one never on disk, and the bad one
+            assert fake.calls[RECONSTRUCTION] == built + 2
             host.close()
             await host.stop()
 

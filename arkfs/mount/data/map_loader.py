@@ -13,17 +13,17 @@ map stays on disk. A map loads once however many reads ask for it at the same ti
 failure is not remembered, so the next read tries again.
 
 A reader that knows which files it will read, and in what order (a get of a directory,
-fsspec's cat of a list, a scan of a directory in the mount), preloads their maps: those
-in the disk cache BATCH_FILES to a worker-thread call (one thread hop, not one per file),
-the others from a backend that answers many files' reconstructions at once (Batched),
-BATCH_FILES to a request, BATCHES_AT_ONCE requests at a time; each map is then checked,
-or built and checked, as above, and a read of the file waits for it. A map on disk that
-fails its check, a file the batch leaves out, or a batch that fails, is asked for alone,
-as without a preload. The files are asked for a WINDOW at a time, two windows ahead of the reads:
-windows 0 and 1 at once, and when a read reaches the first file of window w, every
-window up to w + 2; so the maps of 100,000 files are never all held, nor the first ones
-evicted before their reads. A batch's footers are checked once, as it arrives, for all
-its files.
+fsspec's cat of a list), or guesses it (a scan of a directory in the mount), preloads
+their maps: those in the disk cache BATCH_FILES to a worker-thread call (one thread hop,
+not one per file), the others from a backend that answers many files' reconstructions at
+once (Batched), BATCH_FILES to a request, BATCHES_AT_ONCE requests at a time; each map
+is then checked, or built and checked, as above, and a read of the file waits for it. A
+map on disk that fails its check, a file the batch leaves out, or a batch that fails, is
+asked for alone, as without a preload. The files are asked for a WINDOW at a time, two
+windows ahead of the reads: windows 0 and 1 at once, and when a read reaches the first
+file of window w, every window up to w + 2; so the maps of 100,000 files are never all
+held, nor the first ones evicted before their reads. A batch's footers are checked once,
+as it arrives, for all its files.
 """
 
 import contextlib

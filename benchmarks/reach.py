@@ -4,9 +4,9 @@ sequential read through the `ark://` fsspec filesystem, cold, against the mount'
 read of the same file; and, for information, `arkfs get` of 1,000 small files against
 `curl ?tar | tar -x` of their directory, and `cp -r` of it out of a fresh mount against
 that get. Each side runs in a new process with an empty chunk cache and a dropped page
-cache. arkfs's modules are byte-compiled first, as a wheel
-install compiles them (hf_xet's were, by pip): an editable install run with
-PYTHONDONTWRITEBYTECODE would otherwise compile every module at each `arkfs get`."""
+cache. arkfs's modules are byte-compiled first, as a wheel install compiles them
+(hf_xet's were, by pip): an editable install run with PYTHONDONTWRITEBYTECODE would
+otherwise compile every module at each `arkfs get`."""
 
 import compileall
 import os

@@ -222,9 +222,11 @@ class MapLoader:
         if not self._parts.host.running:
             return
         cache = self._parts.cache
-        todo = [key for key in files if key not in self._maps and key not in self._loads]
-        on_disk = [key for key in todo if cache.has_map(key[0])]
-        asked = [key for key in todo if not cache.has_map(key[0])]
+        on_disk: list[tuple[bytes, int]] = []
+        asked: list[tuple[bytes, int]] = []
+        for key in files:
+            if key not in self._maps and key not in self._loads:
+                (on_disk if cache.has_map(key[0]) else asked).append(key)
         nursery = self._parts.host.nursery()
         for i in range(0, len(on_disk), BATCH_FILES):
             keys = on_disk[i : i + BATCH_FILES]

@@ -70,9 +70,9 @@ class Scans:
         if run + 1 >= SCAN and until - last < SLICE // 2 and until < len(siblings):
             start = max(until, last)
             until = min(start + SLICE, len(siblings))
-            files = [_small_file(entries, i) for i in siblings[start:until]]
-            if any(files):
-                self._reader.preload(archive.backend, [f for f in files if f is not None])
+            files = [f for i in siblings[start:until] if (f := _small_file(entries, i))]
+            if files:
+                self._reader.preload(archive.backend, files)
         self._dirs.put(key, _Scan(last, run, until))
 
 
